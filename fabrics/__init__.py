@@ -1,0 +1,10 @@
+"""The catalog: real fabrics built with the builders in :mod:`fabricsim.topo`.
+
+Public names: ``FABRICS`` (name -> Fabric), ``build(name, **params)``,
+``parse_params``, ``param_specs``, the device catalog in ``devices``.
+"""
+from . import devices  # noqa: F401  (registers the device catalog)
+from . import jalapeno  # noqa: F401
+from .registry import FABRICS, Fabric, build, close_matches, param_specs, parse_params, register
+
+__all__ = ["FABRICS", "Fabric", "build", "close_matches", "param_specs", "parse_params", "register", "devices"]

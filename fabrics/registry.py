@@ -1,0 +1,121 @@
+"""The catalog registry: fabric names -> pure builder functions.
+
+Parameters given as strings (``--set racks=8``) are checked against the builder's
+signature and converted by its annotations: ``int``, ``float``, ``bool``, ``str``,
+``Literal[...]`` (the choices) and ``tuple[int, ...]`` (spelled ``8x12x12``).
+"""
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import networkx as nx
+
+__all__ = ["Fabric", "FABRICS", "register", "build", "parse_params", "param_specs", "close_matches"]
+
+
+@dataclass(frozen=True)
+class Fabric:
+    name: str
+    builder: Callable[..., nx.Graph]
+    description: str
+    source: str
+
+
+FABRICS: dict[str, Fabric] = {}
+
+
+def register(name: str, *, description: str, source: str):
+    """Decorator: add a builder to the catalog under ``name``."""
+    def deco(fn):
+        FABRICS[name] = Fabric(name, fn, description, source)
+        return fn
+    return deco
+
+
+def close_matches(word: str, choices) -> str:
+    near = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.5)
+    return f" (did you mean {', '.join(near)}?)" if near else ""
+
+
+def _fabric(name: str) -> Fabric:
+    try:
+        return FABRICS[name]
+    except KeyError:
+        raise ValueError(f"unknown fabric {name!r}{close_matches(name, FABRICS)}; "
+                         f"choose one of: {', '.join(sorted(FABRICS))}") from None
+
+
+def param_specs(name: str) -> dict[str, inspect.Parameter]:
+    """The keyword parameters a catalog builder takes, with defaults and annotations."""
+    fn = _fabric(name).builder
+    return dict(inspect.signature(fn, eval_str=True).parameters)
+
+
+def _describe(ann) -> str:
+    if typing.get_origin(ann) is typing.Literal:
+        return "one of " + ", ".join(map(str, typing.get_args(ann)))
+    if typing.get_origin(ann) is tuple:
+        return "integers joined by x (e.g. 8x12x12)"
+    return getattr(ann, "__name__", str(ann))
+
+
+def _convert(key: str, raw: Any, ann) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    origin = typing.get_origin(ann)
+    try:
+        if origin is typing.Literal:
+            choices = typing.get_args(ann)
+            if raw not in choices:
+                raise ValueError
+            return raw
+        if origin is tuple:
+            return tuple(int(p) for p in raw.lower().replace(",", "x").split("x"))
+        if ann is bool:
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if ann in (int, float, str):
+            return ann(raw)
+    except ValueError:
+        raise ValueError(f"{key}={raw!r} is not valid: expected {_describe(ann)}") from None
+    return raw
+
+
+def parse_params(name: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """Check ``raw`` against the builder's signature and convert string values."""
+    specs = param_specs(name)
+    out = {}
+    for key, val in raw.items():
+        if key not in specs:
+            raise ValueError(f"{name} has no parameter {key!r}{close_matches(key, specs)}; "
+                             f"valid keys: {', '.join(specs) or '(none)'}")
+        out[key] = _convert(key, val, specs[key].annotation)
+    return out
+
+
+def build(name: str, **params) -> nx.Graph:
+    """Build catalog fabric ``name``; string parameter values are parsed as ``--set`` does.
+
+    Examples
+    --------
+    >>> G = build("jalapeno-rack")
+    >>> sum(1 for _, d in G.nodes(data=True) if d["kind"] == "chip")
+    128
+    """
+    fab = _fabric(name)
+    kwargs = parse_params(name, params)
+    G = fab.builder(**kwargs)
+    full = {k: p.default for k, p in param_specs(name).items()}
+    full.update(kwargs)
+    G.graph.update(name=name, params=json.dumps(full, default=list, sort_keys=True),
+                   description=fab.description, source=fab.source)
+    G.graph.setdefault("routing", "ecmp")
+    return G
