@@ -1,1 +1,4 @@
-"""placeholder"""
+"""The network: graph contract, devices, builders, routing, solver, failures, audits.
+
+(Public names are re-exported here as modules land.)
+"""
