@@ -1,0 +1,107 @@
+import pytest
+
+from fabricsim.fabrics import build
+from fabricsim.fabrics.devices import JALAPENO, TH6_200G
+from fabricsim.topo.audit import audit, bisection, budget_findings, hop_stats
+
+
+@pytest.fixture(scope="module")
+def rack():
+    return audit(build("jalapeno-rack"))
+
+
+@pytest.fixture(scope="module")
+def pod():
+    return audit(build("jalapeno-pod"))
+
+
+def test_local_closure_is_derived_from_switches_and_chips(rack):
+    t = rack.totals
+    local = JALAPENO.lanes_by_tier["local"] * JALAPENO.lane_gbps / 1000       # 4.8 Tb/s per chip
+    assert t["local_switch_capacity_Tbps"] == pytest.approx(6 * TH6_200G.capacity_gbps / 1000) == 614.4
+    assert t["local_chip_bandwidth_Tbps"] == pytest.approx(128 * local) == 614.4
+    assert t["local_switch_wired_Tbps"] == pytest.approx(614.4)
+
+
+def test_every_local_switch_uses_128_of_128_ports_with_zero_uplinks(rack):
+    ports = [f for f in rack.findings if f.check == "switch ports 0.8T"]
+    assert len(ports) == 6 and all(f.used == 128 == f.available for f in ports)
+    updown = [f for f in rack.findings if f.check == "switch down/up"]
+    assert len(updown) == 6 and all(f.available == 0 and "zero uplinks" in f.note for f in updown)
+    assert rack.ok
+
+
+def test_differential_pairs(rack, pod):
+    assert rack.totals["chip_diff_pairs"] == 128 * 64 == 8192
+    assert rack.totals["copper_diff_pairs"] == 6144
+    assert pod.totals["copper_diff_pairs_per_rack"] == 8192       # local 6,144 + global backplane 2,048
+    assert pod.totals["chip_diff_pairs_per_rack"] == 8192
+
+
+def test_pod_optics_and_rail_switches(pod):
+    t = pod.totals
+    assert t["optical_ports_per_rack"] == 128                      # 128 x 1.6T leave every rack
+    assert t["rail_switches"] == 64
+    assert t["rail_switch_wired_Tbps"] == pytest.approx(64 * 51.2)
+    unused = [f for f in pod.findings if f.check == "switch bandwidth" and "rail" in f.where]
+    assert len(unused) == 64
+    assert all(f.used == 51200 and f.available == 102400 and "50%" in f.note for f in unused)
+    leaves = [f for f in pod.findings if f.check == "switch down/up" and "gsw" in f.where]
+    assert len(leaves) == 64 and all(f.used == f.available == 51200 for f in leaves)
+    assert pod.ok
+
+
+def test_bisection(rack, pod):
+    assert rack.bisection_GBps == pytest.approx(38400.0)          # 64 chips x 600 GB/s
+    assert pod.bisection_GBps == pytest.approx(204800.0)          # 1,024 chips x 200 GB/s global
+    assert "ranks" in pod.bisection_halves
+
+
+def test_hops(rack, pod):
+    assert (rack.diameter_hops, rack.mean_hops) == (2, 2.0)
+    n, per_rack = 2048, 128
+    same = n * (per_rack - 1)
+    assert pod.diameter_hops == 4
+    assert pod.hop_histogram == {2: same, 4: n * (n - 1) - same}
+    assert pod.relay_pairs == 0
+
+
+def test_static_leaves_need_relays_between_columns():
+    h = hop_stats(build("jalapeno-pod", racks=2, leaf="static"))
+    n, per_rack = 256, 128
+    # other-rack pairs in another column (7 of 8) relay: local hop pair + 4 physical global links
+    assert h.relay_pairs == n * per_rack * 7 // 8
+    assert h.diameter_hops == 6 and h.unreachable_pairs == 0
+
+
+@pytest.mark.parametrize("racks", [1, 2, 4, 8])
+def test_totals_scale_with_racks(racks):
+    a = audit(build("jalapeno-pod", racks=racks), hops=False)
+    t = a.totals
+    assert t["chips"] == 128 * racks
+    assert t["switch_asics"] == racks * (6 + 4) + 64
+    assert t["copper_diff_pairs"] == 8192 * racks
+    assert t["optical_links"] == 64 * racks
+    assert t["rail_switch_wired_Tbps"] == pytest.approx(64 * 3.2 * racks)
+    assert a.bisection_GBps == pytest.approx(200 * 128 * racks / 2) if racks > 1 else True
+    assert a.ok
+
+
+def test_bcm78910_is_flagged_on_lane_rate():
+    findings = budget_findings(build("jalapeno-rack", local_switch="BCM78910"))
+    bad = [f for f in findings if not f.ok]
+    assert bad and {f.check for f in bad} == {"lane rate"}
+    assert len(bad) == 128 * 6
+    assert bad[0].used == 200 and bad[0].available == 100
+
+
+def test_over_budget_switch_is_flagged():
+    findings = budget_findings(build("jalapeno-rack", trays=20))     # 160 chips on 128-port switches
+    bad = {f.check for f in findings if not f.ok}
+    assert {"switch lanes", "switch bandwidth"} <= bad
+
+
+def test_bisection_says_which_halves():
+    b = bisection(build("jalapeno-rack", trays=2))
+    assert b.GBps == pytest.approx(8 * 600)
+    assert b.halves.startswith("ranks 0-7")

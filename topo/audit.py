@@ -1,0 +1,411 @@
+"""Audits: port, lane and bandwidth budgets, hop distances and bisection of a fabric graph.
+
+Every figure is computed from the graph and the device catalog.  The checker
+functions (:func:`budget_findings`, :func:`hop_stats`, :func:`bisection`) are
+what the tests call and what users can call on their own graphs.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from scipy import sparse
+from scipy.sparse import csgraph
+
+from .contract import (CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, MEDIUM, MODEL, PORT_GBPS,
+                       RANK, ROLE, SWITCH, TIER, chips, forwarding_graph, params_of)
+from .devices import DEVICES, Device
+
+__all__ = ["Finding", "Audit", "audit", "budget_findings", "hop_stats", "HopStats", "bisection",
+           "Bisection", "totals"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One budget check on one element."""
+
+    where: str          # node id or "u -- v"
+    check: str          # "switch lanes", "lane rate", ...
+    used: float
+    available: float
+    unit: str
+    ok: bool
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"where": self.where, "check": self.check, "used": self.used, "available": self.available,
+                "unit": self.unit, "ok": self.ok, "note": self.note}
+
+
+def _ports(e: dict) -> float:
+    """Ports a bundle occupies at each end: lanes / lanes-per-port."""
+    return e[LANES] / (e[PORT_GBPS] / e[LANE_GBPS])
+
+
+def _levels(G: nx.Graph) -> dict[Any, int]:
+    """Tier level of every node: chips 0, a switch 1 + the lowest level among its neighbours.
+
+    Down links go to a lower level, up links to a higher one; this is how the audit
+    tells a switch's down bandwidth from its up bandwidth without knowing the fabric.
+    """
+    level = {n: 0 for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}
+    frontier = list(level)
+    while frontier:
+        nxt = []
+        for n in frontier:
+            for m in G[n]:
+                if m not in level:
+                    level[m] = level[n] + 1
+                    nxt.append(m)
+        frontier = nxt
+    for n in G:
+        level.setdefault(n, 1)
+    return level
+
+
+def budget_findings(G: nx.Graph, *, devices: dict[str, Device] | None = None) -> list[Finding]:
+    """Port, lane and bandwidth findings for every chip, switch and link of ``G``.
+
+    Checks
+    ------
+    * ``lanes``: lanes wired against the device's SerDes lanes.
+    * ``ports <speed>``: ports of each speed used against what the device offers at
+      that speed once the lanes taken by the other speeds are set aside.
+    * ``bandwidth``: Gb/s wired against the device's capacity (per direction); a
+      switch with capacity left over gets a note saying how much is unused.
+    * ``tier lanes <tier>``: a chip's lanes on a tier against its lanes for that tier.
+    * ``down/up``: a switch's down bandwidth against its up bandwidth (the
+      oversubscription) where it has both.
+    * ``lane rate``: a link's lane rate against the lane rate each end supports.
+    """
+    devices = DEVICES if devices is None else devices
+    level = _levels(G)
+    out: list[Finding] = []
+    for n, d in G.nodes(data=True):
+        dev = devices.get(d.get(MODEL))
+        if dev is None:
+            continue
+        edges = [G.edges[n, m] for m in G[n]]
+        lanes = sum(e[LANES] for e in edges)
+        gbps = sum(e[CAPACITY_GBPS] for e in edges)
+        out.append(Finding(str(n), f"{d[KIND]} lanes", lanes, dev.lanes, "lanes", lanes <= dev.lanes))
+        by_speed: dict[float, list] = defaultdict(list)
+        for e in edges:
+            by_speed[e[PORT_GBPS]].append(e)
+        for speed, es in sorted(by_speed.items()):
+            used = sum(_ports(e) for e in es)
+            other_lanes = lanes - sum(e[LANES] for e in es)
+            lanes_per_port = speed / dev.lane_gbps
+            avail = (dev.lanes - other_lanes) / lanes_per_port if lanes_per_port >= 1 else dev.lanes - other_lanes
+            out.append(Finding(str(n), f"{d[KIND]} ports {speed / 1000:g}T", used, float(int(avail)), "ports",
+                               used <= avail))
+        note = ""
+        if d[KIND] == SWITCH and gbps < dev.capacity_gbps:
+            spare = dev.capacity_gbps - gbps
+            note = f"{spare / 1000:g} Tb/s ({spare / dev.capacity_gbps:.0%}) of the switch unused"
+        out.append(Finding(str(n), f"{d[KIND]} bandwidth", gbps, dev.capacity_gbps, "Gb/s",
+                           gbps <= dev.capacity_gbps * (1 + 1e-12), note))
+        if d[KIND] == CHIP and dev.lanes_by_tier:
+            per_tier = Counter()
+            for e in edges:
+                per_tier[e[TIER]] += e[LANES]
+            for tier, used in sorted(per_tier.items()):
+                avail = dev.lanes_by_tier.get(tier, 0)
+                out.append(Finding(str(n), f"chip tier lanes {tier}", used, avail, "lanes", used <= avail,
+                                   "" if avail else f"the device has no lanes for tier {tier!r}"))
+        if d[KIND] == SWITCH:
+            down = sum(G.edges[n, m][CAPACITY_GBPS] for m in G[n] if level[m] < level[n])
+            up = sum(G.edges[n, m][CAPACITY_GBPS] for m in G[n] if level[m] > level[n])
+            if down and up:
+                out.append(Finding(str(n), "switch down/up", down, up, "Gb/s", True,
+                                   f"oversubscription {down / up:g}:1"))
+            elif down and not up and d.get(ROLE) == "local":
+                out.append(Finding(str(n), "switch down/up", down, 0.0, "Gb/s", True,
+                                   "every port faces chips: zero uplinks"))
+    for u, v, e in G.edges(data=True):
+        for end in (u, v):
+            dev = devices.get(G.nodes[end].get(MODEL))
+            if dev is not None and e[LANE_GBPS] > dev.lane_gbps:
+                out.append(Finding(f"{u} -- {v}", "lane rate", e[LANE_GBPS], dev.lane_gbps, "Gb/s per lane",
+                                   False, f"{end} ({dev.name}) runs its lanes at {dev.lane_gbps:g}G at most"))
+    return out
+
+
+def totals(G: nx.Graph, *, devices: dict[str, Device] | None = None, nodes=None) -> dict[str, float]:
+    """Counts and sums over ``nodes`` (all by default): chips, ASICs, pairs, optics, tier capacities.
+
+    An edge belongs to the set when either end does (a rack's optical uplinks count
+    for the rack); differential pairs are two per lane (TX and RX).
+    """
+    devices = DEVICES if devices is None else devices
+    nodes = set(G) if nodes is None else set(nodes)
+    chip_nodes = [n for n in nodes if G.nodes[n].get(KIND) == CHIP]
+    sw_nodes = [n for n in nodes if G.nodes[n].get(KIND) == SWITCH]
+    t: dict[str, float] = {"chips": len(chip_nodes), "switch_asics": len(sw_nodes)}
+    t["chip_diff_pairs"] = sum(devices[G.nodes[n][MODEL]].lanes * devices[G.nodes[n][MODEL]].pairs_per_lane
+                               for n in chip_nodes if G.nodes[n][MODEL] in devices)
+    copper_pairs = optical_links = optical_ports = optical_lanes = 0
+    seen = set()
+    for n in nodes:
+        for m in G[n]:
+            key = (n, m) if str(n) <= str(m) else (m, n)
+            if key in seen:
+                continue
+            seen.add(key)
+            e = G.edges[n, m]
+            if e[MEDIUM] == "optical":
+                optical_links += 1
+                optical_lanes += e[LANES]
+                # ports at the end(s) inside the set: a rack's uplinks count once for the rack
+                optical_ports += _ports(e) * ((n in nodes) + (m in nodes))
+            else:
+                copper_pairs += 2 * e[LANES]
+    t.update(copper_diff_pairs=copper_pairs, optical_links=optical_links, optical_lanes=optical_lanes,
+             optical_ports=optical_ports)
+    roles = Counter(G.nodes[n].get(ROLE) for n in sw_nodes)
+    for role, count in sorted(roles.items()):
+        t[f"{role}_switches"] = count
+        cap = sum(devices[G.nodes[n][MODEL]].capacity_gbps for n in sw_nodes
+                  if G.nodes[n].get(ROLE) == role and G.nodes[n][MODEL] in devices)
+        t[f"{role}_switch_capacity_Tbps"] = cap / 1000
+        used = sum(G.edges[n, m][CAPACITY_GBPS] for n in sw_nodes if G.nodes[n].get(ROLE) == role for m in G[n])
+        t[f"{role}_switch_wired_Tbps"] = used / 1000
+    demand = Counter()
+    for n in chip_nodes:
+        for m in G[n]:
+            demand[G.edges[n, m][TIER]] += G.edges[n, m][CAPACITY_GBPS]
+    for tier, gbps in sorted(demand.items()):
+        t[f"{tier}_chip_bandwidth_Tbps"] = gbps / 1000
+    # whole numbers print as whole numbers; Tb/s sums are rounded off float noise
+    return {k: (int(v) if float(v).is_integer() else round(v, 9)) for k, v in t.items()}
+
+
+@dataclass(frozen=True)
+class HopStats:
+    """Hop counts (links traversed) between every ordered pair of distinct chips."""
+
+    diameter_hops: int
+    mean_hops: float
+    histogram: dict[int, int]
+    relay_pairs: int         # pairs reachable only by relaying through a chip (rail-only)
+    unreachable_pairs: int
+
+
+def _csr(H: nx.Graph, index: dict, *, out_from) -> sparse.csr_matrix:
+    """Directed hop-weight matrix with arcs only out of nodes in ``out_from``."""
+    rows, cols, vals = [], [], []
+    for u, v, e in H.edges(data=True):
+        w = float(e.get("hops", 1))
+        for a, b in ((u, v), (v, u)):
+            if a in out_from:
+                rows.append(index[a]); cols.append(index[b]); vals.append(w)
+    n = len(index)
+    return sparse.csr_matrix((vals, (rows, cols)), shape=(n, n))
+
+
+def _chip_distances(H: nx.Graph, chip_ids: list, forwarders: set, chunk: int = 512):
+    """Yield (chip row block, distances to every chip) with only ``forwarders`` passed through."""
+    nodes = list(H)
+    index = {n: i for i, n in enumerate(nodes)}
+    M = _csr(H, index, out_from=forwarders)
+    cidx = np.array([index[c] for c in chip_ids])
+    for start in range(0, len(chip_ids), chunk):
+        block = chip_ids[start:start + chunk]
+        # a non-forwarding source still sends on its own links: start from its neighbours
+        firsts = sorted({m for c in block if c not in forwarders for m in H[c] if m in forwarders}
+                        | {c for c in block if c in forwarders}, key=index.get)
+        fidx = np.array([index[f] for f in firsts], dtype=int)
+        D = csgraph.shortest_path(M, method="D", directed=True, indices=fidx)[:, cidx]
+        pos = {f: i for i, f in enumerate(firsts)}
+        out = np.full((len(block), len(chip_ids)), np.inf)
+        for i, c in enumerate(block):
+            if c in forwarders:
+                out[i] = D[pos[c]]
+            else:
+                for m in H[c]:
+                    if m in pos:
+                        np.minimum(out[i], float(H.edges[c, m].get("hops", 1)) + D[pos[m]], out=out[i])
+            out[i, start + i] = 0.0
+        yield start, out
+
+
+def hop_stats(G: nx.Graph) -> HopStats:
+    """Diameter, mean and histogram of chip-to-chip hop counts.
+
+    Paths pass only through nodes with ``forwards=True`` (patch leaves count as the
+    two links they join).  A pair with no such path but one through a relay chip
+    (rail-only, PXN) counts with the relay path and in ``relay_pairs``.
+    """
+    H = forwarding_graph(G)
+    chip_ids = chips(H)
+    n = len(chip_ids)
+    forwarders = {v for v, d in H.nodes(data=True) if d.get(FORWARDS)}
+    hist: Counter = Counter()
+    relay = unreachable = 0
+    relay_rows = []
+    for start, D in _chip_distances(H, chip_ids, forwarders):
+        finite = np.isfinite(D)
+        np.fill_diagonal(finite[:, start:start + len(D)], False)
+        vals, counts = np.unique(D[finite], return_counts=True)
+        hist.update({int(v): int(c) for v, c in zip(vals, counts)})
+        missing = ~np.isfinite(D)
+        if missing.any():
+            relay_rows.append((start, missing))
+    if relay_rows:
+        every = set(H)  # relays: chips may forward too
+        relay_D = dict(_chip_distances(H, chip_ids, every))
+        for start, missing in relay_rows:
+            D = relay_D[start]
+            vals = D[missing]
+            ok = np.isfinite(vals)
+            relay += int(ok.sum())
+            unreachable += int((~ok).sum())
+            v, c = np.unique(vals[ok], return_counts=True)
+            hist.update({int(a): int(b) for a, b in zip(v, c)})
+    total = sum(hist.values())
+    mean = sum(h * c for h, c in hist.items()) / total if total else 0.0
+    return HopStats(max(hist) if hist else 0, float(mean), dict(sorted(hist.items())), relay, unreachable)
+
+
+@dataclass(frozen=True)
+class Bisection:
+    """The smallest cut found between two halves of the chips."""
+
+    GBps: float            # per direction, GB/s
+    halves: str            # which halves, in words
+    candidates: dict[str, float] = field(default_factory=dict)  # every split tried -> GB/s
+
+
+def _split_candidates(G: nx.Graph, chip_ids: list) -> dict[str, np.ndarray]:
+    """Ways to halve the chips: by rank, and by every integer tag that splits them evenly."""
+    n = len(chip_ids)
+    half = n // 2
+    cands = {f"ranks 0-{half - 1} | {half}-{n - 1}": np.arange(n) < half}
+    tags = set()
+    for c in chip_ids:
+        tags.update(k for k, v in G.nodes[c].items() if isinstance(v, int) and not isinstance(v, bool)
+                    and k != RANK)
+    for tag in sorted(tags):
+        vals = np.array([G.nodes[c].get(tag, -1) for c in chip_ids])
+        uniq = np.unique(vals)
+        if len(uniq) < 2:
+            continue
+        # the lower half of the tag's values, where that holds exactly half the chips
+        cut = uniq[len(uniq) // 2]
+        side = vals < cut
+        if side.sum() == half:
+            cands[f"{tag} < {cut} | {tag} >= {cut}"] = side
+    return cands
+
+
+def bisection(G: nx.Graph) -> Bisection:
+    """Bisection bandwidth per direction: the minimum cut between two halves of the chips.
+
+    Notes
+    -----
+    The true minimum bisection is NP-hard; we take the minimum, over structured
+    splits (first/second half of ranks, and each integer tag such as ``rack``, ``x``,
+    ``group`` split at its middle value), of the max-flow min cut from one half to
+    the other, and report which split gave it.  Capacities are per direction.
+    """
+    H = forwarding_graph(G)
+    chip_ids = chips(H)
+    if len(chip_ids) < 2:
+        return Bisection(0.0, "fewer than 2 chips")
+    nodes = list(H)
+    index = {n: i for i, n in enumerate(nodes)}
+    caps = np.array([e[CAPACITY_GBPS] for _, _, e in H.edges(data=True)])
+    scale = 1 if np.allclose(caps, np.round(caps)) else 1000   # scipy's max-flow wants integers
+    u = np.array([index[a] for a, _ in H.edges()])
+    v = np.array([index[b] for _, b in H.edges()])
+    c = np.round(caps * scale).astype(np.int64)
+    N = len(nodes)
+    S, T = N, N + 1
+    chip_cap = np.zeros(N, dtype=np.int64)
+    np.add.at(chip_cap, u, c)
+    np.add.at(chip_cap, v, c)
+    cidx = np.array([index[x] for x in chip_ids])
+    results = {}
+    for label, side in _split_candidates(H, chip_ids).items():
+        a, b = cidx[side], cidx[~side]
+        rows = np.concatenate([u, v, np.full(len(a), S), b])
+        cols = np.concatenate([v, u, a, np.full(len(b), T)])
+        data = np.concatenate([c, c, chip_cap[a], chip_cap[b]])
+        if data.max() >= 2 ** 31:
+            raise ValueError("capacities too large for the max-flow solver's 32-bit integers")
+        M = sparse.csr_matrix((data.astype(np.int32), (rows, cols)), shape=(N + 2, N + 2))
+        M.sum_duplicates()
+        flow = csgraph.maximum_flow(M, S, T).flow_value
+        results[label] = flow / scale / 8.0   # Gb/s -> GB/s
+    best = min(results, key=results.get)   # ties go to the first split tried (rank halves)
+    return Bisection(float(results[best]), best, results)
+
+
+@dataclass(frozen=True)
+class Audit:
+    fabric: str
+    params: dict
+    chips: int
+    switches: int
+    diameter_hops: int
+    mean_hops: float
+    hop_histogram: dict
+    relay_pairs: int
+    unreachable_pairs: int
+    bisection_GBps: float
+    bisection_halves: str
+    totals: dict
+    per_rack: dict
+    findings: tuple
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.findings)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"fabric": self.fabric, "params": self.params, "chips": self.chips, "switches": self.switches,
+                "diameter_hops": self.diameter_hops, "mean_hops": self.mean_hops,
+                "hop_histogram": {str(k): v for k, v in self.hop_histogram.items()},
+                "relay_pairs": self.relay_pairs, "unreachable_pairs": self.unreachable_pairs,
+                "bisection_GBps": self.bisection_GBps, "bisection_halves": self.bisection_halves,
+                "totals": self.totals, "per_rack": self.per_rack,
+                "findings": [f.as_dict() for f in self.findings], "ok": self.ok}
+
+
+def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool = True,
+          bisect: bool = True) -> Audit:
+    """Audit ``G``: budgets, totals (fabric and per rack), hop distances, bisection.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> a = audit(build("jalapeno-rack"))
+    >>> a.ok, a.totals["local_switch_capacity_Tbps"], a.bisection_GBps
+    (True, 614.4, 38400.0)
+    """
+    findings = tuple(budget_findings(G, devices=devices))
+    tot = totals(G, devices=devices)
+    racks = sorted({d["rack"] for _, d in G.nodes(data=True) if "rack" in d})
+    per_rack = {}
+    if racks:
+        tot["racks"] = len(racks)
+        members = defaultdict(list)
+        for n, d in G.nodes(data=True):
+            if "rack" in d:
+                members[d["rack"]].append(n)
+        per_rack = {str(r): totals(G, devices=devices, nodes=members[r]) for r in racks}
+        # figures every rack shares go into the flat totals as "<name>_per_rack"
+        first = per_rack[str(racks[0])]
+        for k, val in first.items():
+            if all(per_rack[str(r)].get(k) == val for r in racks):
+                tot[f"{k}_per_rack"] = val
+    hs = hop_stats(G) if hops else HopStats(0, 0.0, {}, 0, 0)
+    bi = bisection(G) if bisect else Bisection(0.0, "not computed")
+    return Audit(fabric=G.graph.get("name", "?"), params=params_of(G), chips=int(tot["chips"]),
+                 switches=int(tot["switch_asics"]), diameter_hops=hs.diameter_hops, mean_hops=hs.mean_hops,
+                 hop_histogram=hs.histogram, relay_pairs=hs.relay_pairs, unreachable_pairs=hs.unreachable_pairs,
+                 bisection_GBps=bi.GBps, bisection_halves=bi.halves, totals=tot, per_rack=per_rack,
+                 findings=findings)
