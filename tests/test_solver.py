@@ -1,0 +1,327 @@
+"""Tests of fabricsim.topo.solver: LP agreement, closed forms, events, certificates, memory."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from fabricsim.topo.errors import TooLarge
+from fabricsim.topo.solver import (
+    check_maxmin,
+    estimate_memory_bytes,
+    guard_memory,
+    link_load_bound,
+    maxmin_rates,
+    simulate,
+)
+
+
+def random_instance(seed: int, n_flows: int, n_links: int):
+    """Random factored problem: each flow on 1-3 pieces, each piece on 1-4 links."""
+    rng = np.random.default_rng(seed)
+    n_pieces = int(rng.integers(2, 2 * n_links + 2))
+    rows = np.repeat(np.arange(n_flows), rng.integers(1, 4, n_flows))
+    fp = sp.coo_array((rng.uniform(0.1, 1.0, rows.size), (rows, rng.integers(0, n_pieces, rows.size))),
+                      shape=(n_flows, n_pieces)).tocsr()
+    prow = np.repeat(np.arange(n_pieces), rng.integers(1, 5, n_pieces))
+    pl = sp.coo_array((rng.uniform(0.1, 1.0, prow.size), (prow, rng.integers(0, n_links, prow.size))),
+                      shape=(n_pieces, n_links)).tocsr()
+    # A few distinct capacity values make simultaneous saturations (ties) common.
+    cap = rng.choice([1.0, 2.0, 3.5, 5.0, 8.0], n_links) * rng.choice([1.0, 1.0, 1.7], n_links)
+    weights = rng.choice([1.0, 2.0, 0.5], n_flows) if seed % 2 else None
+    mult = rng.integers(1, 4, n_flows).astype(float) if seed % 3 == 0 else None
+    return fp, pl, cap, weights, mult
+
+
+def lp_maxmin(A: np.ndarray, cap: np.ndarray, w: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Reference: sequential LPs on the explicit A (maximize the common level, freeze tight links)."""
+    F, L = A.shape
+    rate = np.zeros(F)
+    frozen = np.zeros(F, dtype=bool)
+    load_coef = A * m[:, None]
+    while not frozen.all():
+        live = ~frozen
+        # Variables: the level t; rates of live flows are w t.
+        coef = (load_coef[live] * w[live, None]).sum(axis=0)
+        base = load_coef[frozen].T @ rate[frozen]
+        rows = coef > 1e-300
+        res = linprog(c=[-1.0], A_ub=coef[rows, None], b_ub=cap[rows] - base[rows],
+                      bounds=[(0, None)], method="highs")
+        assert res.status == 0, res.message
+        t = res.x[0]
+        tight = rows & (coef * t + base >= cap * (1 - 1e-9))
+        hit = live & (A[:, tight] > 0).any(axis=1)
+        assert hit.any()
+        rate[hit] = w[hit] * t
+        frozen |= hit
+    return rate
+
+
+SIZES = [(3, 3), (8, 5), (15, 10), (30, 20)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("n_flows, n_links", SIZES)
+def test_agrees_with_sequential_lp(seed, n_flows, n_links):
+    fp, pl, cap, w, m = random_instance(seed, n_flows, n_links)
+    r = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m)
+    ones = np.ones(n_flows)
+    ref = lp_maxmin((fp @ pl).toarray(), cap, ones if w is None else w, ones if m is None else m)
+    np.testing.assert_allclose(r.rate_Bps, ref, rtol=1e-7)
+    assert check_maxmin(fp, pl, cap, r.rate_Bps, weights=w, multiplicity=m) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n_flows=st.integers(1, 25), n_links=st.integers(1, 12))
+def test_certificate_holds_on_random_instances(seed, n_flows, n_links):
+    fp, pl, cap, w, m = random_instance(seed, n_flows, n_links)
+    r = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m)
+    assert check_maxmin(fp, pl, cap, r.rate_Bps, weights=w, multiplicity=m) == []
+    # Every flow's bottleneck is a link it crosses.
+    A = (fp @ pl).toarray()
+    assert np.all(A[np.arange(n_flows), r.bottleneck_link] > 0)
+
+
+# --------------------------------------------------------------------------- closed forms
+
+
+def one_link(n: int):
+    return sp.csr_array(np.ones((n, 1))), sp.csr_array(np.ones((1, 1)))
+
+
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_n_flows_share_one_link(n):
+    fp, pl = one_link(n)
+    r = maxmin_rates(fp, pl, [12.0])
+    assert r.rate_Bps == pytest.approx(np.full(n, 12.0 / n))
+    assert r.n_levels == 1
+    assert r.bottleneck_link.tolist() == [0] * n
+
+
+def test_classic_three_link_example():
+    # l0 (cap 1): f0 f1 f2; l1 (cap 2): f2 f3; l2 (cap 1.5): f3 f4.
+    # l0 saturates at 1/3 (f0-f2); then l2 at 0.75 (f3, f4); l1 stays unsaturated.
+    A = np.array([[1, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 1], [0, 0, 1]], dtype=float)
+    r = maxmin_rates(sp.csr_array(A), sp.identity(3, format="csr"), [1.0, 2.0, 1.5])
+    assert r.rate_Bps == pytest.approx([1 / 3, 1 / 3, 1 / 3, 0.75, 0.75])
+    assert r.bottleneck_link.tolist() == [0, 0, 0, 2, 2]
+    assert r.n_levels == 2
+
+
+def test_weighted_share():
+    fp, pl = one_link(2)
+    r = maxmin_rates(fp, pl, [9.0], weights=[1.0, 2.0])
+    assert r.rate_Bps == pytest.approx([3.0, 6.0])
+
+
+def test_multiplicity_equals_duplicated_rows():
+    fp, pl, cap, w, _ = random_instance(5, 12, 6)
+    mult = np.array([1, 3, 2, 1, 1, 4, 1, 2, 1, 1, 3, 1])
+    r = maxmin_rates(fp, pl, cap, weights=w, multiplicity=mult)
+    dup = np.repeat(np.arange(12), mult)
+    r_dup = maxmin_rates(fp[dup], pl, cap, weights=None if w is None else w[dup])
+    np.testing.assert_allclose(r.rate_Bps[dup], r_dup.rate_Bps, rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_factored_equals_explicit(seed):
+    fp, pl, cap, w, m = random_instance(seed, 20, 8)
+    A = (fp @ pl).tocsr()
+    r = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m)
+    r_explicit = maxmin_rates(A, sp.identity(8, format="csr"), cap, weights=w, multiplicity=m)
+    np.testing.assert_allclose(r.rate_Bps, r_explicit.rate_Bps, rtol=1e-12)
+
+
+def test_unlimited_links_are_ignored():
+    A = np.array([[1.0, 1.0], [1.0, 0.0]])
+    r = maxmin_rates(sp.csr_array(A), sp.identity(2, format="csr"), [4.0, np.inf])
+    assert r.rate_Bps == pytest.approx([2.0, 2.0])
+    assert r.bottleneck_link.tolist() == [0, 0]
+
+
+def test_flow_on_unlimited_links_only_is_an_error():
+    A = np.array([[1.0, 1.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="1 of 2 flows cross no capacity-limited link"):
+        maxmin_rates(sp.csr_array(A), sp.identity(2, format="csr"), [4.0, np.inf])
+
+
+def test_all_zero_row_is_an_error():
+    fp = sp.csr_array(np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]]))
+    pl = sp.csr_array(np.array([[1.0], [0.0]]))
+    with pytest.raises(ValueError, match="2 of 3 flows cross no capacity-limited link"):
+        maxmin_rates(fp, pl, [1.0])
+
+
+def test_bad_shapes_name_the_argument():
+    fp, pl = one_link(2)
+    with pytest.raises(ValueError, match=r"capacity_Bps must have shape \(1,\)"):
+        maxmin_rates(fp, pl, [1.0, 2.0])
+
+
+def test_negative_weight_is_named():
+    fp, pl = one_link(2)
+    with pytest.raises(ValueError, match=r"weights\[1\] = -1"):
+        maxmin_rates(fp, pl, [1.0], weights=[1.0, -1.0])
+
+
+def test_no_flows():
+    r = maxmin_rates(sp.csr_array((0, 2)), sp.csr_array(np.ones((2, 3))), [1.0, 1.0, 1.0])
+    assert r.rate_Bps.shape == (0,) and r.n_levels == 0
+
+
+# --------------------------------------------------------------------------- events
+
+
+def test_two_flows_small_then_big():
+    fp, pl = one_link(2)
+    S, C = 3.0e9, 1.0e9
+    res = simulate(fp, pl, [C], [S, 2 * S])
+    assert res.finish_s == pytest.approx([2 * S / C, 3 * S / C])
+    assert res.time_s == pytest.approx(3 * S / C)
+    assert res.events == 2
+    assert res.first_rates_Bps == pytest.approx([C / 2, C / 2])
+    assert isinstance(res.time_s, float) and isinstance(res.bound_s, float)
+
+
+def test_equal_finishes_retire_in_one_event():
+    fp, pl = one_link(4)
+    res = simulate(fp, pl, [8.0], [2.0, 2.0, 2.0, 2.0])
+    assert res.events == 1
+    assert res.finish_s == pytest.approx([1.0] * 4)
+
+
+def test_single_bottleneck_equal_sizes_meets_bound_exactly():
+    fp, pl = one_link(5)
+    res = simulate(fp, pl, [10.0], np.full(5, 4.0))
+    assert res.time_s == res.bound_s == 2.0
+    assert res.utilization == pytest.approx([1.0])
+    assert res.link_busy_s == pytest.approx([2.0])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_time_at_least_link_load_bound(seed):
+    fp, pl, cap, w, m = random_instance(seed, 25, 10)
+    size = np.random.default_rng(seed).uniform(1.0, 10.0, 25)
+    res = simulate(fp, pl, cap, size, weights=w, multiplicity=m)
+    b = link_load_bound(fp, pl, cap, size, multiplicity=m)
+    assert res.time_s >= b.time_s * (1 - 1e-12)
+    assert res.bound_s == b.time_s
+    np.testing.assert_allclose(res.link_bytes, b.link_bytes)
+    assert np.all(res.peak_utilization <= 1 + 1e-9)
+    assert np.all(res.utilization <= 1 + 1e-9)
+    # Bytes delivered: each flow's rate integrated over time equals its size.
+    assert np.all(res.finish_s > 0) and res.time_s == res.finish_s.max()
+
+
+def test_link_load_bound_names_busiest_link():
+    A = np.array([[1.0, 0.0], [0.5, 0.5]])
+    b = link_load_bound(sp.csr_array(A), sp.identity(2, format="csr"), [10.0, 1.0], [10.0, 4.0])
+    assert b.link_bytes == pytest.approx([12.0, 2.0])
+    assert b.busiest_link == 1 and b.time_s == pytest.approx(2.0)
+
+
+def test_zero_size_flows_finish_at_zero():
+    fp, pl = one_link(3)
+    res = simulate(fp, pl, [1.0], [0.0, 1.0, 1.0])
+    assert res.finish_s.tolist() == [0.0, 2.0, 2.0]
+
+
+def test_zero_capacity_flow_never_finishes():
+    fp, pl = one_link(1)
+    with pytest.raises(ValueError, match="1 flows get rate 0"):
+        simulate(fp, pl, [0.0], [1.0])
+
+
+# --------------------------------------------------------------------------- certificate
+
+
+def test_check_maxmin_finds_planted_violations():
+    fp, pl, cap, w, m = random_instance(3, 20, 8)
+    rate = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m).rate_Bps
+    assert check_maxmin(fp, pl, cap, rate, weights=w, multiplicity=m) == []
+    up = check_maxmin(fp, pl, cap, rate * 1.1, weights=w, multiplicity=m)
+    assert any("over its capacity" in s for s in up)
+    down = check_maxmin(fp, pl, cap, rate * 0.9, weights=w, multiplicity=m)
+    assert down and all("no saturated link" in s or "more flows" in s for s in down)
+
+
+def test_check_maxmin_detects_unfair_split():
+    fp, pl = one_link(2)
+    assert check_maxmin(fp, pl, [10.0], [4.0, 6.0]) == [
+        "flow 0 (4 B/s) has no saturated link on which its rate/weight is the largest"]
+
+
+# --------------------------------------------------------------------------- scale and structure
+
+
+def test_deterministic():
+    fp, pl, cap, w, m = random_instance(11, 30, 20)
+    size = np.linspace(1.0, 5.0, 30)
+    a = simulate(fp, pl, cap, size, weights=w, multiplicity=m)
+    b = simulate(fp, pl, cap, size, weights=w, multiplicity=m)
+    for name in ("finish_s", "first_rates_Bps", "link_bytes", "peak_utilization", "link_busy_s"):
+        assert np.array_equal(getattr(a, name), getattr(b, name))
+    ra = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m)
+    rb = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m)
+    assert np.array_equal(ra.rate_Bps, rb.rate_Bps)
+    assert np.array_equal(ra.bottleneck_link, rb.bottleneck_link)
+
+
+def test_many_levels():
+    # Link i (capacity i+1) carries two own flows; one extra flow crosses all links.
+    # The shared flow and link 0's own flows freeze at 1/3; link i > 0 then gives its
+    # own flows (i + 1 - 1/3) / 2: 200 distinct levels.
+    n = 200
+    own = np.repeat(np.arange(n), 2)
+    rows = np.concatenate([np.arange(2 * n), np.full(n, 2 * n)])
+    cols = np.concatenate([own, np.arange(n)])
+    A = sp.csr_array((np.ones(rows.size), (rows, cols)), shape=(2 * n + 1, n))
+    # Factored through one piece per flow row, to exercise the piece path.
+    fp = sp.identity(2 * n + 1, format="csr")
+    cap = np.arange(1.0, n + 1)
+    r = maxmin_rates(fp, A, cap)
+    assert r.n_levels == n
+    expect = np.concatenate([[1 / 3, 1 / 3], np.repeat((cap[1:] - 1 / 3) / 2, 2), [1 / 3]])
+    assert r.rate_Bps == pytest.approx(expect, rel=1e-12)
+    assert check_maxmin(fp, A, cap, r.rate_Bps) == []
+
+
+def test_many_levels_random_pieces():
+    rng = np.random.default_rng(0)
+    F, K, L = 5000, 800, 300
+    rows = np.repeat(np.arange(F), 3)
+    fp = sp.csr_array((rng.uniform(0.2, 1, rows.size), (rows, rng.integers(0, K, rows.size))),
+                      shape=(F, K))
+    prow = np.repeat(np.arange(K), 2)
+    pl = sp.csr_array((rng.uniform(0.2, 1, prow.size), (prow, rng.integers(0, L, prow.size))),
+                      shape=(K, L))
+    cap = rng.uniform(1.0, 100.0, L)
+    r = maxmin_rates(fp, pl, cap)
+    assert r.n_levels >= 100
+    assert check_maxmin(fp, pl, cap, r.rate_Bps) == []
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def test_estimate_grows_with_size():
+    small = estimate_memory_bytes(n_flows=10, nnz_flow_piece=40, n_pieces=8, nnz_piece_link=20,
+                                  n_links=6)
+    big = estimate_memory_bytes(n_flows=10**6, nnz_flow_piece=4 * 10**6, n_pieces=8,
+                                nnz_piece_link=20, n_links=6)
+    assert isinstance(big, int) and big > small > 0
+
+
+def test_too_large_names_the_bound():
+    est = estimate_memory_bytes(n_flows=85_000_000, nnz_flow_piece=340_000_000, n_pieces=10**5,
+                                nnz_piece_link=10**6, n_links=10**5)
+    with pytest.raises(TooLarge, match=r"85,000,000 flows.*use the link-load bound \(--bound-only\)"):
+        guard_memory(est, limit_bytes=1024, n_flows=85_000_000)
+
+
+def test_guard_passes_small_problem_under_default_limit():
+    guard_memory(estimate_memory_bytes(n_flows=10, nnz_flow_piece=10, n_pieces=1,
+                                       nnz_piece_link=1, n_links=1))
