@@ -6,7 +6,6 @@ signature and converted by its annotations: ``int``, ``float``, ``bool``, ``str`
 """
 from __future__ import annotations
 
-import difflib
 import inspect
 import json
 import typing
@@ -14,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import networkx as nx
+
+from ..topo.errors import close_matches
 
 __all__ = ["Fabric", "FABRICS", "register", "build", "parse_params", "param_specs", "close_matches"]
 
@@ -35,11 +36,6 @@ def register(name: str, *, description: str, source: str):
         FABRICS[name] = Fabric(name, fn, description, source)
         return fn
     return deco
-
-
-def close_matches(word: str, choices) -> str:
-    near = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.5)
-    return f" (did you mean {', '.join(near)}?)" if near else ""
 
 
 def _fabric(name: str) -> Fabric:
