@@ -1,0 +1,300 @@
+"""Collective algorithms: (groups, size) -> phases of concurrent flows.
+
+Size conventions follow nccl-tests: for all-reduce ``size_bytes`` is the buffer per
+rank; for all-gather, reduce-scatter and all-to-all it is the whole buffer per rank
+(count x type size x ranks).  A :class:`Phase` holds the flows of *every* group at
+once (so contention between groups is priced) and a ``repeat`` count: identical
+steps, such as the 2(n-1) steps of a ring all-reduce, are solved once and repeated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import networkx as nx
+import numpy as np
+
+from ..topo.contract import CHIP, KIND, RANK
+from ..topo.errors import BadInput
+
+__all__ = ["Phase", "FabricView", "COLLECTIVES", "ALGORITHMS", "algorithms_for", "phases", "view_of"]
+
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Concurrent flows of one step pattern, repeated ``repeat`` times."""
+
+    name: str
+    src: np.ndarray          # chip ranks (F,)
+    dst: np.ndarray          # chip ranks (F,)
+    size_bytes: np.ndarray   # bytes per flow per step (F,)
+    group: np.ndarray        # index of the flow's group (F,)
+    repeat: int = 1
+    in_network: bool = False  # flows are chip -> reducing switches -> chips (NVLS): see pricing
+
+
+@dataclass(frozen=True)
+class FabricView:
+    """What algorithms need to know about the fabric, by chip rank."""
+
+    n_chips: int
+    domain: np.ndarray | None       # rack (or other scale-up domain) of each rank, -1 when unknown
+    coords: np.ndarray | None       # (n, 3) torus coordinates, or None
+    reduces: bool                   # every chip reaches only switches that reduce in the network
+
+
+def view_of(G: nx.Graph) -> FabricView:
+    """Collect ranks' racks, torus coordinates and in-network reduction from ``G``."""
+    chips = [(d[RANK], n, d) for n, d in G.nodes(data=True) if d.get(KIND) == CHIP]
+    n = max((r for r, _, _ in chips), default=-1) + 1
+    domain = np.full(n, -1, dtype=np.int64)
+    coords = np.full((n, 3), -1, dtype=np.int64)
+    has_rack = has_xyz = True
+    reduces = bool(chips)
+    for r, node, d in chips:
+        if "rack" in d:
+            domain[r] = d["rack"]
+        else:
+            has_rack = False
+        if all(k in d for k in "xyz"):
+            coords[r] = (d["x"], d["y"], d["z"])
+        else:
+            has_xyz = False
+        nbrs = [G.nodes[m] for m in G[node]]
+        if not nbrs or not all(m.get(KIND) == "switch" and m.get("reduces") for m in nbrs):
+            reduces = False
+    return FabricView(n, domain if has_rack else None, coords if has_xyz else None, reduces)
+
+
+def _concat(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]):
+    src, dst, size, grp = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    return src.astype(np.int64), dst.astype(np.int64), size.astype(np.float64), grp.astype(np.int64)
+
+
+def _groups_array(groups: Sequence[Sequence[int]]) -> np.ndarray:
+    sizes = {len(g) for g in groups}
+    if len(sizes) != 1:
+        raise BadInput(f"all groups must have the same size; got sizes {sorted(sizes)}")
+    return np.asarray(groups, dtype=np.int64)
+
+
+def _shift(G: np.ndarray, k: int, size: float, name: str, repeat: int) -> Phase:
+    """Every member i of every group sends ``size`` bytes to member (i + k) mod n."""
+    g, n = G.shape
+    src = G.ravel()
+    dst = np.roll(G, -k, axis=1).ravel()
+    return Phase(name, src, dst, np.full(src.size, size), np.repeat(np.arange(g), n), repeat)
+
+
+def _all_pairs(G: np.ndarray, size: float, name: str, repeat: int) -> Phase:
+    """Every member sends ``size`` bytes to every other member of its group."""
+    g, n = G.shape
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    src = G[:, i].ravel()
+    dst = G[:, j].ravel()
+    return Phase(name, src, dst, np.full(src.size, size), np.repeat(np.arange(g), i.size), repeat)
+
+
+# ----------------------------------------------------------------------------- ring, direct, rhd
+def _ring(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    n = G.shape[1]
+    steps = {"all-reduce": 2 * (n - 1), "all-gather": n - 1, "reduce-scatter": n - 1}[collective]
+    return [_shift(G, 1, S / n, f"ring step ({steps} identical steps)", steps)]
+
+
+def _direct(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    n = G.shape[1]
+    if collective == "all-to-all":
+        return [_all_pairs(G, S / n, "direct all-to-all", 1)]
+    repeat = 2 if collective == "all-reduce" else 1   # all-reduce = direct reduce-scatter + all-gather
+    return [_all_pairs(G, S / n, "one-shot exchange of S/n with every peer", repeat)]
+
+
+def _halving_doubling(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    n = G.shape[1]
+    if n & (n - 1):
+        raise BadInput(f"halving-doubling needs a power-of-two group size, not {n}; try ring or direct")
+    out = []
+    idx = np.arange(n)
+    k, size = n // 2, S / 2
+    # reduce-scatter halves the data each step with partner i XOR n/2, n/4, ...; the
+    # all-gather retraces the same partners and sizes in reverse, hence repeat 2
+    repeat = 2 if collective == "all-reduce" else 1
+    while k >= 1:
+        partner = idx ^ k
+        src = G.ravel()
+        dst = G[:, partner].ravel()
+        out.append(Phase(f"exchange with rank xor {k}", src, dst, np.full(src.size, size),
+                         np.repeat(np.arange(G.shape[0]), n), repeat))
+        k //= 2
+        size /= 2
+    return out
+
+
+# ----------------------------------------------------------------------------- hierarchical
+def _domains(G: np.ndarray, view: FabricView) -> tuple[np.ndarray, int, int]:
+    """Members of each group arranged (group, domain, position); d domains of m chips each."""
+    if view.domain is None:
+        raise BadInput("hierarchical algorithms need racks (a 'rack' attribute on chips); this fabric has none")
+    g, n = G.shape
+    out = []
+    for members in G:
+        dom = view.domain[members]
+        uniq = np.unique(dom)
+        order = np.lexsort((members, dom))
+        arranged = members[order].reshape(len(uniq), -1) if n % len(uniq) == 0 else None
+        if arranged is None or not all((view.domain[row] == row_d).all() for row, row_d in zip(arranged, uniq)):
+            raise BadInput("hierarchical algorithms need every group spread evenly over its racks")
+        out.append(arranged)
+    A = np.stack(out)
+    d, m = A.shape[1], A.shape[2]
+    if d < 2 or m < 2:
+        raise BadInput(f"hierarchical needs groups spanning 2+ racks with 2+ chips in each (got {d} x {m})")
+    return A, d, m
+
+
+def _hierarchical(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    A, d, m = _domains(G, view)
+    g = A.shape[0]
+    n = d * m
+    if collective == "all-to-all":
+        # rail-aligned: first inside the rack, chip (D, i) hands chip (D, j) everything bound
+        # for position j of every rack (S/n x d); then across racks between chips of the
+        # same position only, which in a rail-only fabric share a rail: (D, j) -> (D', j)
+        intra = A.reshape(g * d, m)
+        inter = A.transpose(0, 2, 1).reshape(g * m, d)
+        p1 = _all_pairs(intra, S / n * d, "inside racks: gather by destination position", 1)
+        p2 = _all_pairs(inter, S / n * m, "across racks between chips of the same position", 1)
+        return [_regroup(p1, g, d), _regroup(p2, g, m)]
+    # reduce-scatter inside each rack (ring of m), all-reduce across racks among chips of
+    # the same position (ring of d on S/m), all-gather inside each rack
+    intra = A.reshape(g * d, m)
+    inter = A.transpose(0, 2, 1).reshape(g * m, d)
+    if collective == "all-reduce":
+        return [_regroup(_shift(intra, 1, S / m, "inside racks: ring reduce-scatter + all-gather", 2 * (m - 1)), g, d),
+                _regroup(_shift(inter, 1, S / (m * d), "across racks: ring all-reduce", 2 * (d - 1)), g, m)]
+    # reduce-scatter (S is the whole buffer): a ring of m inside each rack leaves S/m per
+    # chip, then a ring of d across racks leaves S/n; all-gather runs the same in reverse
+    return [_regroup(_shift(intra, 1, S / m, "inside racks: ring", m - 1), g, d),
+            _regroup(_shift(inter, 1, S / n, "across racks: ring", d - 1), g, m)]
+
+
+def _regroup(p: Phase, g: int, sub: int) -> Phase:
+    """Sub-groups were numbered group*sub + k; report flows under their collective group."""
+    return Phase(p.name, p.src, p.dst, p.size_bytes, p.group // sub, p.repeat, p.in_network)
+
+
+# ----------------------------------------------------------------------------- torus rings
+def _torus_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    if view.coords is None:
+        raise BadInput("torus-rings needs chips with x, y, z coordinates (a torus fabric)")
+    g, n = G.shape
+    C = view.coords[G]                                   # (g, n, 3)
+    phases = []
+    data = S
+    lines_by_dim = []
+    for axis in range(3):
+        ext = [len(np.unique(C[k, :, axis])) for k in range(g)]
+        if len(set(ext)) != 1:
+            raise BadInput("torus-rings needs every group to be a box of the same shape")
+        lines_by_dim.append(ext[0])
+    if int(np.prod(lines_by_dim)) != n:
+        raise BadInput(f"torus-rings needs each group to be a full box of chips; a group of {n} spans "
+                       f"{'x'.join(map(str, lines_by_dim))}")
+    # per dimension, a bidirectional ring: half the data each way, so both directions
+    # of every ring link carry traffic (the way TPU collectives use the torus)
+    rs_phases = []
+    for axis, k in enumerate(lines_by_dim):
+        if k < 2:
+            continue
+        other = [a for a in range(3) if a != axis]
+        src_all, dst_f, dst_b, grp = [], [], [], []
+        for gi in range(g):
+            members, cc = G[gi], C[gi]
+            order = np.lexsort((cc[:, axis], cc[:, other[1]], cc[:, other[0]]))
+            rings = members[order].reshape(-1, k)        # one row per line along this axis
+            src_all.append(rings.ravel())
+            dst_f.append(np.roll(rings, -1, axis=1).ravel())
+            dst_b.append(np.roll(rings, 1, axis=1).ravel())
+            grp.append(np.full(rings.size, gi))
+        src = np.concatenate(src_all + src_all)
+        dst = np.concatenate(dst_f + dst_b)
+        groups = np.concatenate(grp + grp)
+        size = data / k / 2
+        steps = k - 1
+        rs_phases.append(Phase(f"axis {'xyz'[axis]}: bidirectional ring of {k}", src, dst,
+                               np.full(src.size, size), groups, steps))
+        data /= k
+    if collective == "all-reduce":
+        # the all-gather retraces the reduce-scatter's rings in reverse order: same sizes
+        return [Phase(p.name, p.src, p.dst, p.size_bytes, p.group, 2 * p.repeat) for p in rs_phases]
+    if collective in ("reduce-scatter", "all-gather"):
+        # S is the whole buffer: reduce-scatter of S ends with S/n per rank
+        return rs_phases
+    raise BadInput("torus-rings prices all-reduce, reduce-scatter and all-gather; use direct for all-to-all")
+
+
+# ----------------------------------------------------------------------------- in-network (NVLS)
+def _nvls(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    if not view.reduces:
+        raise BadInput("nvls needs switches that reduce in the network (e.g. nvl72's NVLink switches)")
+    g, n = G.shape
+    # each rank pushes its S bytes into the switches, which reduce and multicast S back:
+    # priced in pricing from the chips' links to the switches (src == dst marks the rank)
+    src = G.ravel()
+    return [Phase("push to switches, reduce, multicast back", src, src.copy(), np.full(src.size, S),
+                  np.repeat(np.arange(g), n), 1, in_network=True)]
+
+
+def _pairwise(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    n = G.shape[1]
+    return [_shift(G, k, S / n, f"pairwise step {k}: send to rank + {k}", 1) for k in range(1, n)]
+
+
+AlgorithmFn = Callable[[str, np.ndarray, float, FabricView], list]
+ALGORITHMS: dict[str, dict[str, AlgorithmFn]] = {
+    "all-reduce": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
+                   "hierarchical": _hierarchical, "torus-rings": _torus_rings, "nvls": _nvls},
+    "reduce-scatter": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
+                       "hierarchical": _hierarchical, "torus-rings": _torus_rings},
+    "all-gather": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
+                   "hierarchical": _hierarchical, "torus-rings": _torus_rings},
+    "all-to-all": {"direct": _direct, "pairwise": _pairwise, "hierarchical": _hierarchical},
+}
+
+
+def _check_collective(collective: str) -> None:
+    if collective not in ALGORITHMS:
+        from ..topo.errors import close_matches
+        raise BadInput(f"unknown collective {collective!r}{close_matches(collective, ALGORITHMS)}; "
+                       f"choose one of: {', '.join(ALGORITHMS)}")
+
+
+def algorithms_for(collective: str, groups: Sequence[Sequence[int]], view: FabricView) -> list[str]:
+    """The algorithms that apply to this collective, fabric and grouping (auto's candidates)."""
+    _check_collective(collective)
+    G = _groups_array(groups)
+    ok = []
+    for name, fn in ALGORITHMS[collective].items():
+        try:
+            fn(collective, G[:1], 1.0, view)
+        except BadInput:
+            continue
+        ok.append(name)
+    return ok
+
+
+def phases(collective: str, algorithm: str, groups: Sequence[Sequence[int]], size_bytes: float,
+           view: FabricView) -> list[Phase]:
+    """The phases of ``collective`` by ``algorithm`` for all ``groups`` at once."""
+    _check_collective(collective)
+    algos = ALGORITHMS[collective]
+    if algorithm not in algos:
+        from ..topo.errors import close_matches
+        raise BadInput(f"unknown algorithm {algorithm!r} for {collective}{close_matches(algorithm, algos)}; "
+                       f"choose one of: auto, {', '.join(algos)}")
+    if not size_bytes > 0:
+        raise BadInput(f"size {size_bytes!r} must be a positive number of bytes")
+    return algos[algorithm](collective, _groups_array(groups), float(size_bytes), view)

@@ -1,0 +1,323 @@
+"""Pricing: routes + solver -> a cost report for a collective on a fabric.
+
+Model (say it where users see it; the README repeats it):
+
+* Bandwidth: each phase's flows (every group at once) are routed by the fabric's
+  policy and solved by the flow-level max-min solver with event-driven completion;
+  a phase's step ends when its last flow ends.  Identical steps are solved once and
+  multiplied by their count.  Phases run one after another.
+* Latency: every step adds the slowest route's latency (links plus switches) and a
+  per-step overhead (software, synchronisation): ``step_overhead_ns`` on the graph
+  or the fabric default, overridable.
+* Calibration: ``efficiency`` scales every link's capacity (a measured fraction of
+  line rate, e.g. 0.94 for NVLink at large sizes).
+* algbw = S / time, busbw = algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (others),
+  with S as nccl-tests defines it (the per-rank buffer for all-reduce, the whole
+  buffer for all-gather, reduce-scatter and all-to-all).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import networkx as nx
+import numpy as np
+
+from ..topo.contract import CHIP, KIND, RANK
+from ..topo.errors import BadInput
+from .algorithms import ALGORITHMS, Phase, algorithms_for, phases, view_of
+
+__all__ = ["CostReport", "PhaseReport", "price", "busbw_factor", "DEFAULT_STEP_OVERHEAD_NS",
+           "AUTO_PAIRWISE_MAX"]
+
+# Per-step overhead when a fabric sets none: ~1 us covers a kernel's synchronisation
+# and protocol handshake per step (NCCL's LL/Simple protocols measure a few us per
+# step on NVLink; I, override with --step-latency-us or calibrate).
+DEFAULT_STEP_OVERHEAD_NS = 1000.0
+# auto does not try pairwise all-to-all above this size: n-1 separate solves
+AUTO_PAIRWISE_MAX = 64
+BOTTLENECKS_SHOWN = 10
+
+
+def busbw_factor(collective: str, n: int) -> float:
+    """nccl-tests bus bandwidth factor."""
+    return 2 * (n - 1) / n if collective == "all-reduce" else (n - 1) / n
+
+
+@dataclass(frozen=True)
+class PhaseReport:
+    name: str
+    repeat: int
+    flows: int
+    bytes_per_flow: float
+    step_bandwidth_s: float      # one step, flow-level (or the bound in bound-only mode)
+    step_latency_s: float
+    step_bound_s: float
+    events: int
+    time_s: float                # repeat x (bandwidth + latency)
+    saturated_links: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class CostReport:
+    collective: str
+    algorithm: str
+    fabric: str
+    group_size: int
+    groups: int
+    size_bytes: float
+    time_s: float
+    bandwidth_time_s: float
+    latency_s: float
+    bound_s: float
+    algbw_GBps: float
+    busbw_GBps: float
+    phases: tuple
+    bottlenecks: tuple
+    unreachable_pairs: dict
+    broken_groups: dict
+    partial: bool
+    mode: str                            # "flow-level" or "link-load bound"
+    notes: tuple = ()
+    group_time_s: tuple = field(default=(), repr=False)   # per priced group, in input order
+    group_ids: tuple = field(default=(), repr=False)      # index of each priced group in the input
+    alternatives: dict = field(default_factory=dict)      # auto: algorithm -> time_s
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in (
+            "collective", "algorithm", "fabric", "group_size", "groups", "size_bytes", "time_s",
+            "bandwidth_time_s", "latency_s", "bound_s", "algbw_GBps", "busbw_GBps")}
+        d["phases"] = [p.as_dict() for p in self.phases]
+        d.update(bottlenecks=list(self.bottlenecks), unreachable_pairs=self.unreachable_pairs,
+                 broken_groups=self.broken_groups, partial=self.partial, mode=self.mode,
+                 notes=list(self.notes), alternatives=self.alternatives)
+        return _finite(d)
+
+
+def _finite(obj):
+    """JSON has no inf/nan: write null for them."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _rank_nodes(G: nx.Graph) -> dict[int, Any]:
+    return {d[RANK]: n for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}
+
+
+def _examples(pairs, by_rank, k=5) -> list[str]:
+    return [f"{by_rank.get(int(s), s)} -> {by_rank.get(int(d), d)}" for s, d in pairs[:k]]
+
+
+def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size_bytes: float,
+          algorithm: str = "auto", split: str = "equal", tiers: str = "rule", efficiency: float = 1.0,
+          step_overhead_ns: float | None = None, bound_only: bool = False,
+          memory_limit_bytes: int | None = None) -> CostReport:
+    """Price ``collective`` of ``size_bytes`` for every group of ``groups`` at once on ``G``.
+
+    Parameters
+    ----------
+    G : fabric graph (possibly degraded by failures).
+    collective : ``all-reduce``, ``all-gather``, ``reduce-scatter`` or ``all-to-all``.
+    groups : chip ranks of each group (all the same size).
+    size_bytes : S as nccl-tests defines it for the collective.
+    algorithm : a name from ``ALGORITHMS[collective]`` or ``auto`` (the cheapest that applies).
+    split : ``equal`` over next hops (ECMP hashing) or ``capacity``-weighted.
+    tiers : ``rule`` (the fabric's tier rules) or ``any`` (every shortest path).
+    efficiency : fraction of line rate links deliver (calibration), in (0, 1].
+    step_overhead_ns : per-step overhead; the graph's ``step_overhead_ns`` or 1 us by default.
+    bound_only : price by the link-load bound alone (cheap; no fairness, no events).
+
+    Returns
+    -------
+    CostReport
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> from fabricsim.collectives import by_size
+    >>> G = build("jalapeno-rack")
+    >>> r = price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2**26, algorithm="ring")
+    >>> round(r.bandwidth_time_s / (2 * 7 / 8 * 2**26 / 600e9), 9)
+    1.0
+    """
+    if collective not in ALGORITHMS:
+        phases(collective, "ring", groups, size_bytes, view_of(G))  # raises the named error
+    if not 0 < efficiency <= 1:
+        raise BadInput(f"efficiency {efficiency} must be in (0, 1]")
+    if split not in ("equal", "capacity"):
+        raise BadInput(f"split {split!r}; choose equal or capacity")
+    if tiers not in ("rule", "any"):
+        raise BadInput(f"tiers {tiers!r}; choose rule or any")
+    if not (isinstance(size_bytes, (int, float)) and size_bytes > 0 and math.isfinite(size_bytes)):
+        raise BadInput(f"size {size_bytes!r} must be a positive number of bytes")
+    groups = [tuple(int(r) for r in g) for g in groups]
+    if not groups:
+        raise BadInput("no groups to price")
+    view = view_of(G)
+    present = set(_rank_nodes(G))
+    by_rank = _rank_nodes(G)
+    ok_idx = [i for i, g in enumerate(groups) if all(r in present for r in g)]
+    broken = [i for i, g in enumerate(groups) if i not in set(ok_idx)]
+    broken_info = {"count": len(broken), "examples": [
+        {"group": i, "lost": [r for r in groups[i] if r not in present][:4]} for i in broken[:5]]}
+    live = [groups[i] for i in ok_idx]
+    overhead_ns = step_overhead_ns if step_overhead_ns is not None else float(
+        G.graph.get("step_overhead_ns", DEFAULT_STEP_OVERHEAD_NS))
+    common = dict(split=split, tiers=tiers, efficiency=efficiency, overhead_s=overhead_ns * 1e-9,
+                  bound_only=bound_only, memory_limit_bytes=memory_limit_bytes)
+    n = len(groups[0])
+    if not live:
+        nan = float("nan")
+        return CostReport(collective, algorithm, G.graph.get("name", "?"), n, len(groups), float(size_bytes),
+                          nan, nan, nan, nan, 0.0, 0.0, (), (), {"count": 0, "examples": []}, broken_info,
+                          True, "none", ("every group lost a chip: nothing to price",))
+    if algorithm == "auto":
+        cands = [a for a in algorithms_for(collective, live, view)
+                 if not (a == "pairwise" and n > AUTO_PAIRWISE_MAX)]
+        trials = {a: _price_one(G, collective, a, live, size_bytes, view, by_rank, **common) for a in cands}
+        best = min(trials, key=lambda a: (trials[a]["time_s"], a))
+        res = trials[best]
+        alts = {a: t["time_s"] for a, t in trials.items()}
+        ranked = ", ".join(f"{a} {alts[a] * 1e6:,.1f} us" for a in sorted(alts, key=alts.get))
+        skipped = " (pairwise skipped: n-1 steps above n=64)" if n > AUTO_PAIRWISE_MAX and \
+            "pairwise" in ALGORITHMS[collective] else ""
+        notes = (f"auto picked {best}: {ranked}{skipped}",)
+    else:
+        best = algorithm
+        res = _price_one(G, collective, algorithm, live, size_bytes, view, by_rank, **common)
+        alts, notes = {}, ()
+    notes = notes + tuple(res["notes"])
+    t = res["time_s"]
+    algbw = size_bytes / t / 1e9 if t > 0 else float("inf")
+    partial = bool(broken) or res["unreachable"]["count"] > 0
+    if broken:
+        notes += (f"PARTIAL: {len(broken)} of {len(groups)} groups lost a chip and were not priced",)
+    if res["unreachable"]["count"]:
+        notes += (f"PARTIAL: {res['unreachable']['count']:,} chip pairs have no route; their bytes were "
+                  f"not priced",)
+    return CostReport(
+        collective=collective, algorithm=best, fabric=G.graph.get("name", "?"), group_size=n,
+        groups=len(groups), size_bytes=float(size_bytes), time_s=t, bandwidth_time_s=res["bandwidth_s"],
+        latency_s=res["latency_s"], bound_s=res["bound_s"], algbw_GBps=algbw,
+        busbw_GBps=algbw * busbw_factor(collective, n), phases=tuple(res["phases"]),
+        bottlenecks=tuple(res["bottlenecks"]), unreachable_pairs=res["unreachable"], broken_groups=broken_info,
+        partial=partial, mode="link-load bound" if bound_only else "flow-level", notes=notes,
+        group_time_s=tuple(res["group_time_s"]), group_ids=tuple(ok_idx), alternatives=alts)
+
+
+def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, split, tiers, efficiency,
+               overhead_s, bound_only, memory_limit_bytes) -> dict:
+    from ..topo import routing, solver
+    plist = phases(collective, algorithm, groups, size_bytes, view)
+    table = routing.link_table(G)
+    cap = np.asarray(table.capacity_Bps, dtype=np.float64) * efficiency
+    link_bytes = np.zeros(len(cap))
+    group_t = np.zeros(len(groups))
+    reports, notes = [], []
+    bw_total = lat_total = bound_total = 0.0
+    unreachable_pairs: list = []
+    n_unreachable = 0
+    relayed = 0
+    for ph in plist:
+        if ph.in_network:
+            step_bw, step_bound, lb, finish, lat_ns, events = _in_network(ph, G, table, cap)
+            reach = np.ones(len(ph.src), dtype=bool)
+            sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
+        else:
+            routes = routing.route(G, ph.src, ph.dst, split=split, tiers=tiers)
+            reach = np.asarray(routes.reachable, dtype=bool)
+            if not reach.all():
+                bad = np.nonzero(~reach)[0]
+                n_unreachable += int(bad.size)
+                unreachable_pairs.extend(zip(ph.src[bad][:5].tolist(), ph.dst[bad][:5].tolist()))
+            relayed += int(np.asarray(routes.relayed)[reach].sum())
+            P = routes.flow_piece[np.nonzero(reach)[0]]
+            Q = routes.piece_link
+            sizes = ph.size_bytes[reach]
+            if P.shape[0] == 0:
+                step_bw = step_bound = 0.0
+                lb = np.zeros(len(cap))
+                finish = np.zeros(0)
+                events = 0
+            elif bound_only:
+                b = solver.link_load_bound(P, Q, cap, sizes)
+                step_bw = step_bound = b.time_s
+                lb = np.asarray(b.link_bytes)
+                # without fairness, a flow's finish is the bound of its busiest link
+                finish = np.full(P.shape[0], step_bw)
+                events = 0
+            else:
+                solver.guard_memory(solver.estimate_memory_bytes(
+                    n_flows=P.shape[0], nnz_flow_piece=P.nnz, n_pieces=Q.shape[0], nnz_piece_link=Q.nnz,
+                    n_links=Q.shape[1]), limit_bytes=memory_limit_bytes)
+                r = solver.simulate(P, Q, cap, sizes)
+                step_bw, step_bound, lb = r.time_s, r.bound_s, np.asarray(r.link_bytes)
+                finish = np.asarray(r.finish_s)
+                events = r.events
+            lat_ns = float(np.max(np.asarray(routes.latency_ns)[reach])) if reach.any() else 0.0
+            sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
+        step_lat = lat_ns * 1e-9 + overhead_s
+        # per group: its slowest flow in each step, plus the step latency
+        g_fin = np.zeros(len(groups))
+        if finish.size:
+            np.maximum.at(g_fin, ph.group[reach], finish)
+        group_t += ph.repeat * (g_fin + step_lat)
+        link_bytes += ph.repeat * lb
+        bw_total += ph.repeat * step_bw
+        lat_total += ph.repeat * step_lat
+        bound_total += ph.repeat * step_bound
+        reports.append(PhaseReport(ph.name, ph.repeat, int(reach.sum()), float(ph.size_bytes.max()),
+                                   float(step_bw), float(step_lat), float(step_bound), int(events),
+                                   float(ph.repeat * (step_bw + step_lat)), sat))
+    if relayed:
+        notes.append(f"{relayed:,} flows (per step) relay through a chip in their own rack to reach a rail "
+                     f"they are not wired to (rail-only, PXN); the relay's local traffic is priced")
+    util = np.divide(link_bytes, cap * bw_total, out=np.zeros_like(link_bytes), where=cap * bw_total > 0)
+    top = np.argsort(-util, kind="stable")[:BOTTLENECKS_SHOWN]
+    nodes = table.nodes
+    bottlenecks = [{"link": f"{nodes[table.src[i]]} -> {nodes[table.dst[i]]}", "tier": str(table.tier[i]),
+                    "utilization": float(util[i]), "bytes": float(link_bytes[i]),
+                    "capacity_GBps": float(cap[i] / 1e9)} for i in top if util[i] > 0]
+    return {"time_s": bw_total + lat_total, "bandwidth_s": bw_total, "latency_s": lat_total,
+            "bound_s": bound_total + lat_total, "phases": reports, "bottlenecks": bottlenecks,
+            "unreachable": {"count": n_unreachable,
+                            "examples": _examples(unreachable_pairs, by_rank)},
+            "group_time_s": group_t.tolist(), "notes": notes}
+
+
+def _in_network(ph: Phase, G, table, cap):
+    """NVLS: each rank pushes S into its reducing switches and receives S back (multicast).
+
+    Every rank's links to the switches carry S up and S down, split by capacity as the
+    switches share the reduction evenly per byte of link; the step takes the longest
+    of those transfers.  Returns (step s, bound s, link bytes, per-flow finish, latency ns, events).
+    """
+    index = {n: i for i, n in enumerate(table.nodes)}
+    by_rank = _rank_nodes(G)
+    lb = np.zeros(len(cap))
+    finish = np.zeros(len(ph.src))
+    lat = 0.0
+    src_idx = np.asarray(table.src)
+    dst_idx = np.asarray(table.dst)
+    lat_links = np.asarray(table.latency_ns)
+    for f, (r, size) in enumerate(zip(ph.src, ph.size_bytes)):
+        c = index[by_rank[int(r)]]
+        up = np.nonzero(src_idx == c)[0]
+        down = np.nonzero(dst_idx == c)[0]
+        t_up = size / cap[up].sum()
+        t_down = size / cap[down].sum()
+        lb[up] += size * cap[up] / cap[up].sum()
+        lb[down] += size * cap[down] / cap[down].sum()
+        finish[f] = max(t_up, t_down)
+        lat = max(lat, float(lat_links[up].max() + lat_links[down].max()))
+    t = float(finish.max()) if finish.size else 0.0
+    return t, t, lb, finish, lat, 1
