@@ -3,8 +3,18 @@
 
 Builders
 --------
+switched_domain(*, chips, planes, ...)
+    Single tier: every chip one bundle to each of ``planes`` parallel switches (NVL72 rack).
+leaf_spine(*, leaves, chips_per_leaf, spines, oversubscription, ...)
+    Two tiers: chips under leaves, every leaf one bundle to every spine.
 torus(dims, *, ...)
     n-dimensional torus of forwarding chips (TPU ICI style), ``routing="dor"``.
+dragonfly(*, p, a, h, g, ...)
+    Kim et al. 2008: routers in fully meshed groups, groups joined by global links.
+full_mesh(*, chips, ...)
+    Every chip one bundle to every other chip, single hop.
+boardfly(*, chips_per_board, boards_per_group, groups, ...)
+    A dragonfly whose "router" is a board of chips in a ring (TPU 8i).
 
 Every builder takes keyword-only parameters, names the parameter, its value and the
 valid range in a ``ValueError`` when a value is refused, and records nothing global.
@@ -29,7 +39,8 @@ import networkx as nx
 from .contract import CHIP, SWITCH, add_bundle
 from .devices import Device, device, register_device
 
-__all__ = ["torus", "GENERIC_CHIP", "GENERIC_SWITCH", "AXES", "torus_node_id"]
+__all__ = ["switched_domain", "leaf_spine", "torus", "dragonfly", "full_mesh", "boardfly",
+           "BUILDERS", "GENERIC_CHIP", "GENERIC_SWITCH", "AXES", "torus_node_id"]
 
 # Placeholder devices (I): budget-free stand-ins, not real parts.
 GENERIC_CHIP = register_device(Device(
@@ -173,3 +184,514 @@ def torus(dims, *, lanes_per_link: int = 1, lane_gbps: float = 200.0, link_gbps:
                        port_gbps=port_gbps, medium=medium, tier=tier, latency_ns=latency_ns,
                        axis=AXES[axis], wrap=(k == 2 or coords[axis] == k - 1))
     return G
+
+
+# --- shared checks and helpers ------------------------------------------------------------
+
+def _int(name: str, value, minimum: int = 1, maximum: int | None = None) -> int:
+    """Check an integer parameter; the message names it, its value and the valid range."""
+    rng = f"{minimum}..{maximum}" if maximum is not None else f">= {minimum}"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}={value!r} must be an integer {rng}")
+    if value < minimum or (maximum is not None and value > maximum):
+        raise ValueError(f"{name}={value} is out of range; valid: {rng}")
+    return value
+
+
+def _width(n: int) -> int:
+    """Digits for zero-padded ids of 0..n-1 (at least 2)."""
+    return max(2, len(str(max(n - 1, 0))))
+
+
+def _links(G: nx.Graph, u, v, *, links: int, lanes_per_link: int, lane_gbps: float, medium: str,
+           tier: str, latency_ns: float, **tags) -> None:
+    """Add ``links`` parallel links of ``lanes_per_link`` lanes between u and v.
+
+    A second call for the same pair widens the existing bundle (one edge per bundle):
+    its lanes and capacity grow, its ports stay ``lanes_per_link`` lanes wide.
+    """
+    if G.has_edge(u, v):
+        e = G.edges[u, v]
+        e["lanes"] += links * lanes_per_link
+        e["capacity_gbps"] = e["lanes"] * e["lane_gbps"]
+        return
+    add_bundle(G, u, v, lanes=links * lanes_per_link, lane_gbps=lane_gbps,
+               port_gbps=lanes_per_link * lane_gbps, medium=medium, tier=tier, latency_ns=latency_ns,
+               **tags)
+
+
+def _ring(G: nx.Graph, ids: list, *, lanes_per_link: int, lane_gbps: float, medium: str, tier: str,
+          latency_ns: float) -> None:
+    """Close ``ids`` into a ring; a ring of 2 is one bundle of both links, a ring of 1 has none."""
+    k = len(ids)
+    for i in range(k if k > 2 else k - 1):
+        _links(G, ids[i], ids[(i + 1) % k], links=2 if k == 2 else 1, lanes_per_link=lanes_per_link,
+               lane_gbps=lane_gbps, medium=medium, tier=tier, latency_ns=latency_ns)
+
+
+# --- single-tier switched domain ----------------------------------------------------------
+
+def switched_domain(*, chips: int, planes: int, lanes_per_link: int = 1, lane_gbps: float = 200.0,
+                    chip_model: str = "generic-chip", switch_model: str = "generic-switch",
+                    tier: str = "local", role: str = "local", medium: str = "copper",
+                    latency_ns: float = 5.0, chips_per_tray: int | None = None,
+                    switches_per_tray: int | None = None, chip_prefix: str = "xpu",
+                    switch_prefix: str = "sw") -> nx.Graph:
+    """A single-tier switched domain: every chip has one bundle to each of ``planes`` switches.
+
+    Parameters
+    ----------
+    chips : int
+        Chips in the domain.
+    planes : int
+        Parallel switches; each chip has one link (``lanes_per_link`` lanes) to each.
+    lanes_per_link, lane_gbps : int, float
+        Lanes per chip-switch link and their per-direction rate (Gb/s).
+    chip_model, switch_model : str
+        Device catalog keys.
+    tier, role, medium, latency_ns :
+        Edge ``tier``/``medium``/``latency_ns`` and the switches' ``role``.
+    chips_per_tray, switches_per_tray : int, optional
+        When given, chips get ``tray = rank // chips_per_tray`` and switches
+        ``switch_tray = plane // switches_per_tray``.
+    chip_prefix, switch_prefix : str
+        Node ids are ``f"{chip_prefix}{rank:02d}"`` and ``f"{switch_prefix}{plane:02d}"``
+        (zero-padded to the largest index).
+
+    Returns
+    -------
+    networkx.Graph
+        ``chips + planes`` nodes, ``chips * planes`` bundles, ``routing="ecmp"``.
+        Chips do not forward (``forwards=False``): any chip pair is two links apart.
+        Every node carries ``rack=0``; switches carry ``plane``.
+
+    Examples
+    --------
+    >>> G = switched_domain(chips=72, planes=18, lanes_per_link=2)
+    >>> G.number_of_edges(), G.degree("sw00")
+    (1296, 72)
+    """
+    _int("chips", chips, 2)
+    _int("planes", planes, 1)
+    lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, None)
+    _check_model(chip_model, "chip_model", CHIP)
+    sw = _check_model(switch_model, "switch_model", SWITCH)
+    if chips_per_tray is not None:
+        _int("chips_per_tray", chips_per_tray, 1, chips)
+    if switches_per_tray is not None:
+        _int("switches_per_tray", switches_per_tray, 1, planes)
+    G = nx.Graph(routing="ecmp")
+    cw, sw_w = _width(chips), _width(planes)
+    chip_ids = []
+    for i in range(chips):
+        cid = f"{chip_prefix}{i:0{cw}d}"
+        tags = {"tray": i // chips_per_tray} if chips_per_tray else {}
+        G.add_node(cid, kind=CHIP, model=chip_model, forwards=False, rank=i, rack=0, **tags)
+        chip_ids.append(cid)
+    for j in range(planes):
+        sid = f"{switch_prefix}{j:0{sw_w}d}"
+        tags = {"switch_tray": j // switches_per_tray} if switches_per_tray else {}
+        G.add_node(sid, kind=SWITCH, model=switch_model, role=role, forwards=True, rack=0, plane=j,
+                   latency_ns=sw.latency_ns, **tags)
+        for cid in chip_ids:
+            _links(G, cid, sid, links=1, lanes_per_link=lanes, lane_gbps=lane_rate, medium=medium,
+                   tier=tier, latency_ns=latency_ns)
+    return G
+
+
+# --- two-tier leaf-spine ------------------------------------------------------------------
+
+def leaf_spine(*, leaves: int, chips_per_leaf: int, spines: int, oversubscription: float = 1.0,
+               lanes_per_link: int = 1, lane_gbps: float = 200.0, chip_model: str = "generic-chip",
+               leaf_model: str = "generic-switch", spine_model: str = "generic-switch",
+               down_medium: str = "copper", up_medium: str = "optical", latency_ns: float = 5.0,
+               up_latency_ns: float = 50.0) -> nx.Graph:
+    """Chips under leaves, every leaf one bundle to every spine.
+
+    Parameters
+    ----------
+    leaves, chips_per_leaf, spines : int
+    oversubscription : float
+        Leaf down:up bandwidth ratio (1 = non-blocking, 2 = half the bandwidth up).
+        The uplink bundle to each spine gets
+        ``chips_per_leaf * lanes_per_link / (oversubscription * spines)`` lanes, which
+        must be a whole number; the error lists the ratios that are.
+    lanes_per_link, lane_gbps : int, float
+        Lanes of one chip-leaf link and the per-direction lane rate (Gb/s); uplinks
+        use the same lane rate, and ports of ``lanes_per_link`` lanes.
+    chip_model, leaf_model, spine_model : str
+        Device catalog keys.
+    down_medium, up_medium, latency_ns, up_latency_ns :
+        Medium and link latency of the chip-leaf and leaf-spine tiers.
+
+    Returns
+    -------
+    networkx.Graph
+        Node ids ``"leaf03/xpu07"``, ``"leaf03"``, ``"spine01"``; leaves have role
+        ``leaf``, spines ``spine``; chips do not forward.  ``rank = leaf *
+        chips_per_leaf + slot``; chips and their leaf carry ``rack = leaf`` (a leaf is
+        a top-of-rack switch).  Edge tiers ``leaf`` (chip-leaf) and ``spine``.
+
+    Examples
+    --------
+    >>> G = leaf_spine(leaves=4, chips_per_leaf=8, spines=2, oversubscription=2.0)
+    >>> G.edges["leaf00", "spine00"]["lanes"]
+    2
+    """
+    _int("leaves", leaves, 1)
+    _int("chips_per_leaf", chips_per_leaf, 1)
+    _int("spines", spines, 1)
+    lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, None)
+    _check_model(chip_model, "chip_model", CHIP)
+    leaf_dev = _check_model(leaf_model, "leaf_model", SWITCH)
+    spine_dev = _check_model(spine_model, "spine_model", SWITCH)
+    if leaves * chips_per_leaf < 2:
+        raise ValueError(f"leaves={leaves} x chips_per_leaf={chips_per_leaf} gives 1 chip; need at least 2")
+    down = chips_per_leaf * lanes  # lanes facing the chips on one leaf
+    if not oversubscription > 0:
+        raise ValueError(f"oversubscription={oversubscription!r} must be > 0")
+    up_each = down / (oversubscription * spines)
+    if abs(up_each - round(up_each)) > 1e-9 or round(up_each) < 1:
+        valid = [down / (spines * k) for k in range(1, down // spines + 1) if down % (spines * k) == 0]
+        raise ValueError(f"oversubscription={oversubscription} gives {up_each:g} lanes per leaf-spine bundle; "
+                         f"it must be whole: valid ratios for {down} down lanes and {spines} spines: "
+                         f"{', '.join(f'{r:g}' for r in sorted(valid))}")
+    up_each = round(up_each)
+    G = nx.Graph(routing="ecmp", oversubscription=float(oversubscription))
+    lw, cw, sw_w = _width(leaves), _width(chips_per_leaf), _width(spines)
+    spine_ids = [f"spine{s:0{sw_w}d}" for s in range(spines)]
+    for s, sid in enumerate(spine_ids):
+        G.add_node(sid, kind=SWITCH, model=spine_model, role="spine", forwards=True, plane=s,
+                   latency_ns=spine_dev.latency_ns)
+    for l in range(leaves):
+        lid = f"leaf{l:0{lw}d}"
+        G.add_node(lid, kind=SWITCH, model=leaf_model, role="leaf", forwards=True, rack=l,
+                   latency_ns=leaf_dev.latency_ns)
+        for c in range(chips_per_leaf):
+            cid = f"{lid}/xpu{c:0{cw}d}"
+            G.add_node(cid, kind=CHIP, model=chip_model, forwards=False, rank=l * chips_per_leaf + c, rack=l)
+            _links(G, cid, lid, links=1, lanes_per_link=lanes, lane_gbps=lane_rate, medium=down_medium,
+                   tier="leaf", latency_ns=latency_ns)
+        for sid in spine_ids:
+            # the uplink bundle: ports as wide as a chip link, up_each lanes in all
+            add_bundle(G, lid, sid, lanes=up_each, lane_gbps=lane_rate,
+                       port_gbps=(lanes if up_each % lanes == 0 else 1) * lane_rate, medium=up_medium,
+                       tier="spine", latency_ns=up_latency_ns)
+    return G
+
+
+# --- full mesh ----------------------------------------------------------------------------
+
+def full_mesh(*, chips: int, lanes_per_link: int = 1, lane_gbps: float = 200.0,
+              chip_model: str = "generic-chip", medium: str = "copper", tier: str = "mesh",
+              latency_ns: float = 5.0) -> nx.Graph:
+    """Every chip one bundle to every other chip.
+
+    Chips do not forward (``forwards=False``): every pair is one link apart and the
+    mesh is routed single hop (``routing="ecmp"`` finds exactly the direct link).
+    Node ids ``"xpu00"`` ..., ``rank`` = index; ``chips * (chips - 1) / 2`` bundles.
+
+    Examples
+    --------
+    >>> full_mesh(chips=8).number_of_edges()
+    28
+    """
+    _int("chips", chips, 2)
+    lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, None)
+    _check_model(chip_model, "chip_model", CHIP)
+    w = _width(chips)
+    ids = [f"xpu{i:0{w}d}" for i in range(chips)]
+    G = nx.Graph(routing="ecmp")
+    for i, cid in enumerate(ids):
+        G.add_node(cid, kind=CHIP, model=chip_model, forwards=False, rank=i)
+    for i in range(chips):
+        for j in range(i + 1, chips):
+            _links(G, ids[i], ids[j], links=1, lanes_per_link=lanes, lane_gbps=lane_rate, medium=medium,
+                   tier=tier, latency_ns=latency_ns)
+    return G
+
+
+# --- dragonfly ----------------------------------------------------------------------------
+
+def _global_pairs(g: int, ports: int, per_pair: int):
+    """The consecutive global arrangement: yield (group, port, group', port', copy) once per link.
+
+    Port ``j = copy * (g - 1) + o`` of group ``G`` (``o`` in 0..g-2) joins group
+    ``G + o + 1`` at its port ``copy * (g - 1) + (g - 2 - o)``; this pairing is an
+    involution, so every pair of groups gets ``per_pair`` links and no port is used twice.
+    With ``g = ports + 1`` and ``per_pair = 1`` it is Kim et al.'s arrangement: port
+    ``j`` of group ``G`` reaches group ``G + j + 1``.
+    """
+    for G in range(g):
+        for copy in range(per_pair):
+            for o in range(g - 1):
+                G2 = (G + o + 1) % g
+                o2 = g - 2 - o
+                if (G, o) < (G2, o2):
+                    yield G, copy * (g - 1) + o, G2, copy * (g - 1) + o2, copy
+
+
+def dragonfly(*, p: int, a: int, h: int, g: int | None = None, lanes_per_link: int = 1,
+              lane_gbps: float = 200.0, router_model: str = "generic-switch",
+              chip_model: str = "generic-chip", local_medium: str = "copper",
+              global_medium: str = "optical", latency_ns: float = 5.0,
+              global_latency_ns: float = 50.0) -> nx.Graph:
+    """A dragonfly (Kim, Dally, Scott, Abts, ISCA 2008).
+
+    Parameters
+    ----------
+    p : int
+        Terminals (chips) per router.
+    a : int
+        Routers per group; the routers of a group are fully meshed.
+    h : int
+        Global links per router.
+    g : int, optional
+        Groups, 1..a*h+1 (``a * h + 1`` by default: the largest, one global link
+        between every pair of groups).  With fewer groups each pair of groups gets
+        ``floor(a * h / (g - 1))`` global links and the rest of the ports stay unused.
+    lanes_per_link, lane_gbps :
+        Lanes per link (terminal, local and global alike) and their per-direction rate.
+    router_model, chip_model : str
+        Device catalog keys.
+
+    Returns
+    -------
+    networkx.Graph
+        Routers ``"g03/r05"`` (role ``router``, ``group``), terminals ``"g03/r05/t2"``
+        (``forwards=False``, ``group``, ``rank`` in (group, router, terminal) order).
+        Edge tiers ``terminal``, ``local``, ``global``; ``routing="ecmp"``.
+
+    Notes
+    -----
+    Global links use the consecutive arrangement (see ``_global_pairs``): global port
+    ``j`` of a group belongs to router ``j // h``.  With ``g = a*h + 1`` every pair of
+    groups has exactly one link, so a minimal route is at most local, global, local:
+    3 router-to-router hops (5 links terminal to terminal).  Where two links of one
+    group pair join the same two routers they are one bundle of both.  The balanced
+    configuration is ``a = 2p = 2h``.
+
+    Examples
+    --------
+    >>> G = dragonfly(p=2, a=4, h=2)
+    >>> sum(d["kind"] == "chip" for _, d in G.nodes(data=True)), G.graph["groups"]
+    (72, 9)
+    """
+    _int("p", p, 1)
+    _int("a", a, 1)
+    _int("h", h, 1)
+    g_max = a * h + 1
+    g = g_max if g is None else _int("g", g, 1, g_max)
+    if g * a * p < 2:
+        raise ValueError(f"p={p}, a={a}, g={g} gives 1 terminal; need at least 2")
+    lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, None)
+    _check_model(chip_model, "chip_model", CHIP)
+    rdev = _check_model(router_model, "router_model", SWITCH)
+    gw, aw, pw = _width(g), _width(a), len(str(max(p - 1, 0)))
+    per_pair = a * h // (g - 1) if g > 1 else 0
+    G = nx.Graph(routing="ecmp", groups=g, links_per_group_pair=per_pair)
+    kw = dict(lanes_per_link=lanes, lane_gbps=lane_rate)
+
+    def rid(grp, r):
+        return f"g{grp:0{gw}d}/r{r:0{aw}d}"
+
+    rank = 0
+    for grp in range(g):
+        for r in range(a):
+            G.add_node(rid(grp, r), kind=SWITCH, model=router_model, role="router", forwards=True,
+                       group=grp, latency_ns=rdev.latency_ns)
+            for t in range(p):
+                tid = f"{rid(grp, r)}/t{t:0{pw}d}"
+                G.add_node(tid, kind=CHIP, model=chip_model, forwards=False, rank=rank, group=grp)
+                rank += 1
+                _links(G, tid, rid(grp, r), links=1, medium=local_medium, tier="terminal",
+                       latency_ns=latency_ns, **kw)
+        for r in range(a):
+            for r2 in range(r + 1, a):
+                _links(G, rid(grp, r), rid(grp, r2), links=1, medium=local_medium, tier="local",
+                       latency_ns=latency_ns, **kw)
+    for G1, j1, G2, j2, _ in _global_pairs(g, a * h, per_pair):
+        _links(G, rid(G1, j1 // h), rid(G2, j2 // h), links=1, medium=global_medium, tier="global",
+               latency_ns=global_latency_ns, **kw)
+    return G
+
+
+# --- boardfly: a dragonfly of boards ------------------------------------------------------
+
+def _chip_ports(ports_per_board: int, chips_per_board: int) -> list[int]:
+    """External ports per chip: spread as evenly as the count allows, first chips first."""
+    q, r = divmod(ports_per_board, chips_per_board)
+    return [q + (c < r) for c in range(chips_per_board)]
+
+
+def _board_ports(*, chips_per_board: int, boards_per_group: int, ports_per_board: int,
+                 links_per_group_pair: int, port_placement: str):
+    """Where a board's external ports sit.
+
+    Returns ``(copper, tuples)``: ``copper(b, b2)`` is the chip of board ``b`` holding
+    its link to board ``b2`` of the same group, and ``tuples`` lists the group's global
+    port tuples, each ``links_per_group_pair`` slots ``(board, chip)``, in the order
+    they are handed to group pairs (see :func:`boardfly`).
+    """
+    C, B, m = chips_per_board, boards_per_group, links_per_group_pair
+    cap = _chip_ports(ports_per_board, C)
+    if port_placement == "naive":
+        # ports filled in order: chip 0 takes ports 0..3, chip 1 the next...; copper ports
+        # first (toward boards in index order), then the global ports
+        chip_of = [c for c in range(C) for _ in range(cap[c])]
+
+        def copper(b, b2):
+            return chip_of[b2 if b2 < b else b2 - 1]
+        slots = [(b, chip_of[q]) for b in range(B) for q in range(B - 1, ports_per_board)]
+        return copper, [tuple(slots[i:i + m]) for i in range(0, len(slots) - m + 1, m)]
+
+    def copper(b, b2):
+        # board b's link toward the board k ahead sits on chip k mod C: the 7 links of a
+        # board spread over all its chips, and a board's links toward boards s apart
+        # (s = C/2) sit on antipodal chips of the ring
+        return ((b2 - b) % B) % C
+    used = [0] * C
+    for k in range(1, B):
+        used[k % C] += 1
+    free = [cap[c] - used[c] for c in range(C)]
+    if min(free) < 0:
+        raise ValueError(f"port_placement='spread' puts {max(used)} board-to-board links on one chip but "
+                         f"ports_per_board={ports_per_board} gives chips {min(cap)}..{max(cap)} ports; "
+                         f"use more ports or port_placement='naive'")
+    # a global tuple takes the same chip on boards s apart, so the links of one group pair
+    # leave from boards whose copper links land on antipodal chips of every other board
+    s = (C // 2) % B or (1 % B)
+    order, seen = [], set()
+    for start in range(B):
+        b = start
+        while b not in seen:
+            seen.add(b)
+            order.append(b)
+            b = (b + s) % B
+    per_chip, pool = [], []
+    for c in range(C):
+        slots = [(b, c) for _ in range(free[c]) for b in order]
+        full = len(slots) - len(slots) % m
+        per_chip.append([tuple(slots[i:i + m]) for i in range(0, full, m)])
+        pool += slots[full:]
+    per_chip.append([tuple(pool[i:i + m]) for i in range(0, len(pool) - m + 1, m)])
+    # hand tuples out round-robin over chips, so a few groups still spread over boards
+    tuples = []
+    for i in range(max(map(len, per_chip))):
+        tuples += [lst[i] for lst in per_chip if i < len(lst)]
+    return copper, tuples
+
+
+def boardfly(*, chips_per_board: int = 4, boards_per_group: int = 8, groups: int = 36,
+             ports_per_board: int = 16, links_per_group_pair: int = 2, lanes_per_link: int = 8,
+             lane_gbps: float = 200.0, port_placement: str = "spread", chip_model: str = "generic-chip",
+             ring_latency_ns: float = 2.0, copper_latency_ns: float = 5.0,
+             optical_latency_ns: float = 50.0) -> nx.Graph:
+    """A dragonfly whose router is a board of chips in a ring (Boardfly, TPU 8i).
+
+    Parameters
+    ----------
+    chips_per_board : int
+        Chips on a board, joined in a ring (pcb).  A ring of 2 is one bundle of both links.
+    boards_per_group : int
+        Boards in a group, fully meshed by one copper link per pair of boards.
+    groups : int
+        Groups, joined by ``links_per_group_pair`` optical links per pair of groups;
+        1 up to ``1 + (boards_per_group * (ports_per_board - boards_per_group + 1))
+        // links_per_group_pair`` (the global ports of a group).
+    ports_per_board : int
+        External ports of a board (copper + optical), spread over its chips as evenly
+        as possible (4 per chip for 16 ports on 4 chips).
+    links_per_group_pair : int
+        Optical links between every pair of groups.
+    lanes_per_link, lane_gbps :
+        Lanes of every link and their per-direction rate (Gb/s).
+    port_placement : ``"spread"`` | ``"naive"``
+        Which chip of a board holds each external port.  ``spread``: the link toward the
+        board ``k`` ahead sits on chip ``k mod chips_per_board``, and the links of one
+        group pair leave from the same chip of boards ``chips_per_board / 2`` apart (see
+        Notes).  ``naive``: ports filled in order, chip 0 first, board links before
+        optical links.
+    chip_model : str
+        Device catalog key of every chip.
+    ring_latency_ns, copper_latency_ns, optical_latency_ns : float
+        Link latencies of the three tiers.
+
+    Returns
+    -------
+    networkx.Graph
+        Chips only, all forwarding; ids ``"g03/b5/c2"`` (group, board in group, chip on
+        board); ``rank = (group * boards_per_group + board) * chips_per_board + chip``;
+        attributes ``group`` and ``board`` (a global board index, unique across groups).
+        Edge tiers ``board`` (pcb ring), ``group`` (copper), ``global`` (optical, with an
+        ``ocs`` tag).  ``routing="ecmp"``.
+
+    Notes
+    -----
+    Optical circuit switches are passive: an inter-group link is one direct chip-to-chip
+    edge.  Its ``ocs`` tag (I, layout not published) puts the links of group-pair offsets
+    ``o`` and ``g - 2 - o`` of one copy on one switch: ``copy * (g // 2) + min(o, g-2-o)``.
+
+    Global arrangement: each group's port tuples ``T_0, T_1, ...`` (each one slot per
+    copy) are handed out consecutively: group ``G`` reaches group ``G + o + 1`` with
+    tuple ``T_o``, arriving at tuple ``T_{g-2-o}`` there (Kim et al.'s consecutive
+    arrangement, one tuple per group pair).
+
+    Why ``spread`` gives 7 hops (4 chips, 8 boards, 2 links per group pair): a route is
+    ring + copper + [ring] + optical + [ring] + copper + ring.  The two links of a group
+    pair leave from boards 2 apart, so from any other board their copper links start on
+    antipodal chips: one of them is at most 1 ring hop from any source chip, and the
+    same holds at the destination, so the end rings cost at most 2 together.  The
+    bracketed middle rings cost at most 1 each; checked exhaustively for every pair of
+    tuples, and the tests verify the diameter of the built graph.
+
+    Examples
+    --------
+    >>> G = boardfly(groups=3)
+    >>> G.number_of_nodes(), G.graph["links_per_group_pair"]
+    (96, 2)
+    """
+    C = _int("chips_per_board", chips_per_board, 1)
+    P = _int("ports_per_board", ports_per_board, 0)
+    B = _int("boards_per_group", boards_per_group, 1, P + 1)
+    m = _int("links_per_group_pair", links_per_group_pair, 1)
+    global_ports = B * (P - (B - 1))
+    g = _int("groups", groups, 1, 1 + global_ports // m)
+    if port_placement not in ("spread", "naive"):
+        raise ValueError(f"port_placement={port_placement!r}; choose one of: spread, naive")
+    if C * B * g < 2:
+        raise ValueError("chips_per_board x boards_per_group x groups gives 1 chip; need at least 2")
+    lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, None)
+    _check_model(chip_model, "chip_model", CHIP)
+    copper, tuples = _board_ports(chips_per_board=C, boards_per_group=B, ports_per_board=P,
+                                  links_per_group_pair=m, port_placement=port_placement)
+    gw, bw, cw = _width(g), len(str(B - 1)), len(str(C - 1))
+
+    def cid(grp, b, c):
+        return f"g{grp:0{gw}d}/b{b:0{bw}d}/c{c:0{cw}d}"
+
+    G = nx.Graph(routing="ecmp", port_placement=port_placement, links_per_group_pair=m)
+    kw = dict(lanes_per_link=lanes, lane_gbps=lane_rate)
+    for grp in range(g):
+        for b in range(B):
+            ids = [cid(grp, b, c) for c in range(C)]
+            for c, n in enumerate(ids):
+                G.add_node(n, kind=CHIP, model=chip_model, forwards=True, rank=(grp * B + b) * C + c,
+                           group=grp, board=grp * B + b)
+            _ring(G, ids, medium="pcb", tier="board", latency_ns=ring_latency_ns, **kw)
+        for b in range(B):
+            for b2 in range(b + 1, B):
+                _links(G, cid(grp, b, copper(b, b2)), cid(grp, b2, copper(b2, b)), links=1,
+                       medium="copper", tier="group", latency_ns=copper_latency_ns, **kw)
+    for grp in range(g):
+        for o in range(g - 1):
+            grp2, o2 = (grp + o + 1) % g, g - 2 - o
+            if (grp, o) >= (grp2, o2):
+                continue  # each group pair once
+            for copy, ((b, c), (b2, c2)) in enumerate(zip(tuples[o], tuples[o2])):
+                _links(G, cid(grp, b, c), cid(grp2, b2, c2), links=1, medium="optical", tier="global",
+                       latency_ns=optical_latency_ns, ocs=copy * (g // 2) + min(o, o2), **kw)
+    return G
+
+
+BUILDERS = {f.__name__: f for f in (switched_domain, leaf_spine, torus, dragonfly, full_mesh, boardfly)}
