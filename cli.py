@@ -240,5 +240,223 @@ def export_cmd(fabric, sets, output):
     click.echo(f"wrote {output}: {G.number_of_nodes():,} nodes, {G.number_of_edges():,} links", err=True)
 
 
+# --------------------------------------------------------------------------- pricing
+_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_size(text: str) -> float:
+    """``64MiB`` -> 67108864.0; B, KiB, MiB, GiB, TiB, KB, MB, GB, TB; a bare number is bytes."""
+    import re
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    unit = m[2].lower() if m else ""
+    if not m or (unit and unit not in _UNITS):
+        raise click.BadParameter(f"{text!r} is not a size; use a number with B, KiB, MiB, GiB, KB, MB or GB "
+                                 f"(e.g. 64MiB)", param_hint="--size")
+    value = float(m[1]) * _UNITS.get(unit, 1)
+    if value <= 0:
+        raise click.BadParameter(f"{text!r}: the size must be positive", param_hint="--size")
+    return value
+
+
+def _price_options(fn):
+    opts = [
+        click.option("--size", "size", required=True, help="S as nccl-tests defines it: per-rank buffer for "
+                     "all-reduce, whole buffer for the others. 64MiB, 1GiB, 512KB ..."),
+        click.option("--group-size", type=int, help="Chips per group; all groups run at once "
+                     "(default: one group of every chip)."),
+        click.option("--placement", default="packed", show_default=True,
+                     help="With --group-size: packed | spread | random[:SEED]."),
+        click.option("--mesh", help="A parallelism mesh over chip ranks, TP innermost, e.g. tp=8,ep=32,dp=8."),
+        click.option("--over", help="With --mesh: the dimension whose groups communicate (tp, ep, dp ...)."),
+        click.option("--groups", "groups_file", type=click.Path(), help="JSON file: a list of groups, each a "
+                     "list of chip ranks or node ids."),
+        click.option("--algorithm", default="auto", show_default=True,
+                     help="ring, direct, halving-doubling, hierarchical, torus-rings, nvls (all-reduce); "
+                     "direct, pairwise, hierarchical (all-to-all); auto picks the cheapest."),
+        click.option("--split", type=click.Choice(["equal", "capacity"]), default="equal", show_default=True,
+                     help="ECMP split over next hops: equal, or weighted by surviving capacity."),
+        click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
+                     help="rule: the fabric's tier rules (Jalapeño: same rack local, other racks global); "
+                     "any: every shortest path."),
+        click.option("--efficiency", type=float, default=None, help="Calibration: fraction of line rate the "
+                     "links deliver (0-1]. Default 1."),
+        click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
+                     "(default: the fabric's, else 1 us)."),
+        click.option("--calibration", type=click.Path(), help="TOML file with efficiency and/or "
+                     "step_latency_us (measured nccl-tests fits)."),
+        click.option("--bound-only", is_flag=True, help="Price by the link-load bound only (fast, no fairness)."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+def _calibration(efficiency, step_latency_us, calibration):
+    eff, step = efficiency, step_latency_us
+    if calibration:
+        import tomllib
+        try:
+            data = tomllib.loads(Path(calibration).read_text())
+        except OSError as exc:
+            raise click.BadParameter(f"{calibration}: {exc.strerror}", param_hint="--calibration") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise click.BadParameter(f"{calibration}: {exc}", param_hint="--calibration") from None
+        unknown = set(data) - {"efficiency", "step_latency_us"}
+        if unknown:
+            raise click.BadParameter(f"{calibration}: unknown key(s) {', '.join(sorted(unknown))}; valid: "
+                                     f"efficiency, step_latency_us", param_hint="--calibration")
+        eff = data.get("efficiency", eff) if eff is None else eff
+        step = data.get("step_latency_us", step) if step is None else step
+    if eff is not None and not 0 < eff <= 1:
+        raise click.BadParameter(f"efficiency {eff} must be in (0, 1]", param_hint="--efficiency")
+    if step is not None and step < 0:
+        raise click.BadParameter(f"step latency {step} us must be >= 0", param_hint="--step-latency-us")
+    return (1.0 if eff is None else float(eff)), (None if step is None else float(step) * 1000.0)
+
+
+def _groups_for(G, group_size, placement, mesh, over, groups_file):
+    from . import collectives as C
+    from .topo.errors import BadInput
+    chosen = [x for x in (group_size, mesh, groups_file) if x]
+    if len(chosen) > 1:
+        raise click.UsageError("give one of --group-size, --mesh or --groups")
+    try:
+        if mesh:
+            if not over:
+                raise click.UsageError("--mesh needs --over DIM (which dimension's groups communicate)")
+            return C.by_mesh(G, C.parse_mesh(mesh), over)
+        if groups_file:
+            return C.from_file(G, groups_file)
+        size = group_size or len(C.placement.chip_ranks(G))
+        return C.by_size(G, size, placement)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="placement") from None
+
+
+def _price(G, collective, opts, groups=None):
+    from . import collectives as C
+    from .topo.errors import BadInput
+    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
+    size = parse_size(opts["size"])
+    if groups is None:
+        groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
+                             opts["groups_file"])
+    try:
+        return C.price(G, collective, groups=groups, size_bytes=size, algorithm=opts["algorithm"],
+                       split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
+                       bound_only=opts["bound_only"])
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="options") from None
+
+
+def _collective_arg(fn):
+    from .collectives import COLLECTIVES
+    return click.argument("collective", type=click.Choice(COLLECTIVES))(fn)
+
+
+def _us(s) -> str:
+    return "n/a" if s is None or (isinstance(s, float) and math.isnan(s)) else f"{s * 1e6:,.2f} us"
+
+
+def _format_report(r) -> str:
+    out = [f"{r.collective} on {r.fabric}: {r.groups:,} group(s) of {r.group_size}, S = {_fmt_bytes(r.size_bytes)}, "
+           f"algorithm {r.algorithm} ({r.mode})",
+           f"time {_us(r.time_s)} = bandwidth {_us(r.bandwidth_time_s)} + latency {_us(r.latency_s)}   "
+           f"(link-load bound {_us(r.bound_s)})",
+           f"algbw {r.algbw_GBps:,.1f} GB/s   busbw {r.busbw_GBps:,.1f} GB/s"]
+    for note in r.notes:
+        out.append(f"note: {note}")
+    if r.phases:
+        out.append("")
+        out.append(_table([[p.name, p.repeat, p.flows, _fmt_bytes(p.bytes_per_flow), _us(p.step_bandwidth_s),
+                            _us(p.step_latency_s), p.events, _us(p.time_s)] for p in r.phases],
+                          ["phase", "steps", "flows/step", "bytes/flow", "bw/step", "lat/step", "events",
+                           "time"]))
+    if r.bottlenecks:
+        out.append("")
+        out.append("Busiest links (utilization over the bandwidth time):")
+        out.append(_table([[b["link"], b["tier"], f"{b['utilization']:.1%}", f"{b['capacity_GBps']:,.1f}"]
+                           for b in r.bottlenecks[:5]], ["link", "tier", "util", "GB/s"]))
+    if r.unreachable_pairs.get("count"):
+        out.append(f"PARTIAL: {r.unreachable_pairs['count']:,} pairs have no route, e.g. "
+                   + "; ".join(r.unreachable_pairs["examples"]))
+    if r.broken_groups.get("count"):
+        out.append(f"PARTIAL: {r.broken_groups['count']:,} groups lost a chip, e.g. {r.broken_groups['examples'][:2]}")
+    return "\n".join(out)
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if b >= k:
+            return f"{b / k:,.4g} {unit}"
+    return f"{b:,.0f} B"
+
+
+@main.command("price")
+@_collective_arg
+@click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
+@_set_option
+@_price_options
+@click.option("--json", "as_json", is_flag=True, help="Print the cost report as JSON (schema in README).")
+def price_cmd(collective, fabric, sets, as_json, **opts):
+    """Price a collective for every group of a placement at once.
+
+    \b
+    Examples:
+      fabricsim price all-reduce --fabric jalapeno-rack --group-size 8 --size 64MiB
+      fabricsim price all-to-all --fabric jalapeno-pod --group-size 256 --size 1GiB
+      fabricsim price all-to-all --fabric jalapeno-pod --mesh tp=8,ep=256 --over ep --size 256MiB
+      fabricsim price all-reduce --fabric nvl72 --size 1GiB --algorithm nvls --json
+
+    Time = bandwidth (flow-level max-min with contention between all groups, event by
+    event) + latency (per step: slowest route's link and switch latency + overhead).
+    """
+    G = load_fabric(fabric, sets)
+    t0 = time.perf_counter()
+    r = _price(G, collective, opts)
+    if time.perf_counter() - t0 > 2:
+        _progress(f"priced in {time.perf_counter() - t0:.1f} s")
+    if as_json:
+        _emit_json(r.as_dict())
+    else:
+        click.echo(_format_report(r))
+
+
+@main.command("compare")
+@_collective_arg
+@click.option("--fabrics", "fabric_list", required=True,
+              help="Comma-separated catalog names or files, e.g. jalapeno-rack,nvl72,torus.")
+@_price_options
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of cost reports.")
+def compare_cmd(collective, fabric_list, as_json, **opts):
+    """Price the same collective on several fabrics, one table.
+
+    The same group size, size and algorithm choice apply on every fabric (auto picks
+    per fabric).  A group size that does not divide a fabric's chips is an error for
+    that fabric.
+
+    \b
+    Example:
+      fabricsim compare all-reduce --fabrics jalapeno-rack,nvl72,torus --group-size 64 --size 256MiB
+    """
+    names = [f.strip() for f in fabric_list.split(",") if f.strip()]
+    if not names:
+        raise click.BadParameter("no fabrics given", param_hint="--fabrics")
+    reports = []
+    for name in names:
+        _progress(f"pricing on {name} ...")
+        G = load_fabric(name)
+        reports.append(_price(G, collective, opts))
+    if as_json:
+        _emit_json([r.as_dict() for r in reports])
+        return
+    click.echo(_table([[r.fabric, r.algorithm, r.groups, _us(r.time_s), _us(r.bandwidth_time_s),
+                        _us(r.latency_s), f"{r.algbw_GBps:,.1f}", f"{r.busbw_GBps:,.1f}",
+                        "PARTIAL" if r.partial else ""] for r in reports],
+                      ["fabric", "algorithm", "groups", "time", "bandwidth", "latency", "algbw GB/s",
+                       "busbw GB/s", ""]))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
