@@ -240,7 +240,7 @@ def test_dragonfly_refuses_too_many_groups():
 def external_ports_per_board(G) -> dict:
     used: dict = {}
     for u, v, e in G.edges(data=True):
-        if e["tier"] == "board":
+        if e["span"] == "board":
             continue
         ports = e["capacity_gbps"] / e["port_gbps"]
         for n in (u, v):
@@ -271,7 +271,7 @@ def test_boardfly_other_shapes_are_valid(C, B, P, m, g):
     G = boardfly(chips_per_board=C, boards_per_group=B, ports_per_board=P, links_per_group_pair=m, groups=g)
     assert validate(G) == []
     assert G.number_of_nodes() == C * B * g
-    links = sum(e["lanes"] for *_, e in G.edges(data=True) if e["tier"] == "global") // 8
+    links = sum(e["lanes"] for *_, e in G.edges(data=True) if e["span"] == "global") // 8
     assert links == m * g * (g - 1) // 2
     assert max(external_ports_per_board(G).values()) <= P
 

@@ -221,12 +221,12 @@ def _links(G: nx.Graph, u, v, *, links: int, lanes_per_link: int, lane_gbps: flo
 
 
 def _ring(G: nx.Graph, ids: list, *, lanes_per_link: int, lane_gbps: float, medium: str, tier: str,
-          latency_ns: float) -> None:
+          latency_ns: float, **tags) -> None:
     """Close ``ids`` into a ring; a ring of 2 is one bundle of both links, a ring of 1 has none."""
     k = len(ids)
     for i in range(k if k > 2 else k - 1):
         _links(G, ids[i], ids[(i + 1) % k], links=2 if k == 2 else 1, lanes_per_link=lanes_per_link,
-               lane_gbps=lane_gbps, medium=medium, tier=tier, latency_ns=latency_ns)
+               lane_gbps=lane_gbps, medium=medium, tier=tier, latency_ns=latency_ns, **tags)
 
 
 # --- single-tier switched domain ----------------------------------------------------------
@@ -585,7 +585,7 @@ def _board_ports(*, chips_per_board: int, boards_per_group: int, ports_per_board
 def boardfly(*, chips_per_board: int = 4, boards_per_group: int = 8, groups: int = 36,
              ports_per_board: int = 16, links_per_group_pair: int = 2, lanes_per_link: int = 8,
              lane_gbps: float = 200.0, port_placement: str = "spread", chip_model: str = "generic-chip",
-             ring_latency_ns: float = 2.0, copper_latency_ns: float = 5.0,
+             tier: str = "ici", ring_latency_ns: float = 2.0, copper_latency_ns: float = 5.0,
              optical_latency_ns: float = 50.0) -> nx.Graph:
     """A dragonfly whose router is a board of chips in a ring (Boardfly, TPU 8i).
 
@@ -614,8 +614,11 @@ def boardfly(*, chips_per_board: int = 4, boards_per_group: int = 8, groups: int
         optical links.
     chip_model : str
         Device catalog key of every chip.
+    tier : str
+        Edge ``tier`` of every link (one tier: a chip's ports serve ring, board and
+        group links alike, so a per-tier lane budget would differ chip by chip).
     ring_latency_ns, copper_latency_ns, optical_latency_ns : float
-        Link latencies of the three tiers.
+        Link latencies of the three kinds of link.
 
     Returns
     -------
@@ -623,8 +626,8 @@ def boardfly(*, chips_per_board: int = 4, boards_per_group: int = 8, groups: int
         Chips only, all forwarding; ids ``"g03/b5/c2"`` (group, board in group, chip on
         board); ``rank = (group * boards_per_group + board) * chips_per_board + chip``;
         attributes ``group`` and ``board`` (a global board index, unique across groups).
-        Edge tiers ``board`` (pcb ring), ``group`` (copper), ``global`` (optical, with an
-        ``ocs`` tag).  ``routing="ecmp"``.
+        Edges carry ``span``: ``board`` (the pcb ring), ``group`` (copper between boards),
+        ``global`` (optical between groups, with an ``ocs`` tag).  ``routing="ecmp"``.
 
     Notes
     -----
@@ -678,19 +681,19 @@ def boardfly(*, chips_per_board: int = 4, boards_per_group: int = 8, groups: int
             for c, n in enumerate(ids):
                 G.add_node(n, kind=CHIP, model=chip_model, forwards=True, rank=(grp * B + b) * C + c,
                            group=grp, board=grp * B + b)
-            _ring(G, ids, medium="pcb", tier="board", latency_ns=ring_latency_ns, **kw)
+            _ring(G, ids, medium="pcb", tier=tier, latency_ns=ring_latency_ns, span="board", **kw)
         for b in range(B):
             for b2 in range(b + 1, B):
                 _links(G, cid(grp, b, copper(b, b2)), cid(grp, b2, copper(b2, b)), links=1,
-                       medium="copper", tier="group", latency_ns=copper_latency_ns, **kw)
+                       medium="copper", tier=tier, latency_ns=copper_latency_ns, span="group", **kw)
     for grp in range(g):
         for o in range(g - 1):
             grp2, o2 = (grp + o + 1) % g, g - 2 - o
             if (grp, o) >= (grp2, o2):
                 continue  # each group pair once
             for copy, ((b, c), (b2, c2)) in enumerate(zip(tuples[o], tuples[o2])):
-                _links(G, cid(grp, b, c), cid(grp2, b2, c2), links=1, medium="optical", tier="global",
-                       latency_ns=optical_latency_ns, ocs=copy * (g // 2) + min(o, o2), **kw)
+                _links(G, cid(grp, b, c), cid(grp2, b2, c2), links=1, medium="optical", tier=tier,
+                       latency_ns=optical_latency_ns, span="global", ocs=copy * (g // 2) + min(o, o2), **kw)
     return G
 
 
