@@ -1,0 +1,1210 @@
+"""Routing: chip pairs -> factored sparse shares of each flow's rate on directed links.
+
+Public names
+------------
+LinkTable, link_table
+    The directed links of :func:`~fabricsim.topo.contract.forwarding_graph` (each
+    undirected bundle gives two links, one per direction) with capacity, tier,
+    latency and physical hop count.
+Routes, route
+    ``route(G, src, dst)`` returns, for flows between chip ranks, two sparse
+    factors whose product is the flows x links share matrix:
+    ``(flow_piece @ piece_link)[f, l]`` is the fraction of flow ``f``'s rate on
+    link ``l``.  The solver consumes the factors and never forms the product.
+SPLITS, TIER_MODES
+    The choices of ``route``'s ``split`` and ``tiers``.
+
+Policies (``G.graph["routing"]``)
+---------------------------------
+``ecmp``
+    Shortest paths in physical hops (a virtual patch edge counts its ``hops``)
+    through nodes with ``forwards=True`` (the endpoints need not forward), split at
+    every hop over the next hops on shortest paths: equally, or in proportion to
+    the next-hop link capacity (``split="capacity"``).
+``tiered``
+    Jalapeño: a pair in one rack (node attribute ``rack``) uses the ``local`` tier
+    only, a pair in two racks the ``global`` tier only, each by ECMP on its tier.
+    Where the global tier has no path (rail-only wiring, a failed rail) the flow
+    relays: it crosses the local tier to a chip of its own rack that has a global
+    path to the destination, then the global tier (NCCL PXN, Wang et al. 2023).
+    ``tiers="any"`` drops the tier rule (plain ECMP, relaying only where ECMP has
+    no path).
+``dor``
+    Dimension-order routing on a torus (attributes ``x, y, z, w`` and the graph's
+    ``dims``): each dimension in turn, along the shorter arc of its ring; an arc of
+    exactly half a ring splits half each way.  Pairs whose DOR path crosses a
+    missing link or chip fall back to ECMP on what is left.
+
+Factoring (why the routes stay small)
+-------------------------------------
+A *piece* is a set of link shares several flows have in common; a flow's row in
+``flow_piece`` says how much of each piece it carries.  The routers build pieces
+from structure with array arithmetic, never a Python loop per flow:
+
+* single switched tier (Jalapeño rack, NVL72, a patched rail): the route from
+  ``s`` to ``d`` crosses the switches ``C`` adjacent to both; pieces ``up(s, C)``
+  and ``down(d, C)``, 2 per flow;
+* leaf-spine tier (Jalapeño global tier): pieces ``up(s)`` (chip to its leaves),
+  ``mid(rack profile of s, leaves of d)`` (leaf -> spine -> leaf) and ``down(d)``,
+  3 per flow;
+* torus DOR: one piece per ring arc (with its tie split inside), <= 1 per dimension;
+* anything else (generic ECMP): per destination, a shortest-path DAG built in C
+  with :mod:`scipy.sparse.csgraph`; pieces are the first-hop links of the source
+  and the DAG from each first-hop node to the destination, shared by every
+  source with that first hop.
+
+Notes
+-----
+Fallback order for ``tiered`` with ``tiers="rule"``: the pair's own tier; then,
+for a pair in two racks, a relay through its own rack; then any shortest path
+(ECMP over every tier); else unreachable (empty row).  A relay is chosen at the
+source side only (the chip of the source's rack at the destination's position in
+its rack, else the one closest in rank with a path); a destination that lost
+its whole global tier is reached by plain ECMP where the graph allows, else is
+unreachable.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from .contract import CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, LATENCY_NS, RANK, SWITCH, TIER, \
+    forwarding_graph
+from .errors import BadInput
+
+__all__ = ["LinkTable", "link_table", "Routes", "route", "SPLITS", "TIER_MODES"]
+
+SPLITS = ("equal", "capacity")
+TIER_MODES = ("rule", "any")
+_AXES = ("x", "y", "z", "w")
+# Work arrays per destination chunk of the generic router stay under this many cells.
+_CHUNK_CELLS = 4_000_000
+# Dense chip x switch tables of the fast paths are used below this many cells.
+_DENSE_CELLS = 40_000_000
+
+
+# ---------------------------------------------------------------------------------------
+# Link table
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LinkTable:
+    """The directed links of ``forwarding_graph(G)``: bundle ``u -- v`` gives ``u->v`` and ``v->u``.
+
+    Attributes
+    ----------
+    nodes : tuple
+        Node ids by index.
+    src, dst : numpy.ndarray of int32, shape (L,)
+        Node index at each end of link ``l``.
+    capacity_gbps : numpy.ndarray of float64, shape (L,)
+        Capacity of the link in its one direction, Gb/s.
+    tier : numpy.ndarray of str, shape (L,)
+    latency_ns : numpy.ndarray of float64, shape (L,)
+        The bundle's ``latency_ns`` plus the ``latency_ns`` of ``dst`` when it is a
+        switch (a packet pays the switch it enters).
+    hops : numpy.ndarray of int32, shape (L,)
+        Physical links the link stands for: 1, or 2 for a patched circuit (``hops``).
+    node_index : dict
+        Node id -> index.
+    """
+
+    nodes: tuple
+    src: np.ndarray
+    dst: np.ndarray
+    capacity_gbps: np.ndarray
+    tier: np.ndarray
+    latency_ns: np.ndarray
+    hops: np.ndarray
+    node_index: dict = field(repr=False, compare=False)
+    _index: dict = field(repr=False, compare=False)
+
+    @property
+    def capacity_Bps(self) -> np.ndarray:
+        """Capacity per direction in bytes per second."""
+        return self.capacity_gbps * (1e9 / 8)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def index(self, u, v) -> int:
+        """Index of the directed link ``u -> v`` (node ids); ``KeyError`` when there is none."""
+        try:
+            return self._index[(u, v)]
+        except KeyError:
+            raise KeyError(f"no link {u!r} -> {v!r} in the forwarding graph") from None
+
+    def __contains__(self, uv) -> bool:
+        return tuple(uv) in self._index
+
+
+def link_table(G: nx.Graph) -> LinkTable:
+    """The directed links of ``forwarding_graph(G)``.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> lt = link_table(build("jalapeno-rack"))
+    >>> len(lt), float(lt.capacity_gbps[0])
+    (1536, 800.0)
+    """
+    H = forwarding_graph(G)
+    nodes = tuple(H.nodes)
+    idx = {n: i for i, n in enumerate(nodes)}
+    m = H.number_of_edges()
+    src = np.empty(2 * m, np.int32)
+    dst = np.empty(2 * m, np.int32)
+    cap = np.empty(2 * m)
+    lat = np.empty(2 * m)
+    hops = np.empty(2 * m, np.int32)
+    tier = np.empty(2 * m, object)
+    node_lat = {n: float(d.get(LATENCY_NS, 0.0)) if d.get(KIND) == SWITCH else 0.0 for n, d in H.nodes(data=True)}
+    index = {}
+    for e, (u, v, d) in enumerate(H.edges(data=True)):
+        c = d.get(CAPACITY_GBPS)
+        if c is None:
+            c = d[LANES] * d[LANE_GBPS]
+        for k, (a, b) in enumerate(((u, v), (v, u))):
+            l = 2 * e + k
+            src[l], dst[l] = idx[a], idx[b]
+            cap[l] = c
+            lat[l] = float(d.get(LATENCY_NS, 0.0)) + node_lat[b]
+            hops[l] = int(d.get("hops", 1))
+            tier[l] = d.get(TIER)
+            index[(a, b)] = l
+    return LinkTable(nodes, src, dst, cap, tier, lat, hops, idx, index)
+
+
+# ---------------------------------------------------------------------------------------
+# Routes
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Routes:
+    """Routes of F flows as two sparse factors of the flows x links share matrix.
+
+    Attributes
+    ----------
+    links : LinkTable
+    src, dst : numpy.ndarray of int, shape (F,)
+        Chip ranks.
+    flow_piece : scipy.sparse.csr_matrix, shape (F, K)
+    piece_link : scipy.sparse.csr_matrix, shape (K, L)
+        ``(flow_piece @ piece_link)[f, l]`` is the share of flow ``f``'s rate on link
+        ``l``.  For a reachable flow the shares across any cut between source and
+        destination sum to 1; an unreachable flow has an empty row.
+    reachable, relayed : numpy.ndarray of bool, shape (F,)
+        ``relayed``: the flow relays through another chip (rail-only PXN).
+    relay_rank : numpy.ndarray of int, shape (F,)
+        The relay chip's rank, -1 where the flow does not relay.
+    hops : numpy.ndarray of int32, shape (F,)
+        Physical links on the longest path the flow uses (0 if unreachable).
+    latency_ns : numpy.ndarray of float64, shape (F,)
+        Latency of the slowest path the flow uses (links plus switches entered).
+    """
+
+    links: LinkTable
+    src: np.ndarray
+    dst: np.ndarray
+    flow_piece: sp.csr_matrix
+    piece_link: sp.csr_matrix
+    reachable: np.ndarray
+    relayed: np.ndarray
+    relay_rank: np.ndarray
+    hops: np.ndarray
+    latency_ns: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def shares(self, rows=None) -> sp.csr_matrix:
+        """The explicit flows x links share matrix, for ``rows`` (all flows by default: mind the size)."""
+        fp = self.flow_piece if rows is None else self.flow_piece[np.asarray(rows)]
+        return (fp @ self.piece_link).tocsr()
+
+
+# ---------------------------------------------------------------------------------------
+# Internal: node arrays, parts, helpers
+# ---------------------------------------------------------------------------------------
+@dataclass
+class _Net:
+    G: nx.Graph
+    lt: LinkTable
+    n: int
+    is_chip: np.ndarray
+    fwd: np.ndarray
+    rank: np.ndarray          # node -> rank, -1 for switches
+    node_of_rank: np.ndarray  # rank -> node, -1 where no chip has that rank
+    attr: dict                # name -> int array per node, -1 where missing
+
+
+def _net(G: nx.Graph, lt: LinkTable) -> _Net:
+    n = len(lt.nodes)
+    H_nodes = lt.nodes
+    data = [G.nodes[v] if v in G else {} for v in H_nodes]
+    is_chip = np.array([d.get(KIND) == CHIP for d in data], bool)
+    fwd = np.array([bool(d.get(FORWARDS, d.get(KIND) == SWITCH)) for d in data], bool)
+    rank = np.array([d.get(RANK, -1) if d.get(KIND) == CHIP else -1 for d in data], np.int64)
+    node_of_rank = np.full(int(rank.max(initial=-1)) + 1, -1, np.int64)
+    node_of_rank[rank[rank >= 0]] = np.flatnonzero(rank >= 0)
+    attr = {}
+    for name in ("rack", "tray", "column") + _AXES:
+        vals = [d.get(name) for d in data]
+        if any(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in vals):
+            attr[name] = np.array([x if isinstance(x, (int, np.integer)) and not isinstance(x, bool) else -1
+                                   for x in vals], np.int64)
+    return _Net(G, lt, n, is_chip, fwd, rank, node_of_rank, attr)
+
+
+@dataclass
+class _Part:
+    """Routes of P pairs on their own piece set."""
+
+    fp: sp.csr_matrix   # (P, K)
+    pl: sp.csr_matrix   # (K, L)
+    reach: np.ndarray   # (P,) bool
+    hops: np.ndarray    # (P,) int
+    lat: np.ndarray     # (P,) float
+
+
+def _empty_part(P: int, L: int) -> _Part:
+    return _Part(sp.csr_matrix((P, 0)), sp.csr_matrix((0, L)), np.zeros(P, bool), np.zeros(P, np.int32),
+                 np.zeros(P))
+
+
+def _compact(keys: np.ndarray, size: int | None = None):
+    """(inverse, unique) of integer ``keys``; dense counting when ``size`` is small, else a sort."""
+    if size is not None and 0 < size <= max(4 * len(keys), 1 << 22):
+        used = np.zeros(size, bool)
+        used[keys] = True
+        uniq = np.flatnonzero(used)
+        remap = np.cumsum(used) - 1
+        return remap[keys], uniq
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return inv, uniq
+
+
+def _row_ids(M: np.ndarray):
+    """Ids of the distinct rows of a 2-D array: (ids per row, index of one row per id)."""
+    if M.shape[1] == 0:
+        return np.zeros(M.shape[0], np.int64), np.zeros(min(1, M.shape[0]), np.int64)
+    A = np.ascontiguousarray(M)
+    if A.dtype == bool:
+        A = np.packbits(A, axis=1)
+    v = A.view(np.dtype((np.void, A.dtype.itemsize * A.shape[1]))).ravel()
+    _, first, inv = np.unique(v, return_index=True, return_inverse=True)
+    return inv.astype(np.int64), first
+
+
+def _assemble(F: int, L: int, parts: list[_Part], contrib: list[tuple[int, np.ndarray, np.ndarray]]):
+    """Stack parts' pieces; flow ``f`` sums rows ``r`` of part ``k`` for each (k, f, r) in ``contrib``."""
+    offs = np.cumsum([0] + [p.fp.shape[1] for p in parts])
+    pl = sp.vstack([p.pl for p in parts], format="csr") if parts else sp.csr_matrix((0, L))
+    if len(contrib) == 1:
+        k, f, r = contrib[0]
+        if len(f) == F and len(r) == parts[k].fp.shape[0] and np.array_equal(f, np.arange(F)) and \
+                np.array_equal(r, np.arange(len(r))):
+            fp = parts[k].fp
+            if offs[k] or fp.shape[1] != offs[-1]:
+                fp = sp.csr_matrix((fp.data, fp.indices + offs[k], fp.indptr), shape=(F, offs[-1]))
+            return fp, pl
+    rows, cols, vals = [], [], []
+    for k, f, r in contrib:
+        if len(f) == 0:
+            continue
+        sub = parts[k].fp[r]
+        cnt = np.diff(sub.indptr)
+        rows.append(np.repeat(f, cnt))
+        cols.append(sub.indices.astype(np.int64) + offs[k])
+        vals.append(sub.data)
+    if not rows:
+        return sp.csr_matrix((F, offs[-1])), pl
+    fp = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(F, offs[-1]))
+    fp.sum_duplicates()
+    return fp, pl
+
+
+def _merge(P: int, L: int, pieces: list[tuple[np.ndarray, _Part]]) -> _Part:
+    """One part for P pairs from parts that each cover the pairs ``idx`` (disjoint)."""
+    pieces = [(i, p) for i, p in pieces if len(i)]
+    if not pieces:
+        return _empty_part(P, L)
+    parts = [p for _, p in pieces]
+    fp, pl = _assemble(P, L, parts, [(k, i, np.arange(len(i))) for k, (i, _) in enumerate(pieces)])
+    reach = np.zeros(P, bool)
+    hops = np.zeros(P, np.int32)
+    lat = np.zeros(P)
+    for i, p in pieces:
+        reach[i], hops[i], lat[i] = p.reach, p.hops, p.lat
+    return _Part(fp, pl, reach, hops, lat)
+
+
+def _coo_part(P, K, L, f_rows, f_cols, f_vals, p_rows, p_cols, p_vals, reach, hops, lat) -> _Part:
+    fp = sp.csr_matrix((f_vals, (f_rows, f_cols)), shape=(P, K))
+    pl = sp.csr_matrix((p_vals, (p_rows, p_cols)), shape=(K, L))
+    fp.sum_duplicates()
+    pl.sum_duplicates()
+    return _Part(fp, pl, reach, np.asarray(hops, np.int32), np.asarray(lat, float))
+
+
+# ---------------------------------------------------------------------------------------
+# Reachability through forwarding nodes (component test, exact)
+# ---------------------------------------------------------------------------------------
+class _Reach:
+    """Whether a path with forwarding intermediates joins two nodes, on the links in ``mask``."""
+
+    def __init__(self, net: _Net, mask: np.ndarray):
+        n = net.n
+        la = np.flatnonzero(mask)
+        u, v = net.lt.src[la].astype(np.int64), net.lt.dst[la].astype(np.int64)
+        fwd = net.fwd
+        both = fwd[u] & fwd[v]
+        A = sp.csr_matrix((np.ones(both.sum()), (u[both], v[both])), shape=(n, n))
+        _, lab = csgraph.connected_components(A, directed=False)
+        # a forwarding node is in its component; a non-forwarding one touches its neighbours'
+        fn = np.flatnonzero(fwd)
+        edge = ~fwd[u] & fwd[v]
+        rows = np.concatenate([fn, u[edge]])
+        cols = np.concatenate([lab[fn], lab[v[edge]]])
+        mem = sp.csr_matrix((np.ones(len(rows), bool), (rows, cols)), shape=(n, n))
+        mem.sum_duplicates()
+        mem.sort_indices()
+        # group nodes by their set of components (few distinct sets on real fabrics)
+        sig = {}
+        self.sid = np.empty(n, np.int64)
+        for x in range(n):
+            key = mem.indices[mem.indptr[x]:mem.indptr[x + 1]].tobytes()
+            self.sid[x] = sig.setdefault(key, len(sig))
+        first = np.unique(self.sid, return_index=True)[1]
+        U = mem[first].astype(np.float64)
+        self.table = (U @ U.T).toarray() > 0
+        # direct links between two non-forwarding nodes
+        nf = ~fwd[u] & ~fwd[v]
+        self.adj = np.unique(u[nf] * n + v[nf])
+        self.n = n
+
+    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a = np.asarray(a, np.int64)
+        b = np.asarray(b, np.int64)
+        ok = self.table[self.sid[a], self.sid[b]]
+        if len(self.adj):
+            k = a * self.n + b
+            pos = np.minimum(np.searchsorted(self.adj, k), len(self.adj) - 1)
+            ok = ok | (self.adj[pos] == k)
+        return ok
+
+
+# ---------------------------------------------------------------------------------------
+# Generic ECMP (any graph): per-destination shortest-path DAGs
+# ---------------------------------------------------------------------------------------
+def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
+    """Exact per-hop ECMP for pairs (s, d) of node indices on the links in ``mask``.
+
+    Pieces: single links (the source's first hops) and, per destination, the DAG
+    from each first-hop node to it (shared by every source with that first hop).
+    """
+    lt, n = net.lt, net.n
+    L, P = len(lt), len(s)
+    if P == 0:
+        return _empty_part(0, L)
+    la = np.flatnonzero(mask)
+    lsrc, ldst = lt.src[la].astype(np.int64), lt.dst[la].astype(np.int64)
+    lw = lt.hops[la].astype(np.float64)
+    fwd = net.fwd
+    # Search graph, walked from the destination against the flow: flow link b->a is the
+    # search edge a->b, allowed when a forwards; a non-forwarding destination expands
+    # through its own copy ("out" node), which nothing enters.
+    nonf = np.flatnonzero(~fwd)
+    outid = np.full(n, -1, np.int64)
+    outid[nonf] = n + np.arange(len(nonf))
+    a_search = np.where(fwd[ldst], ldst, outid[ldst])
+    ns = n + len(nonf)
+    S = sp.csr_matrix((lw, (a_search, lsrc)), shape=(ns, ns))
+    unweighted = bool(np.all(lw == 1))
+    cap = lt.capacity_gbps[la] if split == "capacity" else np.ones(len(la))
+    llat = lt.latency_ns[la]
+
+    order = np.argsort(d, kind="stable")
+    dests, dstart = np.unique(d[order], return_index=True)
+    dend = np.append(dstart[1:], P)
+    chunk = max(1, _CHUNK_CELLS // max(len(la), ns, 1))
+
+    reach = np.zeros(P, bool)
+    hops = np.zeros(P, np.int32)
+    lat = np.zeros(P)
+    f_rows, f_cols, f_vals = [], [], []      # flow -> piece (link pieces: -1 - link id, for now)
+    p_rows, p_cols, p_vals = [], [], []
+    n_node_pieces = 0
+    for c0 in range(0, len(dests), chunk):
+        dc = dests[c0:c0 + chunk]
+        c = len(dc)
+        starts = np.where(fwd[dc], dc, outid[dc])
+        dist = csgraph.shortest_path(S, method="D", directed=True, unweighted=unweighted, indices=starts)[:, :n]
+        dist[np.arange(c), dc] = 0.0
+        du = dist[:, lsrc]
+        dv = dist[:, ldst]
+        on = (du == dv + lw) & np.isfinite(dv) & (fwd[ldst][None, :] | (ldst[None, :] == dc[:, None]))
+        del du
+        jj, kk = np.nonzero(on)
+        del on
+        key_u = jj * n + lsrc[kk]
+        key_v = jj * n + ldst[kk]
+        w = cap[kk]
+        denom = np.bincount(key_u, weights=w, minlength=c * n)
+        frac = w / denom[key_u]
+        srt = np.argsort(key_u, kind="stable")
+        sk = key_u[srt]
+        # pairs of this chunk
+        pidx = order[dstart[c0]:dend[min(c0 + chunk, len(dests)) - 1]]
+        pj = np.searchsorted(dc, d[pidx])
+        ps = s[pidx]
+        dsrc = dist[pj, ps]
+        ok = np.isfinite(dsrc)
+        pidx, pj, ps, dsrc = pidx[ok], pj[ok], ps[ok], dsrc[ok]
+        reach[pidx] = True
+        hops[pidx] = dsrc.astype(np.int32)
+        key_s = pj * n + ps
+        lo = np.searchsorted(sk, key_s, "left")
+        hi = np.searchsorted(sk, key_s, "right")
+        cnt = hi - lo
+        rep = np.repeat(np.arange(len(pidx)), cnt)
+        pos = lo[rep] + np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        e = srt[pos]
+        first_link = la[kk[e]]
+        first_frac = frac[e]
+        f_rows.append(pidx[rep])
+        f_cols.append(-1 - first_link.astype(np.int64))
+        f_vals.append(first_frac)
+        # node pieces: the DAG from each first-hop node that is not the destination
+        nxt = key_v[e]
+        inner = ldst[kk[e]] != dc[pj[rep]]
+        pinv, pkeys = _compact(nxt[inner], c * n)
+        f_rows.append(pidx[rep][inner])
+        f_cols.append(n_node_pieces + pinv)
+        f_vals.append(first_frac[inner])
+        if len(pkeys):
+            T = sp.csr_matrix((frac, (key_u, key_v)), shape=(c * n, c * n))
+            Fm = sp.csr_matrix((frac, (key_u, la[kk])), shape=(c * n, L))
+            X = sp.csr_matrix((np.ones(len(pkeys)), (np.arange(len(pkeys)), pkeys)), shape=(len(pkeys), c * n))
+            acc = [X]
+            for _ in range(int(dist[np.isfinite(dist)].max()) + 1):
+                X = X @ T
+                if X.nnz == 0:
+                    break
+                acc.append(X)
+            Nm = acc[0] if len(acc) == 1 else sp.vstack(acc).tocsr()
+            if len(acc) > 1:
+                # rows of every step belong to the same pieces: fold them back
+                fold = sp.csr_matrix((np.ones(Nm.shape[0]), (np.arange(Nm.shape[0]),
+                                                             np.tile(np.arange(len(pkeys)), len(acc)))),
+                                     shape=(Nm.shape[0], len(pkeys)))
+                Nm = (fold.T @ Nm).tocsr()
+            PL = (Nm @ Fm).tocoo()
+            p_rows.append(PL.row.astype(np.int64) + n_node_pieces)
+            p_cols.append(PL.col.astype(np.int64))
+            p_vals.append(PL.data)
+        n_node_pieces += len(pkeys)
+        # latency of the slowest path: longest-path DP over the DAG, nearest levels first
+        latnode = np.full(c * n, -np.inf)
+        latnode[np.arange(c) * n + dc] = 0.0
+        lev = dist[jj, lsrc[kk]]
+        lorder = np.argsort(lev, kind="stable")
+        levs, lstart = np.unique(lev[lorder], return_index=True)
+        lend = np.append(lstart[1:], len(lorder))
+        for a0, a1 in zip(lstart, lend):
+            sel = lorder[a0:a1]
+            np.maximum.at(latnode, key_u[sel], llat[kk[sel]] + latnode[key_v[sel]])
+        lat[pidx] = latnode[key_s]
+    # link pieces get ids after the node pieces
+    rows = np.concatenate(f_rows) if f_rows else np.zeros(0, np.int64)
+    cols = np.concatenate(f_cols) if f_cols else np.zeros(0, np.int64)
+    vals = np.concatenate(f_vals) if f_vals else np.zeros(0)
+    is_link = cols < 0
+    linv, links = _compact(-1 - cols[is_link], L)
+    cols = cols.copy()
+    cols[is_link] = n_node_pieces + linv
+    K = n_node_pieces + len(links)
+    p_rows.append(n_node_pieces + np.arange(len(links)))
+    p_cols.append(links)
+    p_vals.append(np.ones(len(links)))
+    return _coo_part(P, K, L, rows, cols, vals, np.concatenate(p_rows), np.concatenate(p_cols),
+                     np.concatenate(p_vals), reach, hops, lat)
+
+
+# ---------------------------------------------------------------------------------------
+# Fast path 1: a single switched tier (chips -- switches -- chips)
+# ---------------------------------------------------------------------------------------
+def _switched(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: str):
+    """Factored routes where every chip's neighbours are switches that connect only to chips.
+
+    Returns ``(handled, part)`` with ``part`` covering ``s[handled]``, or ``None`` when the
+    links in ``mask`` are not a single switched tier.
+    """
+    lt = net.lt
+    la = np.flatnonzero(mask)
+    u, v = lt.src[la].astype(np.int64), lt.dst[la].astype(np.int64)
+    chip = net.is_chip
+    from_chip = chip[u]
+    if not from_chip.any() or chip[v[from_chip]].any() or not net.fwd[v[from_chip]].all():
+        return None
+    sw = np.zeros(net.n, bool)
+    sw[v[from_chip]] = True
+    if not chip[v[sw[u]]].all():            # a chip-facing switch with a switch neighbour: not one tier
+        return None
+    touched = sw[u] | from_chip
+    h = np.unique(lt.hops[la[touched]])
+    if len(h) != 1:
+        return None
+    h = int(h[0])
+    chips_n = np.flatnonzero(chip)
+    sws = np.flatnonzero(sw)
+    Nc, S = len(chips_n), len(sws)
+    if Nc * S > _DENSE_CELLS:
+        return None
+    cidx = np.full(net.n, -1, np.int64)
+    cidx[chips_n] = np.arange(Nc)
+    sidx = np.full(net.n, -1, np.int64)
+    sidx[sws] = np.arange(S)
+    up = np.full((Nc, S), -1, np.int64)
+    down = np.full((S, Nc), -1, np.int64)
+    fu = from_chip
+    up[cidx[u[fu]], sidx[v[fu]]] = la[fu]
+    fs = sw[u] & chip[v]
+    down[sidx[u[fs]], cidx[v[fs]]] = la[fs]
+    M = up >= 0
+    mid, mfirst = _row_ids(M)
+    Um = M[mfirst]
+    nm = len(mfirst)
+    sc, dc = cidx[s], cidx[d]
+    pm_inv, pm = _compact(mid[sc] * nm + mid[dc], nm * nm)
+    C = Um[pm // nm] & Um[pm % nm]
+    cid, cfirst = _row_ids(C)
+    Cset = C[cfirst]
+    nonempty = Cset.any(axis=1)
+    ckey = cid[pm_inv]
+    handled = nonempty[ckey]
+    if not handled.any():
+        return handled, _empty_part(0, len(lt))
+    sc, dc, ckey = sc[handled], dc[handled], ckey[handled]
+    F = len(sc)
+    nC = len(cfirst)
+    capup = np.where(M, lt.capacity_gbps[np.maximum(up, 0)], 0.0)
+    if split == "capacity":
+        prof, pfirst = _row_ids(capup)
+        profrow = capup[pfirst]
+    else:
+        prof, pfirst = np.zeros(Nc, np.int64), np.zeros(1, np.int64)
+        profrow = M[:1].astype(float)
+    nP = len(pfirst)
+    up_inv, up_keys = _compact(sc * nC + ckey, Nc * nC)
+    dn_inv, dn_keys = _compact((dc * nC + ckey) * nP + prof[sc], Nc * nC * nP)
+    Ku = len(up_keys)
+    K = Ku + len(dn_keys)
+    # piece rows, one group per distinct switch set C (a handful on real fabrics)
+    p_rows, p_cols, p_vals = [], [], []
+    uc, uk = up_keys // nC, up_keys % nC
+    dkey, dprof = dn_keys // nP, dn_keys % nP
+    dchip, dk = dkey // nC, dkey % nC
+    for k in np.flatnonzero(nonempty):
+        members = np.flatnonzero(Cset[k])
+        sel = np.flatnonzero(uk == k)
+        if len(sel):
+            w = capup[uc[sel]][:, members] if split == "capacity" else np.ones((len(sel), len(members)))
+            p_rows.append(np.repeat(sel, len(members)))
+            p_cols.append(up[uc[sel]][:, members].ravel())
+            p_vals.append((w / w.sum(axis=1, keepdims=True)).ravel())
+        sel = np.flatnonzero(dk == k)
+        if len(sel):
+            w = profrow[dprof[sel]][:, members] if split == "capacity" else np.ones((len(sel), len(members)))
+            p_rows.append(Ku + np.repeat(sel, len(members)))
+            p_cols.append(down[members][:, dchip[sel]].T.ravel())
+            p_vals.append((w / w.sum(axis=1, keepdims=True)).ravel())
+    pl = sp.csr_matrix((np.concatenate(p_vals), (np.concatenate(p_rows), np.concatenate(p_cols))),
+                       shape=(K, len(lt)))
+    fp = sp.csr_matrix((np.ones(2 * F), np.stack([up_inv, Ku + dn_inv], axis=1).ravel(),
+                        np.arange(0, 2 * F + 1, 2)), shape=(F, K))
+    # latency: the slowest switch of C
+    latup = np.where(M, lt.latency_ns[np.maximum(up, 0)], -np.inf)
+    latdn = np.where(down >= 0, lt.latency_ns[np.maximum(down, 0)], -np.inf)
+    a_max, a_min = np.max(latup, axis=1), np.min(np.where(M, latup, np.inf), axis=1)
+    b_max, b_min = np.max(latdn, axis=0), np.min(np.where(down >= 0, latdn, np.inf), axis=0)
+    if np.all((a_max == a_min) | ~M.any(1)) and np.all((b_max == b_min) | ~(down >= 0).any(0)):
+        lat = a_max[sc] + b_max[dc]
+    else:
+        lat = np.empty(F)
+        order = np.argsort(ckey, kind="stable")
+        ks, kstart = np.unique(ckey[order], return_index=True)
+        kend = np.append(kstart[1:], F)
+        for k, a0, a1 in zip(ks, kstart, kend):
+            sel = order[a0:a1]
+            members = np.flatnonzero(Cset[k])
+            lat[sel] = np.max(latup[sc[sel]][:, members] + latdn[members][:, dc[sel]].T, axis=1)
+    part = _Part(fp, pl, np.ones(F, bool), np.full(F, 2 * h, np.int32), lat)
+    return handled, part
+
+
+# ---------------------------------------------------------------------------------------
+# Fast path 2: a leaf-spine tier (chips -- leaves -- spines -- leaves -- chips)
+# ---------------------------------------------------------------------------------------
+def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: str):
+    """Factored 4-hop routes on a two-level Clos (the Jalapeño global tier with switching leaves).
+
+    Handles pairs whose chips share no leaf and have a leaf -> spine -> leaf path;
+    returns ``(handled, part)`` or ``None`` when the tier is not leaf-spine shaped.
+    """
+    lt = net.lt
+    la = np.flatnonzero(mask)
+    u, v = lt.src[la].astype(np.int64), lt.dst[la].astype(np.int64)
+    chip, fwd = net.is_chip, net.fwd
+    fc = chip[u]
+    if not fc.any() or chip[v[fc]].any():
+        return None
+    leaf = np.zeros(net.n, bool)
+    leaf[v[fc]] = True
+    fl = leaf[u] & ~chip[v]
+    spine = np.zeros(net.n, bool)
+    spine[v[fl]] = True
+    if (leaf & spine).any() or not leaf[v[spine[u]]].all() or not fwd[leaf | spine].all() or not spine.any():
+        return None
+    if not (chip | leaf | spine)[u].all():
+        return None
+    h = np.unique(lt.hops[la])
+    if len(h) != 1:
+        return None
+    h = int(h[0])
+    chips_n, leaves, spines = np.flatnonzero(chip), np.flatnonzero(leaf), np.flatnonzero(spine)
+    Nc, NL, NS = len(chips_n), len(leaves), len(spines)
+    if Nc * NL > _DENSE_CELLS or NL * NS > _DENSE_CELLS // 8:
+        return None
+    ix = np.full(net.n, -1, np.int64)
+    ix[chips_n] = np.arange(Nc)
+    ix[leaves] = np.arange(NL)
+    ix[spines] = np.arange(NS)
+    CL = np.full((Nc, NL), -1, np.int64)
+    LC = np.full((NL, Nc), -1, np.int64)
+    LS = np.full((NL, NS), -1, np.int64)
+    SL = np.full((NS, NL), -1, np.int64)
+    for A, a_ok, b_ok in ((CL, chip, leaf), (LC, leaf, chip), (LS, leaf, spine), (SL, spine, leaf)):
+        sel = a_ok[u] & b_ok[v]
+        A[ix[u[sel]], ix[v[sel]]] = la[sel]
+    cap = lt.capacity_gbps
+    llat = lt.latency_ns
+
+    def weights(A):
+        return np.where(A >= 0, cap[np.maximum(A, 0)] if split == "capacity" else 1.0, 0.0)
+
+    wCL, wLS, wSL = weights(CL), weights(LS), weights(SL)
+    mLS, mSL = LS >= 0, SL >= 0
+    cp, cpfirst = _row_ids(wCL if split == "capacity" else CL >= 0)
+    ls, lsfirst = _row_ids((LC >= 0).T)
+    sc, dc = ix[s], ix[d]
+    ncp, nls = len(cpfirst), len(lsfirst)
+    comb_inv, combs = _compact(cp[sc] * nls + ls[dc], ncp * nls)
+    nK = len(combs)
+    ok = np.zeros(nK, bool)
+    wvec = np.zeros((nK, NL))
+    arrive = np.zeros((nK, NL))
+    mid_rows, mid_cols, mid_vals = [], [], []
+    mlat = np.full(nK, -np.inf)
+    mlat_pairs = []
+    for k, key in enumerate(combs):
+        a, b = cpfirst[key // nls], lsfirst[key % nls]
+        Ls, Ld = wCL[a] > 0, LC[:, b] >= 0
+        if (Ls & Ld).any() or not Ld.any():
+            continue                                     # a shared leaf: a 2-hop pair, not this shape
+        Sd = mSL[:, Ld].any(axis=1)
+        useL = Ls & (mLS & Sd[None, :]).any(axis=1)
+        if not useL.any():
+            continue
+        ok[k] = True
+        w = np.where(useL, wCL[a], 0.0)
+        w /= w.sum()
+        q = np.where(Sd[None, :] & useL[:, None], wLS, 0.0)
+        qs = q.sum(axis=1, keepdims=True)
+        q = np.divide(q, qs, out=np.zeros_like(q), where=qs > 0)
+        upm = w[:, None] * q                             # (NL, NS) mass on leaf -> spine
+        m_sp = upm.sum(axis=0)
+        r = np.where(Ld[None, :], wSL, 0.0)
+        rs = r.sum(axis=1, keepdims=True)
+        r = np.divide(r, rs, out=np.zeros_like(r), where=rs > 0)
+        dnm = m_sp[:, None] * r                          # (NS, NL) mass on spine -> leaf
+        wvec[k] = w
+        arrive[k] = dnm.sum(axis=0)
+        i1, j1 = np.nonzero(upm)
+        i2, j2 = np.nonzero(dnm)
+        mid_rows.append(np.full(len(i1) + len(i2), k))
+        mid_cols.append(np.concatenate([LS[i1, j1], SL[i2, j2]]))
+        mid_vals.append(np.concatenate([upm[i1, j1], dnm[i2, j2]]))
+        # slowest leaf -> spine -> leaf per (first leaf, last leaf)
+        l1, l2 = np.flatnonzero(useL), np.flatnonzero(arrive[k] > 0)
+        tot = (np.where(upm[l1] > 0, llat[np.maximum(LS[l1], 0)], -np.inf)[:, :, None]
+               + np.where(dnm[:, l2] > 0, llat[np.maximum(SL[:, l2], 0)], -np.inf)[None, :, :])
+        pair_lat = tot.max(axis=1)                       # (len l1, len l2)
+        mlat[k] = pair_lat.max()
+        mlat_pairs.append((l1, l2, pair_lat))
+    if not ok.any():
+        return np.zeros(len(s), bool), _empty_part(0, len(lt))
+    handled = ok[comb_inv]
+    sc, dc, comb = sc[handled], dc[handled], comb_inv[handled]
+    F = len(sc)
+    # compact the combos actually used, then the up/down pieces keyed by their share vectors
+    kept = np.flatnonzero(ok)
+    kmap = np.full(nK, -1, np.int64)
+    kmap[kept] = np.arange(len(kept))
+    wid, wfirst = _row_ids(np.round(wvec[kept], 12))
+    aid, afirst = _row_ids(np.round(arrive[kept], 12))
+    kc = kmap[comb]
+    up_inv, up_keys = _compact(sc * len(wfirst) + wid[kc], Nc * len(wfirst))
+    dn_inv, dn_keys = _compact(dc * len(afirst) + aid[kc], Nc * len(afirst))
+    Ku, Km = len(up_keys), len(kept)
+    K = Ku + Km + len(dn_keys)
+    # up pieces: chip -> its usable leaves
+    uchip, uw = up_keys // len(wfirst), wvec[kept][wfirst][up_keys % len(wfirst)]
+    ui, uj = np.nonzero(uw)
+    # down pieces: the leaves of d -> d
+    dchip, dw = dn_keys // len(afirst), arrive[kept][afirst][dn_keys % len(afirst)]
+    di, dj = np.nonzero(dw)
+    mr = np.concatenate([mid_rows[i] for i in range(len(mid_rows))])
+    mid_rows_k = kmap[mr]
+    rows = np.concatenate([ui, Ku + mid_rows_k, Ku + Km + di])
+    cols = np.concatenate([CL[uchip[ui], uj], np.concatenate(mid_cols), LC[dj, dchip[di]]])
+    vals = np.concatenate([uw[ui, uj], np.concatenate(mid_vals), dw[di, dj]])
+    pl = sp.csr_matrix((vals, (rows, cols)), shape=(K, len(lt)))
+    fp = sp.csr_matrix((np.ones(3 * F), np.stack([up_inv, Ku + kc, Ku + Km + dn_inv], axis=1).ravel(),
+                        np.arange(0, 3 * F + 1, 3)), shape=(F, K))
+    # latency: chip -> leaf and leaf -> chip latencies constant per chip make it a sum
+    latCL = np.where(CL >= 0, llat[np.maximum(CL, 0)], np.nan)
+    latLC = np.where(LC >= 0, llat[np.maximum(LC, 0)], np.nan)
+    with np.errstate(all="ignore"):
+        a_c = np.nanmax(latCL, axis=1)
+        b_c = np.nanmax(latLC, axis=0)
+        const = (np.all((np.nanmin(latCL, axis=1) == a_c) | np.isnan(a_c))
+                 and np.all((np.nanmin(latLC, axis=0) == b_c) | np.isnan(b_c)))
+    if const:
+        lat = a_c[sc] + mlat[kept][kc] + b_c[dc]
+    else:
+        lat = np.empty(F)
+        order = np.argsort(kc, kind="stable")
+        ks, kstart = np.unique(kc[order], return_index=True)
+        kend = np.append(kstart[1:], F)
+        ok_idx = np.flatnonzero(ok)
+        for k, a0, a1 in zip(ks, kstart, kend):
+            sel = order[a0:a1]
+            l1, l2, pair_lat = mlat_pairs[int(np.searchsorted(ok_idx, kept[k]))]
+            tot = latCL[sc[sel]][:, l1][:, :, None] + pair_lat[None] + latLC[l2][:, dc[sel]].T[:, None, :]
+            lat[sel] = np.nanmax(tot.reshape(len(sel), -1), axis=1)
+    return handled, _Part(fp, pl, np.ones(F, bool), np.full(F, 4 * h, np.int32), lat)
+
+
+# ---------------------------------------------------------------------------------------
+# ECMP on a link subset: fast paths first, generic for what they leave
+# ---------------------------------------------------------------------------------------
+def _route_on(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: str,
+              reach: _Reach | None = None, fast: bool = True) -> _Part:
+    L, P = len(net.lt), len(s)
+    if P == 0:
+        return _empty_part(0, L)
+    rest = np.arange(P)
+    done: list[tuple[np.ndarray, _Part]] = []
+    if fast:
+        for path in (_switched, _leafspine):
+            if not len(rest):
+                break
+            got = path(net, mask, s[rest], d[rest], split)
+            if got is None:
+                continue
+            handled, part = got
+            done.append((rest[handled], part))
+            rest = rest[~handled]
+    if len(rest):
+        reach = reach or _Reach(net, mask)
+        ok = reach(s[rest], d[rest])
+        if ok.any():
+            done.append((rest[ok], _generic(net, mask, s[rest[ok]], d[rest[ok]], split)))
+    if len(done) == 1 and len(done[0][0]) == P:
+        return done[0][1]
+    return _merge(P, L, done)
+
+
+# ---------------------------------------------------------------------------------------
+# Torus dimension-order routing
+# ---------------------------------------------------------------------------------------
+def _torus_dims(net: _Net) -> tuple[int, ...]:
+    raw = net.G.graph.get("dims")
+    if raw is None:
+        raise BadInput("routing='dor' needs the graph attribute dims (like '8x12x12')")
+    try:
+        dims = tuple(int(p) for p in str(raw).lower().split("x"))
+    except ValueError:
+        raise BadInput(f"graph attribute dims={raw!r} is not ring lengths joined by x (like '8x12x12')") from None
+    missing = [a for a in _AXES[:len(dims)] if a not in net.attr]
+    if missing or len(dims) > len(_AXES):
+        raise BadInput(f"routing='dor' on dims={raw!r} needs chip attributes {', '.join(_AXES[:len(dims)])}")
+    return dims
+
+
+def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
+    lt = net.lt
+    L, F = len(lt), len(s)
+    dims = _torus_dims(net)
+    nd = len(dims)
+    N = int(np.prod(dims))
+    coords = np.stack([net.attr[a] for a in _AXES[:nd]], axis=1)      # (n, nd), -1 for switches
+    on_grid = net.is_chip & np.all((coords >= 0) & (coords < np.array(dims)), axis=1)
+    flat = np.full(net.n, -1, np.int64)
+    flat[on_grid] = np.ravel_multi_index(tuple(coords[on_grid].T), dims)
+    # ring links: u -> v differing in one coordinate by +-1 (mod k)
+    u, v = lt.src.astype(np.int64), lt.dst.astype(np.int64)
+    both = on_grid[u] & on_grid[v]
+    nbr = np.full((nd, 2, N), -1, np.int64)          # [dim, 0:+1 / 1:-1, flat position] -> link
+    diff = (coords[v] - coords[u]) % np.array(dims)
+    moved = (diff != 0).sum(axis=1)
+    for i, k in enumerate(dims):
+        if k == 1:
+            continue
+        sel = both & (moved == 1) & (diff[:, i] != 0)
+        plus = sel & (diff[:, i] == 1)
+        minus = sel & (diff[:, i] == k - 1)          # k == 2: the one bundle is both
+        nbr[i, 0, flat[u[plus]]] = np.flatnonzero(plus)
+        nbr[i, 1, flat[u[minus]]] = np.flatnonzero(minus)
+    # arc pieces per dimension: (line, start, offset e = (end - start) mod k), shorter way, ties both
+    p_rows, p_cols, p_vals = [], [], []
+    bases, broken_l, ahops, alat = [], [], [], []
+    base = 0
+    grid = np.arange(N).reshape(dims)
+    for i, k in enumerate(dims):
+        bases.append(base)
+        if k == 1:
+            broken_l.append(np.zeros(0, bool))
+            ahops.append(np.zeros(0, np.int32))
+            alat.append(np.zeros(0))
+            continue
+        posline = np.moveaxis(grid, i, -1).reshape(-1, k)            # [line, position] -> flat position
+        M = posline.shape[0]
+        n_arcs = M * k * (k - 1)
+        # template over (e, direction, step)
+        te, tdir, tstep, tval = [], [], [], []
+        for e in range(1, k):
+            fwd_len, bwd_len = e, k - e
+            dirs = [(0, fwd_len)] if fwd_len < bwd_len else [(1, bwd_len)] if bwd_len < fwd_len else \
+                [(0, fwd_len), (1, bwd_len)]
+            share = 1.0 / len(dirs)
+            for dr, length in dirs:
+                for t in range(length):
+                    te.append(e)
+                    tdir.append(dr)
+                    tstep.append(t)
+                    tval.append(share)
+        te, tdir, tstep, tval = map(np.array, (te, tdir, tstep, tval))
+        line = np.arange(M)[:, None, None]
+        start = np.arange(k)[None, :, None]
+        pos = (start + np.where(tdir == 0, tstep, -tstep)[None, None, :]) % k
+        link = nbr[i, tdir[None, None, :], posline[line, pos]]           # (M, k, T)
+        pid = (line * k + start) * (k - 1) + (te - 1)[None, None, :]
+        pid = np.broadcast_to(pid, link.shape).ravel()
+        link = link.ravel()
+        val = np.broadcast_to(tval, (M, k, len(tval))).ravel()
+        broken = np.zeros(n_arcs, bool)
+        broken[pid[link < 0]] = True
+        good = link >= 0
+        p_rows.append(base + pid[good])
+        p_cols.append(link[good])
+        p_vals.append(val[good])
+        # hops and latency of each arc (the slower way at a tie)
+        e_arc = np.tile(np.arange(1, k), M * k)
+        ahops.append(np.minimum(e_arc, k - e_arc).astype(np.int32))
+        dkey = pid * 2 + np.broadcast_to(tdir, (M, k, len(tdir))).ravel()
+        lsum = np.bincount(dkey[good], weights=lt.latency_ns[link[good]], minlength=2 * n_arcs)
+        alat.append(lsum.reshape(n_arcs, 2).max(axis=1))
+        broken_l.append(broken)
+        base += n_arcs
+    K = base
+    broken = np.concatenate(broken_l)
+    arc_hops = np.concatenate(ahops)
+    arc_lat = np.concatenate(alat)
+    pl = sp.csr_matrix((np.concatenate(p_vals), (np.concatenate(p_rows), np.concatenate(p_cols))), shape=(K, L))
+    pl.sum_duplicates()                               # a ring of 2 at a tie: both halves on one bundle
+    # per-flow arc ids by index arithmetic, in chunks
+    fs, fd = flat[s], flat[d]
+    indptr = np.zeros(F + 1, np.int64)
+    ind_chunks = []
+    hops = np.zeros(F, np.int32)
+    lat = np.zeros(F)
+    bad = (fs < 0) | (fd < 0)
+    step = 1 << 22
+    dims_a = np.array(dims)
+    for c0 in range(0, F, step):
+        a_s = np.stack(np.unravel_index(np.maximum(fs[c0:c0 + step], 0), dims), axis=1)
+        a_d = np.stack(np.unravel_index(np.maximum(fd[c0:c0 + step], 0), dims), axis=1)
+        pids = np.full((len(a_s), nd), -1, np.int64)
+        for i, k in enumerate(dims):
+            if k == 1:
+                continue
+            e = (a_d[:, i] - a_s[:, i]) % k
+            cur = np.concatenate([a_d[:, :i], a_s[:, i + 1:]], axis=1)          # dims before i done
+            other = tuple(np.delete(dims_a, i))
+            line = np.ravel_multi_index(tuple(cur.T), other) if other else np.zeros(len(e), np.int64)
+            pid = bases[i] + (line * k + a_s[:, i]) * (k - 1) + e - 1
+            pids[:, i] = np.where(e > 0, pid, -1)
+        has = pids >= 0
+        sel_p = np.where(has, pids, 0)
+        hops[c0:c0 + step] = np.where(has, arc_hops[sel_p], 0).sum(axis=1)
+        lat[c0:c0 + step] = np.where(has, arc_lat[sel_p], 0.0).sum(axis=1)
+        bad[c0:c0 + step] |= (has & broken[sel_p]).any(axis=1)
+        indptr[c0 + 1:c0 + len(a_s) + 1] = has.sum(axis=1)
+        ind_chunks.append(pids[has])
+    indptr = np.cumsum(indptr)
+    idx = np.concatenate(ind_chunks) if ind_chunks else np.zeros(0, np.int64)
+    idt = np.int32 if max(K, len(idx)) < 2**31 - 1 else np.int64
+    fp = sp.csr_matrix((np.ones(len(idx)), idx.astype(idt), indptr.astype(idt)), shape=(F, K))
+    reach = np.ones(F, bool)
+    part = _Part(fp, pl, reach, hops, lat)
+    if not bad.any():
+        return part
+    # pairs whose DOR path lost a link or a chip: ECMP over what is left
+    good_idx = np.flatnonzero(~bad)
+    bad_idx = np.flatnonzero(bad)
+    keep = _Part(fp[good_idx], pl, reach[good_idx], hops[good_idx], lat[good_idx])
+    alive = (s[bad_idx] >= 0) & (d[bad_idx] >= 0)
+    fb = _route_on(net, np.ones(L, bool), s[bad_idx[alive]], d[bad_idx[alive]], split)
+    return _merge(F, L, [(good_idx, keep), (bad_idx[alive], fb)])
+
+
+# ---------------------------------------------------------------------------------------
+# Tiered (Jalapeño) with rail-only relay
+# ---------------------------------------------------------------------------------------
+def _positions(net: _Net):
+    """(rack index, in-rack position index) per node, -1 where not a racked chip; and the table."""
+    rack = net.attr.get("rack", np.full(net.n, -1, np.int64)).copy()
+    rack[~net.is_chip] = -1
+    tray, col = net.attr.get("tray"), net.attr.get("column")
+    chips_r = np.flatnonzero(rack >= 0)
+    if tray is not None and col is not None and np.all(tray[chips_r] >= 0) and np.all(col[chips_r] >= 0):
+        key = tray * (int(col.max()) + 1) + col
+    else:
+        # in-rack index: order of rank within the rack
+        key = np.full(net.n, -1, np.int64)
+        o = chips_r[np.lexsort((net.rank[chips_r], rack[chips_r]))]
+        r_sorted = rack[o]
+        first = np.searchsorted(r_sorted, r_sorted, "left")
+        key[o] = np.arange(len(o)) - first
+    rid_inv, racks = _compact(rack[chips_r])
+    kid_inv, keys = _compact(key[chips_r])
+    ridx = np.full(net.n, -1, np.int64)
+    kidx = np.full(net.n, -1, np.int64)
+    ridx[chips_r], kidx[chips_r] = rid_inv, kid_inv
+    table = np.full((len(racks), len(keys)), -1, np.int64)
+    table[rid_inv, kid_inv] = chips_r
+    return ridx, kidx, table
+
+
+def _relays(net: _Net, s, d, lreach: _Reach, greach: _Reach):
+    """Relay chip per pair (s, d) of different racks, -1 where no chip of s's rack serves.
+
+    First choice: the chip of s's rack at d's position in its rack; else the chip of
+    s's rack with a path to d closest in rank to that position; it must differ from
+    s and be reachable from s on the first-leg links.
+    """
+    ridx, kidx, table = _positions(net)
+    m = np.full(len(s), -1, np.int64)
+    rs = ridx[s]
+    ok_r = (rs >= 0) & (kidx[d] >= 0)
+    m[ok_r] = table[rs[ok_r], kidx[d[ok_r]]]
+    good = m >= 0
+    good[good] = (m[good] != s[good]) & greach(m[good], d[good]) & lreach(s[good], m[good])
+    bad = np.flatnonzero(~good & (rs >= 0))
+    m[~good] = -1
+    if len(bad):
+        # rare (degraded) cases: one search per (rack, destination), then per pair
+        rank = net.rank
+        order = np.lexsort((d[bad], rs[bad]))
+        bad = bad[order]
+        key = rs[bad] * net.n + d[bad]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        ends = np.append(starts[1:], len(bad))
+        for a0, a1 in zip(starts, ends):
+            grp = bad[a0:a1]
+            r, dd = rs[grp[0]], d[grp[0]]
+            cands = table[r][table[r] >= 0]
+            cands = cands[greach(cands, np.full(len(cands), dd))]
+            if not len(cands):
+                continue
+            pos0 = table[r, kidx[dd]] if kidx[dd] >= 0 else -1
+            target = rank[pos0] if pos0 >= 0 else rank[table[r][table[r] >= 0]].min() + max(kidx[dd], 0)
+            cands = cands[np.lexsort((rank[cands], np.abs(rank[cands] - target)))]
+            for f in grp:
+                ok = (cands != s[f]) & lreach(np.full(len(cands), s[f]), cands)
+                if ok.any():
+                    m[f] = cands[np.argmax(ok)]
+    return m
+
+
+def _tiered(net: _Net, s, d, split: str, tiers: str):
+    lt = net.lt
+    L, F = len(lt), len(s)
+    all_links = np.ones(L, bool)
+    if tiers == "rule":
+        rack = net.attr.get("rack", np.full(net.n, -1, np.int64))
+        intra = (rack[s] == rack[d]) & (rack[s] >= 0)
+        lmask, gmask = lt.tier == "local", lt.tier == "global"
+        lreach, greach = _Reach(net, lmask), _Reach(net, gmask)
+    else:
+        intra = np.zeros(F, bool)
+        lmask = gmask = all_links
+        lreach = greach = _Reach(net, all_links)
+    inter = ~intra
+    direct = intra.copy()
+    direct[inter] = greach(s[inter], d[inter])
+    need = inter & ~direct
+    relay = np.full(F, -1, np.int64)
+    if need.any():
+        relay[need] = _relays(net, s[need], d[need], lreach, greach)
+    fr = np.flatnonzero(relay >= 0)
+    fi, fg = np.flatnonzero(intra), np.flatnonzero(direct & inter)
+    # every leg once: pairs on the local links (intra, relay first legs), on the global
+    # links (inter, relay second legs); duplicates (an all-to-all's relay legs are also
+    # direct pairs) are routed once
+    legs = [(lmask, lreach, np.concatenate([s[fi], s[fr]]), np.concatenate([d[fi], relay[fr]])),
+            (gmask, greach, np.concatenate([s[fg], relay[fr]]), np.concatenate([d[fg], d[fr]]))]
+    if tiers == "any":
+        legs = [(all_links, lreach, np.concatenate([legs[0][2], legs[1][2]]),
+                 np.concatenate([legs[0][3], legs[1][3]]))]
+    parts, rows = [], []
+    for mask, reach_fn, a, b in legs:
+        if len(fr):
+            inv, keys = _compact(a * net.n + b, net.n * net.n)
+            a, b = keys // net.n, keys % net.n
+        else:
+            inv = np.arange(len(a))
+        parts.append(_route_on(net, mask, a, b, split, reach_fn))
+        rows.append(inv)
+    if tiers == "any":
+        k_l = k_g = 0
+        r_l, r_g = rows[0][:len(fi) + len(fr)], rows[0][len(fi) + len(fr):]
+    else:
+        k_l, k_g = 0, 1
+        r_l, r_g = rows
+    nI, nG = len(fi), len(fg)
+    lp, gp = parts[k_l], parts[k_g]
+    reach = np.zeros(F, bool)
+    hops = np.zeros(F, np.int32)
+    lat = np.zeros(F)
+    reach[fi], hops[fi], lat[fi] = lp.reach[r_l[:nI]], lp.hops[r_l[:nI]], lp.lat[r_l[:nI]]
+    reach[fg], hops[fg], lat[fg] = gp.reach[r_g[:nG]], gp.hops[r_g[:nG]], gp.lat[r_g[:nG]]
+    reach[fr] = lp.reach[r_l[nI:]] & gp.reach[r_g[nG:]]
+    hops[fr] = lp.hops[r_l[nI:]] + gp.hops[r_g[nG:]]
+    lat[fr] = lp.lat[r_l[nI:]] + gp.lat[r_g[nG:]]
+    contrib = [(k_l, fi, r_l[:nI]), (k_l, fr, r_l[nI:]), (k_g, fg, r_g[:nG]), (k_g, fr, r_g[nG:])]
+    # still without a route under the rule: any shortest path over every tier
+    rest = np.flatnonzero(~reach)
+    if len(rest) and tiers == "rule":
+        allr = _Reach(net, all_links)
+        rest = rest[allr(s[rest], d[rest])]
+        if len(rest):
+            ap = _route_on(net, all_links, s[rest], d[rest], split, allr)
+            parts.append(ap)
+            contrib.append((len(parts) - 1, rest, np.arange(len(rest))))
+            reach[rest], hops[rest], lat[rest] = ap.reach, ap.hops, ap.lat
+            relay[rest] = -1
+    # drop rows of flows that stayed unreachable or were rerouted by the fallback
+    keep = reach.copy()
+    keep[rest] = False
+    contrib = [(k, f[keep[f]], r[keep[f]]) for k, f, r in contrib[:4]] + contrib[4:]
+    fp, pl = _assemble(F, L, parts, contrib)
+    relay[~reach] = -1
+    return fp, pl, reach, relay, hops, lat
+
+
+# ---------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------
+def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal",
+          tiers: Literal["rule", "any"] = "rule", links: LinkTable | None = None) -> Routes:
+    """Route flows between chip ranks under the fabric's routing policy.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric graph (catalog, user file, or a degraded copy); ``G.graph["routing"]``
+        picks the policy (``ecmp`` when absent).
+    src, dst : array_like of int, shape (F,)
+        Chip ranks; ``src[f] != dst[f]``.  A rank no chip carries (a failed chip)
+        gives an unreachable flow.
+    split : {"equal", "capacity"}
+        Per-hop split over next hops: equal, or in proportion to next-hop link capacity.
+    tiers : {"rule", "any"}
+        ``tiered`` fabrics: keep each pair on its tier (``rule``) or allow any
+        shortest path (``any``).  Ignored by the other policies.
+    links : LinkTable, optional
+        ``link_table(G)`` when the caller already has it (saves rebuilding it).
+
+    Returns
+    -------
+    Routes
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> G = build("jalapeno-rack")
+    >>> r = route(G, [0, 5], [1, 9])
+    >>> r.shares([0]).sum(), int(r.hops[0])
+    (np.float64(2.0), 2)
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split={split!r}; choose one of: {', '.join(SPLITS)}")
+    if tiers not in TIER_MODES:
+        raise ValueError(f"tiers={tiers!r}; choose one of: {', '.join(TIER_MODES)}")
+    policy = G.graph.get("routing", "ecmp")
+    if policy not in ("ecmp", "tiered", "dor"):
+        raise BadInput(f"routing policy {policy!r} is not one of: dor, ecmp, tiered")
+    src_r = np.asarray(src)
+    dst_r = np.asarray(dst)
+    if src_r.shape != dst_r.shape or src_r.ndim != 1:
+        raise ValueError(f"src and dst must be 1-D arrays of one length; got shapes {src_r.shape} and {dst_r.shape}")
+    if len(src_r) and (not np.issubdtype(src_r.dtype, np.integer) or not np.issubdtype(dst_r.dtype, np.integer)):
+        raise ValueError("src and dst must be integer chip ranks")
+    src_r = src_r.astype(np.int64, copy=False)
+    dst_r = dst_r.astype(np.int64, copy=False)
+    same = np.flatnonzero(src_r == dst_r)
+    if len(same):
+        raise ValueError(f"flow {same[0]} has src == dst == {src_r[same[0]]}; a flow joins two chips")
+    if len(src_r) and (min(src_r.min(), dst_r.min()) < 0):
+        raise ValueError("src and dst must be chip ranks >= 0")
+    lt = link_table(G) if links is None else links
+    net = _net(G, lt)
+    L, F = len(lt), len(src_r)
+
+    def node(r):
+        out = np.full(len(r), -1, np.int64)
+        inside = r < len(net.node_of_rank)
+        out[inside] = net.node_of_rank[r[inside]]
+        return out
+
+    s, d = node(src_r), node(dst_r)
+    alive = np.flatnonzero((s >= 0) & (d >= 0))
+    sa, da = s[alive], d[alive]
+    relay = np.full(F, -1, np.int64)
+    if policy == "dor":
+        part = _dor(net, sa, da, split)
+    elif policy == "tiered":
+        fp, pl, reach_a, relay_a, hops_a, lat_a = _tiered(net, sa, da, split, tiers)
+        part = _Part(fp, pl, reach_a, hops_a, lat_a)
+        relay[alive] = relay_a
+    else:
+        part = _route_on(net, np.ones(L, bool), sa, da, split)
+    if len(alive) == F:
+        fp = part.fp
+        reach, hops, lat = part.reach, part.hops, part.lat
+    else:
+        fp, _ = _assemble(F, L, [part], [(0, alive, np.arange(len(alive)))])
+        reach = np.zeros(F, bool)
+        hops = np.zeros(F, np.int32)
+        lat = np.zeros(F)
+        reach[alive], hops[alive], lat[alive] = part.reach, part.hops, part.lat
+    hops = np.where(reach, hops, 0).astype(np.int32)
+    lat = np.where(reach, lat, 0.0)
+    relay_rank = np.where(relay >= 0, net.rank[np.maximum(relay, 0)], -1)
+    return Routes(lt, src_r, dst_r, fp.tocsr(), part.pl.tocsr(), reach, relay >= 0, relay_rank, hops, lat)
