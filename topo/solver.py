@@ -62,6 +62,10 @@ __all__ = [
 # flows has a positive weight; this only shields the division from roundoff.
 _TINY = np.finfo(np.float64).tiny
 _GIB = 1024.0**3
+# A round freezing at least this share of all flow-piece entries uses
+# whole-matrix products instead of gathers: fewer, smaller temporaries.  At most
+# 1/share rounds can be that large, so the total stays O(nnz).
+_MATVEC_SHARE = 1.0 / 16
 # Findings listed one by one before check_maxmin summarises the rest.
 _MAX_FINDINGS = 10
 
@@ -247,105 +251,194 @@ def _row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np
 
 def _unique(ids: np.ndarray, n: int) -> np.ndarray:
     """Sorted unique ids in ``range(n)``: a mark array when dense, a sort when sparse."""
-    if ids.size * 8 >= n:
+    if ids.size * 32 >= n:
         mark = np.zeros(n, dtype=bool)
         mark[ids] = True
         return np.flatnonzero(mark)
-    return np.unique(ids)
+    ids = np.sort(ids)
+    if ids.size:
+        ids = ids[np.concatenate(([True], ids[1:] != ids[:-1]))]
+    return ids
 
 
-def _group_sum(keys: np.ndarray, weights: np.ndarray, n: int):
-    """Distinct keys (sorted), the sum of ``weights`` and the count per key."""
+def _group_sum(keys: np.ndarray, weights: np.ndarray | None, n: int):
+    """Distinct keys in ``range(n)`` (sorted), the sum of ``weights`` (or None) and the count.
+
+    Dense key sets use bincount (O(n)), sparse ones a stable sort, so a small
+    round never pays for all ``n`` keys; both add in the same order every run.
+    """
     if keys.size * 8 >= n:
-        total = np.bincount(keys, weights=weights, minlength=n)
         count = np.bincount(keys, minlength=n)
         uniq = np.flatnonzero(count)
-        return uniq, total[uniq], count[uniq]
-    uniq, inv = np.unique(keys, return_inverse=True)
-    return uniq, np.bincount(inv, weights=weights), np.bincount(inv)
+        total = None if weights is None else np.bincount(keys, weights=weights, minlength=n)[uniq]
+        return uniq, total, count[uniq]
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    total = None if weights is None else np.add.reduceat(weights[order], first)
+    return keys[first], total, np.diff(np.append(first, keys.size))
 
 
-def _segment_reduce(ufunc, indptr: np.ndarray, values: np.ndarray, fill: float) -> np.ndarray:
-    """``ufunc.reduce`` over each CSR row's run of ``values``; ``fill`` for empty rows."""
+def _segment_reduce(ufunc, indptr: np.ndarray, values: np.ndarray, fill, *,
+                    nonempty: bool = False) -> np.ndarray:
+    """``ufunc.reduce`` over each CSR row's run of ``values``; ``fill`` for empty rows.
+
+    ``nonempty=True`` promises no row is empty (routable flows), skipping the mask.
+    """
     n = indptr.size - 1
-    out = np.full(n, fill)
+    if nonempty and n:
+        return ufunc.reduceat(values, indptr[:-1])
+    out = np.full(n, fill, dtype=values.dtype)
     nonempty = np.flatnonzero(np.diff(indptr) > 0)
     if nonempty.size:
         out[nonempty] = ufunc.reduceat(values, indptr[nonempty])
     return out
 
 
-def _progressive_fill(P: sp.csr_array, Q: sp.csr_array, Qc: sp.csc_array, cap: np.ndarray,
-                      w: np.ndarray, m: np.ndarray, rel_tol: float):
-    """Core of :func:`maxmin_rates` on validated inputs; returns (rate, bottleneck, levels)."""
+def _count_alive(Pc: sp.csc_array, alive: np.ndarray) -> np.ndarray:
+    """Per piece, the stored entries of flows still in ``alive`` (exact integers)."""
+    # Differences of a running count at the column boundaries: cheaper than
+    # add.reduceat over thousands of long runs.
+    acc = np.int32 if Pc.nnz < np.iinfo(np.int32).max else np.int64
+    running = np.zeros(Pc.nnz + 1, dtype=acc)
+    np.cumsum(alive[Pc.indices], dtype=acc, out=running[1:])
+    return (running[Pc.indptr[1:]] - running[Pc.indptr[:-1]]).astype(np.int64)
+
+
+def _progressive_fill(P: sp.csr_array, Pc: sp.csc_array, Q: sp.csr_array, Qc: sp.csc_array,
+                      cap: np.ndarray, w: np.ndarray, m: np.ndarray, rel_tol: float,
+                      solve: np.ndarray | None = None):
+    """Core of :func:`maxmin_rates` on validated inputs.
+
+    ``Pc`` is ``P`` in CSC form (pieces -> flows).  Only the flows in the boolean
+    mask ``solve`` (default all) take part; the others get rate 0 and
+    bottleneck -1, which lets :func:`simulate` re-solve survivors in place.
+    Returns (rate, bottleneck, levels).
+    """
     F, K = P.shape
     L = Q.shape[1]
     rate = np.zeros(F)
     bottleneck = np.full(F, -1, dtype=np.int64)
-    if F == 0:
+    if solve is None:
+        solve = np.ones(F, dtype=bool)
+        piece_cnt = np.diff(Pc.indptr).astype(np.int64)
+        n_left = F
+    else:
+        piece_cnt = _count_alive(Pc, solve)
+        n_left = int(solve.sum())
+    n_solve = n_left
+    if n_left == 0:
         return rate, bottleneck, 0
-    Pc = P.tocsc()  # pieces -> flows
-    mw = m * w
+    mw = m * w if n_solve == F else np.where(solve, m * w, 0.0)
     aw = Q.T @ (P.T @ mw)
     used = np.zeros(L)
+    limited = np.isfinite(cap)
     # Exact integer bookkeeping decides when a piece / link has no unfrozen flow
     # left, so floating residue in ``aw`` can never create a spurious level.
-    piece_cnt = np.diff(Pc.indptr).astype(np.int64)
     q_len = np.diff(Q.indptr)
     link_cnt = np.bincount(Q.indices[np.repeat(piece_cnt > 0, q_len)], minlength=L)
-    active = (link_cnt > 0) & np.isfinite(cap)
-    frozen = np.zeros(F, dtype=bool)
+    # Each link's saturation level, cached: it changes only where a round changed
+    # ``aw`` and ``used``, so a round costs O(L) only for the minimum and the ties.
+    sat_at = np.full(L, np.inf)
+
+    def refresh(links):
+        ok = (link_cnt[links] > 0) & limited[links]
+        head = np.maximum(cap[links] - used[links], 0.0)
+        with np.errstate(over="ignore"):  # retired links divide by _TINY; masked just below
+            sat_at[links] = np.where(ok, head / np.maximum(aw[links], _TINY), np.inf)
+
+    refresh(np.arange(L))
+    frozen = ~solve
+    # Rates and bottlenecks are assigned once at the end from when each piece was
+    # spent: a flow freezes in the first round that spends one of its pieces.
+    spent_round = np.full(K, np.iinfo(np.int64).max, dtype=np.int64)
+    spent_link = np.zeros(K, dtype=np.int64)
+    levels: list[float] = []
     level = 0.0
-    n_levels = 0
-    n_left = F
+    big = max(P.nnz * _MATVEC_SHARE, 1.0)
     while n_left:
-        idx = np.flatnonzero(active)
-        if idx.size == 0:  # pragma: no cover - _check_routable rules this out
+        smin = float(sat_at.min())
+        if not np.isfinite(smin):  # pragma: no cover - _check_routable rules this out
             raise RuntimeError(f"{n_left} flows left with no capacity-limited link")
-        sat_level = np.maximum(cap[idx] - used[idx], 0.0) / np.maximum(aw[idx], _TINY)
-        smin = float(sat_level.min())
-        sat = idx[sat_level <= smin * (1.0 + rel_tol)]
+        sat = np.flatnonzero(sat_at <= smin * (1.0 + rel_tol))
         level = max(level, smin)  # roundoff must not let the fill level go backwards
-        n_levels += 1
-        active[sat] = False
+        rnd = len(levels)
+        levels.append(level)
+        sat_at[sat] = np.inf
 
         # Pieces touching a saturated link that still carry unfrozen flows: each
-        # is spent exactly once, since all its flows freeze now.
+        # is spent exactly once, since all its flows cross that link and freeze now.
         pos, cnt = _row_positions(Qc.indptr, sat)
-        pieces = Qc.indices[pos]
+        pieces = Qc.indices[pos].astype(np.int64)
         plinks = np.repeat(sat, cnt)
         keep = piece_cnt[pieces] > 0
         pieces, first = np.unique(pieces[keep], return_index=True)
-        plinks = plinks[keep][first]
+        spent_round[pieces] = rnd
+        spent_link[pieces] = plinks[keep][first]
 
-        pos, cnt = _row_positions(Pc.indptr, pieces)
+        n_entries = int(np.sum(Pc.indptr[pieces + 1] - Pc.indptr[pieces]))
+        if n_entries >= big:
+            hit = np.zeros(K)
+            hit[pieces] = 1.0
+            new_mask = (P @ hit > 0) & ~frozen
+            frozen |= new_mask
+            n_left -= int(new_mask.sum())
+            if n_left == 0:
+                break  # nothing left to account for
+            d_link = Q.T @ (P.T @ np.where(new_mask, mw, 0.0))
+            old_alive = piece_cnt > 0
+            piece_cnt = _count_alive(Pc, ~frozen)
+            aw -= d_link
+            used += level * d_link
+            dead = np.flatnonzero(old_alive & (piece_cnt == 0))
+            pos, _ = _row_positions(Q.indptr, dead)
+            link_cnt -= np.bincount(Q.indices[pos], minlength=L)
+            aw[link_cnt == 0] = 0.0
+            refresh(np.arange(L))
+            continue
+
+        pos, _ = _row_positions(Pc.indptr, pieces)
         flows = Pc.indices[pos]
-        keep = ~frozen[flows]
-        flows = flows[keep]
-        # Where a flow appears under several pieces any of their links is a valid bottleneck.
-        bottleneck[flows] = np.repeat(plinks, cnt)[keep]
-        new = _unique(flows, F)
+        new = _unique(flows[~frozen[flows]], F)
         frozen[new] = True
-        rate[new] = w[new] * level
         n_left -= new.size
-
+        if n_left == 0:
+            break
         # Retire the new flows from the per-piece counts and the per-link weights.
         pos, cnt = _row_positions(P.indptr, new)
         touched, dp, dc = _group_sum(P.indices[pos], P.data[pos] * np.repeat(mw[new], cnt), K)
         piece_cnt[touched] -= dc
         pos, cnt = _row_positions(Q.indptr, touched)
-        d_link = np.bincount(Q.indices[pos], weights=Q.data[pos] * np.repeat(dp, cnt),
-                             minlength=L)
-        aw -= d_link
-        used += level * d_link
+        links, d_link, _ = _group_sum(Q.indices[pos], Q.data[pos] * np.repeat(dp, cnt), L)
+        aw[links] -= d_link
+        used[links] += level * d_link
         dead = touched[piece_cnt[touched] == 0]
         if dead.size:
             pos, _ = _row_positions(Q.indptr, dead)
-            link_cnt -= np.bincount(Q.indices[pos], minlength=L)
-            gone = link_cnt == 0
-            aw[gone] = 0.0
-            active &= ~gone
-    return rate, bottleneck, n_levels
+            dead_links, _, dc = _group_sum(Q.indices[pos], None, L)
+            link_cnt[dead_links] -= dc
+            aw[dead_links[link_cnt[dead_links] == 0]] = 0.0
+        refresh(links)  # the dead pieces' links are among them
+
+    # One pass over the flows: the earliest-spent piece gives round and link.
+    # Pieces are ranked by (round, link) so the per-flow minimum runs on small ints.
+    spent = np.flatnonzero(spent_round < len(levels))
+    order = spent[np.lexsort((spent_link[spent], spent_round[spent]))]
+    rank = np.full(K, order.size, dtype=np.int32)
+    rank[order] = np.arange(order.size, dtype=np.int32)
+    flow_rank = _segment_reduce(np.minimum, P.indptr, rank[P.indices], order.size,
+                                nonempty=True)
+    # Flows outside ``solve`` look up the sentinel: rate 0, bottleneck -1.
+    level_of = np.append(np.asarray(levels)[spent_round[order]], 0.0)
+    link_of = np.append(spent_link[order], -1)
+    if n_solve == F:
+        rate = w * level_of[flow_rank]
+        bottleneck = link_of[flow_rank]
+    else:
+        sel = np.flatnonzero(solve)
+        rate[sel] = w[sel] * level_of[flow_rank[sel]]
+        bottleneck[sel] = link_of[flow_rank[sel]]
+    return rate, bottleneck, len(levels)
 
 
 # --------------------------------------------------------------------------- public API
@@ -405,7 +498,7 @@ def maxmin_rates(flow_piece, piece_link, capacity_Bps, *, weights=None, multipli
     if not (np.isfinite(rel_tol) and rel_tol >= 0):
         raise ValueError(f"rel_tol={rel_tol!r} must be a finite number >= 0")
     _check_routable(P, Q, cap)
-    rate, bottleneck, n_levels = _progressive_fill(P, Q, Q.tocsc(), cap, w, m, rel_tol)
+    rate, bottleneck, n_levels = _progressive_fill(P, P.tocsc(), Q, Q.tocsc(), cap, w, m, rel_tol)
     return Rates(rate_Bps=_readonly(rate), bottleneck_link=_readonly(bottleneck),
                  n_levels=int(n_levels))
 
@@ -509,35 +602,54 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     peak = np.zeros(L)
     busy = np.zeros(L)
     limited = np.isfinite(cap) & (cap > 0)
-    alive = np.flatnonzero(size > 0)  # empty flows finish at time 0
+    # Survivors are re-solved in place (a mask over the current rows); the rows
+    # are compacted only once fewer than half are left, so slicing and
+    # transposing cost O(nnz) amortised rather than per event.
+    rows = None  # current row -> original flow; None while no row was dropped
+    sub, sub_c = P, P.tocsc()
+    w_cur, m_cur, remaining = w, m, size.copy()
+    alive = size > 0  # over the current rows; empty flows finish at time 0
+    n_alive = int(alive.sum())
     now = 0.0
     events = 0
     n_levels = 0
-    while alive.size:
-        sub = P if alive.size == F else P[alive]
-        rate, bneck, lv = _progressive_fill(sub, Q, Qc, cap, w[alive], m[alive], rel_tol)
+    while n_alive:
+        if n_alive * 2 < alive.size:
+            keep = np.flatnonzero(alive)
+            rows = keep if rows is None else rows[keep]
+            sub = sub[keep]
+            sub_c = sub.tocsc()
+            w_cur, m_cur, remaining = w_cur[keep], m_cur[keep], remaining[keep]
+            alive = np.ones(keep.size, dtype=bool)
+        solve = None if n_alive == alive.size else alive
+        rate, bneck, lv = _progressive_fill(sub, sub_c, Q, Qc, cap, w_cur, m_cur, rel_tol,
+                                            solve=solve)
         n_levels += lv
-        stuck = rate <= 0
+        stuck = alive & (rate <= 0)
         if np.any(stuck):
             i = int(np.flatnonzero(stuck)[0])
-            raise ValueError(f"{int(stuck.sum())} flows get rate 0 (e.g. flow {int(alive[i])} "
-                             f"on zero-capacity link {int(bneck[i])}) and would never finish")
+            flow = i if rows is None else int(rows[i])
+            raise ValueError(f"{int(stuck.sum())} flows get rate 0 (e.g. flow {flow} on "
+                             f"zero-capacity link {int(bneck[i])}) and would never finish")
         if events == 0:
-            first_rates[alive] = rate
-        load = Q.T @ (sub.T @ (m[alive] * rate))
+            if rows is None:
+                first_rates = rate
+            else:
+                first_rates[rows] = rate
+        load = Q.T @ (sub.T @ (m_cur * rate))
         util = np.zeros(L)
         util[limited] = load[limited] / cap[limited]
         np.maximum(peak, util, out=peak)
-        to_go = remaining[alive] / rate
+        to_go = np.divide(remaining, rate, out=np.full(alive.size, np.inf), where=alive)
         dt = float(to_go.min())
-        done = to_go <= dt * (1.0 + rel_tol)
+        done = np.flatnonzero(to_go <= dt * (1.0 + rel_tol))
         busy[load > 0] += dt
         now += dt
         events += 1
-        finish[alive[done]] = now
-        survivors = alive[~done]
-        remaining[survivors] -= rate[~done] * dt
-        alive = survivors
+        finish[done if rows is None else rows[done]] = now
+        remaining -= rate * dt  # retired and frozen-out rows are never read again
+        alive[done] = False
+        n_alive -= done.size
 
     time_s = float(finish.max()) if F else 0.0
     utilization = np.zeros(L)

@@ -1,0 +1,188 @@
+"""Benchmark of fabricsim.topo.solver on synthetic problems shaped like the real ones.
+
+Run ``python benchmarks/bench_solver.py``: every case runs in its own subprocess
+(so the peak RSS column is that case's own) and one table is printed.
+``--case NAME`` runs a single case and prints its row as JSON.
+
+Cases
+-----
+pod-a2a
+    2,048 chips in 16 racks, all-to-all (4.19 M flows).  Pieces per chip:
+    up-local / down-local (6 links of 100 GB/s each), up-global / down-global
+    (4 links of 50 GB/s each); per rack an up and a down spine piece (64 ample
+    links each).  Intra-rack flows use [up-local(s), down-local(d)], inter-rack
+    flows [up-global(s), rackup(R), rackdown(R'), down-global(d)].  Closed
+    form: the 1,920 inter-rack flows of a chip share its 200 GB/s global
+    uplinks, so the phase takes S x 1920 / 200e9.
+asym-levels
+    1 M random flows over 4,096 chips whose up/down pieces spread over 4 links
+    of random capacities (many distinct values) plus one of 256 spine pieces:
+    thousands of distinct bottleneck levels.  No closed form: the result is
+    checked with :func:`check_maxmin`.
+asym-events
+    A 100 k-flow version of asym-levels through :func:`simulate` (every level
+    finishes at its own time, so events ~ levels).
+"""
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from fabricsim.topo.solver import check_maxmin, maxmin_rates, simulate
+
+GB = 1e9
+SIZE_BYTES = 1e6  # one message per flow; times scale linearly with it
+
+
+def _csr_from_rows(cols_per_row: list[np.ndarray], n_cols: int) -> sp.csr_array:
+    """CSR with unit values from k equal-length column arrays (row i -> cols[j][i], sorted)."""
+    cols = np.stack(cols_per_row, axis=1)
+    n_rows, k = cols.shape
+    indptr = np.arange(0, n_rows * k + 1, k, dtype=np.int64)
+    return sp.csr_array((np.ones(n_rows * k), cols.ravel(), indptr), shape=(n_rows, n_cols))
+
+
+def build_pod_a2a(chips: int = 2048, racks: int = 16):
+    per_rack = chips // racks
+    # Link ids: up-local, down-local (6 per chip), up-global, down-global (4 per chip),
+    # rack-up and rack-down spine links (64 per rack).
+    n_loc, n_glb, n_sp = 6, 4, 64
+    up_loc, dn_loc = 0, chips * n_loc
+    up_glb = 2 * chips * n_loc
+    dn_glb = up_glb + chips * n_glb
+    sp_up = dn_glb + chips * n_glb
+    sp_dn = sp_up + racks * n_sp
+    n_links = sp_dn + racks * n_sp
+    cap = np.empty(n_links)
+    cap[:up_glb] = 100 * GB
+    cap[up_glb:sp_up] = 50 * GB
+    cap[sp_up:] = 1e6 * GB  # ample: never the bottleneck
+
+    # Piece ids: up-local(c), down-local(c), up-global(c), down-global(c), rackup(R), rackdown(R).
+    p_ul, p_dl, p_ug, p_dg = 0, chips, 2 * chips, 3 * chips
+    p_ru, p_rd = 4 * chips, 4 * chips + racks
+    n_pieces = 4 * chips + 2 * racks
+    c = np.arange(chips)
+    r = np.arange(racks)
+    piece_rows = [np.repeat(p_ul + c, n_loc), np.repeat(p_dl + c, n_loc),
+                  np.repeat(p_ug + c, n_glb), np.repeat(p_dg + c, n_glb),
+                  np.repeat(p_ru + r, n_sp), np.repeat(p_rd + r, n_sp)]
+    piece_cols = [up_loc + np.arange(chips * n_loc), dn_loc + np.arange(chips * n_loc),
+                  up_glb + np.arange(chips * n_glb), dn_glb + np.arange(chips * n_glb),
+                  sp_up + np.arange(racks * n_sp), sp_dn + np.arange(racks * n_sp)]
+    rows = np.concatenate(piece_rows)
+    vals = np.concatenate([np.full(chips * n_loc, 1 / n_loc)] * 2
+                          + [np.full(chips * n_glb, 1 / n_glb)] * 2
+                          + [np.full(racks * n_sp, 1 / n_sp)] * 2)
+    piece_link = sp.csr_array((vals, (rows, np.concatenate(piece_cols))),
+                              shape=(n_pieces, n_links))
+
+    # All ordered pairs s != d: d runs over 0..chips-2, skipping s.
+    s = np.repeat(c, chips - 1)
+    j = np.tile(np.arange(chips - 1), chips)
+    d = j + (j >= s)
+    intra = (s // per_rack) == (d // per_rack)
+    si, di = s[intra], d[intra]
+    so, do = s[~intra], d[~intra]
+    # Columns kept sorted within each row: up-global < down-global < rackup < rackdown.
+    fp_intra = _csr_from_rows([p_ul + si, p_dl + di], n_pieces)
+    fp_inter = _csr_from_rows([p_ug + so, p_dg + do, p_ru + so // per_rack,
+                               p_rd + do // per_rack], n_pieces)
+    flow_piece = sp.vstack([fp_intra, fp_inter], format="csr")
+    size = np.full(flow_piece.shape[0], SIZE_BYTES)
+    inter_per_chip = chips - per_rack
+    closed_s = SIZE_BYTES * inter_per_chip / (n_glb * 50 * GB)
+    return flow_piece, piece_link, cap, size, closed_s
+
+
+def build_asym(n_flows: int, chips: int = 4096, n_spine: int = 256, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    fan = 4
+    # Chip links 10.00..99.99 GB/s in 0.01 GB/s steps: ~9,000 distinct values.
+    n_chip_links = 2 * chips * fan
+    n_links = n_chip_links + n_spine * 8
+    cap = np.empty(n_links)
+    cap[:n_chip_links] = rng.integers(1000, 10000, n_chip_links) * 0.01 * GB
+    cap[n_chip_links:] = rng.integers(1000, 10000, n_spine * 8) * 1.0 * GB
+    n_pieces = 2 * chips + n_spine
+    rows = np.concatenate([np.repeat(np.arange(2 * chips), fan),
+                           2 * chips + np.repeat(np.arange(n_spine), 8)])
+    cols = np.arange(n_links)
+    # Uneven ECMP hashing: random split of each piece over its links.
+    vals = rng.uniform(0.5, 1.5, n_links)
+    piece_link = sp.csr_array((vals, (rows, cols)), shape=(n_pieces, n_links))
+    piece_link = sp.csr_array(piece_link / (piece_link @ np.ones(n_links))[:, None])
+    s = rng.integers(0, chips, n_flows)
+    d = (s + rng.integers(1, chips, n_flows)) % chips
+    spine = 2 * chips + rng.integers(0, n_spine, n_flows)
+    cols = np.sort(np.stack([s, chips + d, spine], axis=1), axis=1)
+    flow_piece = sp.csr_array((np.ones(cols.size), cols.ravel(),
+                               np.arange(0, cols.size + 1, 3)), shape=(n_flows, n_pieces))
+    weights = rng.choice([1.0, 2.0, 4.0], n_flows)
+    size = rng.choice([1.0, 2.0, 4.0], n_flows) * SIZE_BYTES
+    return flow_piece, piece_link, cap, size, weights
+
+
+def run_case(name: str) -> dict:
+    t0 = time.perf_counter()
+    if name == "pod-a2a":
+        fp, pl, cap, size, closed_s = build_pod_a2a()
+        t1 = time.perf_counter()
+        res = simulate(fp, pl, cap, size)
+        t2 = time.perf_counter()
+        events, levels = res.events, res.n_levels
+        rel = res.time_s / closed_s - 1
+        verdict = f"time {res.time_s * 1e3:.4f} ms vs closed form {closed_s * 1e3:.4f} ms ({rel:+.1e})"
+    elif name in ("asym-levels", "asym-events"):
+        n = 1_000_000 if name == "asym-levels" else 100_000
+        fp, pl, cap, size, w = build_asym(n)
+        t1 = time.perf_counter()
+        if name == "asym-levels":
+            r = maxmin_rates(fp, pl, cap, weights=w)
+            t2 = time.perf_counter()
+            events, levels = 1, r.n_levels
+            rate = r.rate_Bps
+        else:
+            res = simulate(fp, pl, cap, size, weights=w)
+            t2 = time.perf_counter()
+            events, levels = res.events, res.n_levels
+            rate = res.first_rates_Bps
+        tc = time.perf_counter()
+        bad = check_maxmin(fp, pl, cap, rate, weights=w)
+        verdict = f"check_maxmin: {len(bad)} findings ({time.perf_counter() - tc:.1f} s)"
+    else:
+        raise ValueError(f"unknown case {name!r}; choose one of: {', '.join(CASES)}")
+    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"case": name, "flows": fp.shape[0], "nnz": fp.nnz + pl.nnz, "pieces": fp.shape[1],
+            "build_s": t1 - t0, "solve_s": t2 - t1, "events": events, "levels": levels,
+            "rss_gib": rss_kib / 1024**2, "result": verdict}
+
+
+CASES = ("pod-a2a", "asym-levels", "asym-events")
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) == 2 and argv[0] == "--case":
+        sys.stdout.write(json.dumps(run_case(argv[1])) + "\n")
+        return
+    names = argv or list(CASES)
+    head = (f"{'case':<12} {'flows':>10} {'nnz':>11} {'pieces':>7} {'build s':>8} {'solve s':>8} "
+            f"{'events':>7} {'levels':>7} {'RSS GiB':>8}  result")
+    sys.stdout.write(head + "\n")
+    for name in names:
+        out = subprocess.run([sys.executable, __file__, "--case", name], check=True,
+                             capture_output=True, text=True).stdout
+        r = json.loads(out)
+        sys.stdout.write(f"{r['case']:<12} {r['flows']:>10,} {r['nnz']:>11,} {r['pieces']:>7,} "
+                         f"{r['build_s']:>8.2f} {r['solve_s']:>8.2f} {r['events']:>7} "
+                         f"{r['levels']:>7} {r['rss_gib']:>8.2f}  {r['result']}\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
