@@ -164,13 +164,13 @@ def jalapeno_pod(*, racks: int = 16, trays: int = 16, chips_per_tray: int = 8,
                 for lid in leaves:
                     add_bundle(G, cid, lid, lanes=lanes_per_leaf, lane_gbps=chip.lane_gbps,
                                port_gbps=lanes_per_leaf * chip.lane_gbps, medium="copper",
-                               tier="global", latency_ns=COPPER_NS)
+                               tier="global", latency_ns=COPPER_NS, circuit_lanes=1)
             else:
                 # the whole 1.6T port to rail = slot, through the leaf that carries that rail
                 G.nodes[cid]["circuit"] = slot * switches_per_rail + tray // 2
                 add_bundle(G, cid, leaves[slot // 2], lanes=global_lanes, lane_gbps=chip.lane_gbps,
                            port_gbps=global_lanes * chip.lane_gbps, medium="copper", tier="global",
-                           latency_ns=COPPER_NS)
+                           latency_ns=COPPER_NS, circuit_lanes=global_lanes)
         # uplinks: leaf i -> every switch of rails 2i, 2i+1, 2 x 1.6T each (F: "16x (2x1.6T)")
         up_lanes = 2 * int(UPLINK_PORT_GBPS // chip.lane_gbps)
         for i, lid in enumerate(leaves):

@@ -61,6 +61,8 @@ latency_ns : float
     ``latency_ns`` attribute where set).
 ocs, harness : int (optional)
     Shared-fate tags: the optical switch or cable harness the bundle passes.
+circuit_lanes : int (optional, on chip -- patch-switch bundles)
+    Lanes of the bundle patched to each matching far-side switch.
 
 Units live in names: ``*_gbps`` Gb/s, ``*_GBps`` GB/s (1e9 B/s), ``*_ns``, ``*_s``,
 ``*_bytes``.  Vendors quote bidirectional figures; graphs store per direction.
@@ -241,7 +243,9 @@ def forwarding_graph(G: nx.Graph) -> nx.Graph:
             if not targets:
                 continue
             e = G.edges[c, p]
-            lanes_each = e[LANES] // len(targets)
+            # a circuit keeps its own width when a far-side switch dies: use the edge's
+            # circuit_lanes where the builder recorded it, not lanes / surviving targets
+            lanes_each = int(e.get("circuit_lanes", e[LANES] // len(targets)))
             for f in targets:
                 if lanes_each < 1 or H.has_edge(c, f):
                     continue
