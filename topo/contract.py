@@ -17,6 +17,14 @@ routing : str
     other racks on the ``global`` tier), ``dor`` (dimension order on a torus).
 description, source : str
     One line each, shown by ``fabricsim list``.
+dims : str (tori)
+    Ring lengths joined by ``x`` (``"8x12x12"``); chips carry ``x``, ``y``, ``z``, ``w``.
+step_overhead_ns : float (optional)
+    Per-step overhead the pricing adds to every collective step (default 1 us).
+inferred, generation, port_placement, builder, ... : str (optional)
+    Builder-specific notes; ``inferred`` says which figures are inferred rather than published.
+failed : str (degraded copies)
+    The failures applied, as a JSON list.
 
 Nodes
 -----
@@ -24,7 +32,9 @@ kind : ``"chip"`` | ``"switch"``
 model : str
     A key in the device catalog (:mod:`fabricsim.topo.devices`).
 role : str (switches)
-    ``local``, ``leaf``, ``rail``, ``nvlink``, ``spine``, ``ocs`` ...
+    ``local``, ``leaf``, ``rail``, ``nvlink``, ``ualink``, ``spine``, ``router`` ...
+reduces : bool (switches, optional)
+    The switch reduces in the network (NVLink SHARP); enables the ``nvls`` algorithm.
 forwards : bool
     Whether traffic may pass *through* the node.  Switches forward; chips
     forward in a torus or Boardfly, and in a switched fabric only as a
@@ -61,6 +71,10 @@ latency_ns : float
     ``latency_ns`` attribute where set).
 ocs, harness : int (optional)
     Shared-fate tags: the optical switch or cable harness the bundle passes.
+axis, wrap : int, bool (torus edges)
+    The ring dimension of the link and whether it is a wraparound link.
+span : str (Boardfly edges)
+    ``board`` (ring on a board), ``group`` (copper between boards), ``global`` (optical).
 circuit_lanes : int (optional, on chip -- patch-switch bundles)
     Lanes of the bundle patched to each matching far-side switch.
 
