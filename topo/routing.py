@@ -261,13 +261,32 @@ def _net(G: nx.Graph, lt: LinkTable) -> _Net:
 
 @dataclass
 class _Part:
-    """Routes of P pairs on their own piece set."""
+    """Routes of P pairs on their own piece set.
 
-    fp: sp.csr_matrix   # (P, K)
+    Either ``fp`` (a CSR, P x K) or, for the factored paths, ``cols``: every row has
+    ``len(cols)`` entries of 1.0, row ``p`` at pieces ``cols[0][p], cols[1][p], ...``
+    (kept as columns so that the final assembly copies them once).
+    """
+
+    fp: sp.csr_matrix | None
     pl: sp.csr_matrix   # (K, L)
     reach: np.ndarray   # (P,) bool
     hops: np.ndarray    # (P,) int
     lat: np.ndarray     # (P,) float
+    cols: tuple = ()
+
+    @property
+    def K(self) -> int:
+        return self.pl.shape[0]
+
+    @property
+    def P(self) -> int:
+        return len(self.reach)
+
+    def csr(self) -> sp.csr_matrix:
+        if self.fp is None:
+            self.fp = _fixed_rows(self.P, self.K, *self.cols)
+        return self.fp
 
 
 def _empty_part(P: int, L: int) -> _Part:
@@ -314,22 +333,26 @@ def _assemble(F: int, L: int, parts: list[_Part], contrib: list[tuple[int, np.nd
     Built as a direct CSR scatter (no COO sort): a flow takes each contribution's row in
     turn.  A flow never takes two rows of one part, so no column repeats within a row.
     """
-    offs = np.cumsum([0] + [p.fp.shape[1] for p in parts])
+    offs = np.cumsum([0] + [p.K for p in parts])
     K = int(offs[-1])
     pl = sp.vstack([p.pl for p in parts], format="csr") if parts else sp.csr_matrix((0, L))
     contrib = [(k, np.asarray(f, np.int64), np.asarray(r, np.int64)) for k, f, r in contrib if len(f)]
     if len(contrib) == 1:
         k, f, r = contrib[0]
-        fp = parts[k].fp
-        if len(f) == F == fp.shape[0] and np.array_equal(f, np.arange(F)) and np.array_equal(r, np.arange(F)):
+        if len(f) == F == parts[k].P and np.array_equal(f, np.arange(F)) and np.array_equal(r, np.arange(F)):
+            fp = parts[k].csr()
             if offs[k] or fp.shape[1] != K:
                 fp = sp.csr_matrix((fp.data, fp.indices + offs[k], fp.indptr), shape=(F, K))
             return fp, pl
     counts = np.zeros(F, np.int64)
     lens = []
     for k, f, r in contrib:
-        ip = parts[k].fp.indptr
-        c = (ip[r + 1] - ip[r]).astype(np.int64)
+        part = parts[k]
+        if part.cols:
+            c = len(part.cols)
+        else:
+            ip = part.fp.indptr
+            c = (ip[r + 1] - ip[r]).astype(np.int64)
         counts[f] += c                      # f holds each flow at most once
         lens.append(c)
     indptr = np.zeros(F + 1, np.int64)
@@ -337,24 +360,30 @@ def _assemble(F: int, L: int, parts: list[_Part], contrib: list[tuple[int, np.nd
     nnz = int(indptr[-1])
     idx_t = np.int32 if max(nnz, K) < 2**31 - 1 else np.int64
     indices = np.empty(nnz, idx_t)
-    data = np.empty(nnz)
+    all_unit = all(parts[k].cols or np.all(parts[k].fp.data == 1.0) for k, _, _ in contrib)
+    data = np.ones(nnz) if all_unit else np.empty(nnz)
     cursor = indptr[:-1].copy()
     for (k, f, r), c in zip(contrib, lens):
-        fp = parts[k].fp
-        ip = fp.indptr
-        w = int(ip[1] - ip[0]) if fp.shape[0] else 0
-        if fp.shape[0] and np.array_equal(ip, np.arange(fp.shape[0] + 1) * w):
-            # fixed-width rows (the factored paths): 2-D gathers instead of ranges
-            step = np.arange(w)
-            dest = (cursor[f][:, None] + step).ravel()
-            srcp = (r[:, None] * w + step).ravel()
+        part = parts[k]
+        if part.cols:
+            # factored rows: one copy per column, no nnz-sized index temporaries
+            pos = cursor[f]
+            ident = len(r) == part.P and np.array_equal(r, np.arange(len(r)))
+            for j, col in enumerate(part.cols):
+                col = col if ident else col[r]
+                indices[pos + j] = col + offs[k] if offs[k] else col
+                if not all_unit:
+                    data[pos + j] = 1.0
         else:
+            fp = part.fp
             dest = _ranges(cursor[f], c)
-            srcp = _ranges(ip[r].astype(np.int64), c)
-        indices[dest] = fp.indices[srcp] + offs[k]
-        data[dest] = fp.data[srcp]
+            srcp = _ranges(fp.indptr[r].astype(np.int64), c)
+            indices[dest] = fp.indices[srcp] + offs[k]
+            if not all_unit:
+                data[dest] = fp.data[srcp]
         cursor[f] += c
-    out = sp.csr_matrix((data, indices, indptr.astype(idx_t)), shape=(F, K))
+    out = sp.csr_matrix((F, K), dtype=float)
+    out.data, out.indices, out.indptr = data, indices, indptr.astype(idx_t)
     out.has_sorted_indices = False
     return out, pl
 
@@ -372,6 +401,19 @@ def _merge(P: int, L: int, pieces: list[tuple[np.ndarray, _Part]]) -> _Part:
     for i, p in pieces:
         reach[i], hops[i], lat[i] = p.reach, p.hops, p.lat
     return _Part(fp, pl, reach, hops, lat)
+
+
+def _fixed_rows(F: int, K: int, *cols) -> sp.csr_matrix:
+    """CSR with one entry of 1.0 in each of ``cols`` per row (columns increasing)."""
+    w = len(cols)
+    idt = np.int32 if max(K, w * F) < 2**31 - 1 else np.int64
+    ind = np.empty((F, w), idt)
+    for j, c in enumerate(cols):
+        ind[:, j] = c
+    indptr = np.arange(0, w * F + 1, w, dtype=idt)
+    m = sp.csr_matrix((F, K), dtype=float)
+    m.data, m.indices, m.indptr = np.ones(w * F), ind.ravel(), indptr
+    return m
 
 
 def _coo_part(P, K, L, f_rows, f_cols, f_vals, p_rows, p_cols, p_vals, reach, hops, lat) -> _Part:
@@ -620,7 +662,8 @@ def _switched(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: 
     handled = nonempty[ckey]
     if not handled.any():
         return handled, _empty_part(0, len(lt))
-    sc, dc, ckey = sc[handled], dc[handled], ckey[handled]
+    if not nonempty.all():
+        sc, dc, ckey = sc[handled], dc[handled], ckey[handled]
     F = len(sc)
     nC = len(cfirst)
     capup = np.where(M, lt.capacity_gbps[np.maximum(up, 0)], 0.0)
@@ -656,8 +699,6 @@ def _switched(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: 
             p_vals.append((w / w.sum(axis=1, keepdims=True)).ravel())
     pl = sp.csr_matrix((np.concatenate(p_vals), (np.concatenate(p_rows), np.concatenate(p_cols))),
                        shape=(K, len(lt)))
-    fp = sp.csr_matrix((np.ones(2 * F), np.stack([up_inv, Ku + dn_inv], axis=1).ravel(),
-                        np.arange(0, 2 * F + 1, 2)), shape=(F, K))
     # latency: the slowest switch of C
     latup = np.where(M, lt.latency_ns[np.maximum(up, 0)], -np.inf)
     latdn = np.where(down >= 0, lt.latency_ns[np.maximum(down, 0)], -np.inf)
@@ -674,7 +715,7 @@ def _switched(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: 
             sel = order[a0:a1]
             members = np.flatnonzero(Cset[k])
             lat[sel] = np.max(latup[sc[sel]][:, members] + latdn[members][:, dc[sel]].T, axis=1)
-    part = _Part(fp, pl, np.ones(F, bool), np.full(F, 2 * h, np.int32), lat)
+    part = _Part(None, pl, np.ones(F, bool), np.full(F, 2 * h, np.int32), lat, (up_inv, Ku + dn_inv))
     return handled, part
 
 
@@ -780,7 +821,9 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     if not ok.any():
         return np.zeros(len(s), bool), _empty_part(0, len(lt))
     handled = ok[comb_inv]
-    sc, dc, comb = sc[handled], dc[handled], comb_inv[handled]
+    comb = comb_inv
+    if not ok.all():
+        sc, dc, comb = sc[handled], dc[handled], comb_inv[handled]
     F = len(sc)
     # compact the combos actually used, then the up/down pieces keyed by their share vectors
     kept = np.flatnonzero(ok)
@@ -805,8 +848,6 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     cols = np.concatenate([CL[uchip[ui], uj], np.concatenate(mid_cols), LC[dj, dchip[di]]])
     vals = np.concatenate([uw[ui, uj], np.concatenate(mid_vals), dw[di, dj]])
     pl = sp.csr_matrix((vals, (rows, cols)), shape=(K, len(lt)))
-    fp = sp.csr_matrix((np.ones(3 * F), np.stack([up_inv, Ku + kc, Ku + Km + dn_inv], axis=1).ravel(),
-                        np.arange(0, 3 * F + 1, 3)), shape=(F, K))
     # latency: chip -> leaf and leaf -> chip latencies constant per chip make it a sum
     latCL = np.where(CL >= 0, llat[np.maximum(CL, 0)], np.nan)
     latLC = np.where(LC >= 0, llat[np.maximum(LC, 0)], np.nan)
@@ -828,7 +869,8 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
             l1, l2, pair_lat = mlat_pairs[int(np.searchsorted(ok_idx, kept[k]))]
             tot = latCL[sc[sel]][:, l1][:, :, None] + pair_lat[None] + latLC[l2][:, dc[sel]].T[:, None, :]
             lat[sel] = np.nanmax(tot.reshape(len(sel), -1), axis=1)
-    return handled, _Part(fp, pl, np.ones(F, bool), np.full(F, 4 * h, np.int32), lat)
+    return handled, _Part(None, pl, np.ones(F, bool), np.full(F, 4 * h, np.int32), lat,
+                          (up_inv, Ku + kc, Ku + Km + dn_inv))
 
 
 # ---------------------------------------------------------------------------------------
@@ -845,10 +887,15 @@ def _route_on(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: 
         for path in (_switched, _leafspine):
             if not len(rest):
                 break
-            got = path(net, mask, s[rest], d[rest], split)
+            full = len(rest) == P
+            got = path(net, mask, s if full else s[rest], d if full else d[rest], split)
             if got is None:
                 continue
             handled, part = got
+            if handled.all():
+                done.append((rest, part))
+                rest = rest[:0]
+                break
             done.append((rest[handled], part))
             rest = rest[~handled]
     if len(rest):
@@ -1099,8 +1146,11 @@ def _tiered(net: _Net, s, d, split: str, tiers: str):
     # every leg once: pairs on the local links (intra, relay first legs), on the global
     # links (inter, relay second legs); duplicates (an all-to-all's relay legs are also
     # direct pairs) are routed once
-    legs = [(lmask, lreach, np.concatenate([s[fi], s[fr]]), np.concatenate([d[fi], relay[fr]])),
-            (gmask, greach, np.concatenate([s[fg], relay[fr]]), np.concatenate([d[fg], d[fr]]))]
+    def cat(a, b):
+        return a if len(b) == 0 else np.concatenate([a, b])
+
+    legs = [(lmask, lreach, cat(s[fi], s[fr]), cat(d[fi], relay[fr])),
+            (gmask, greach, cat(s[fg], relay[fr]), cat(d[fg], d[fr]))]
     if tiers == "any":
         legs = [(all_links, lreach, np.concatenate([legs[0][2], legs[1][2]]),
                  np.concatenate([legs[0][3], legs[1][3]]))]
@@ -1228,7 +1278,7 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
     else:
         part = _route_on(net, np.ones(L, bool), sa, da, split)
     if len(alive) == F:
-        fp = part.fp
+        fp = part.csr()
         reach, hops, lat = part.reach, part.hops, part.lat
     else:
         fp, _ = _assemble(F, L, [part], [(0, alive, np.arange(len(alive)))])
