@@ -1,0 +1,576 @@
+"""What if: the price of a collective before and after failures, one scenario or a sweep of them.
+
+Public names
+------------
+WhatIf, whatif
+    One scenario: baseline and degraded cost reports side by side, the slowdown,
+    the chips and groups affected and by how much, the new bottlenecks.
+Sweep, sweep
+    Every failure of a class (N-1), every pair (N-2), or K seeded random samples,
+    priced independently and ranked worst first, with the distribution of slowdowns.
+Runner, LocalRunner
+    How a sweep's scenarios are run: ``runner.map(fn, tasks)`` yields ``fn(task)``
+    for every task, in any order, as each completes.  ``LocalRunner(workers=N)``
+    runs them in-process (N = 1) or in a process pool.
+plot_sweep
+    A PNG/SVG of a sweep: ranked slowdowns and their histogram (matplotlib).
+
+Notes
+-----
+* The slowdown is ``degraded.time_s / baseline.time_s`` (``bandwidth_slowdown`` the
+  same for the bandwidth part alone).  Where the degraded price is partial (groups
+  that lost a chip, pairs without a route), the slowdown covers what was priced, and
+  the result says so (``partial``): a cut-off chip does not make a collective faster.
+* A sweep resolves ``algorithm="auto"`` once, on the intact fabric, and prices every
+  scenario with that algorithm, so slowdowns compare like with like (NCCL too picks
+  its algorithm from the topology, not per failure).  ``whatif`` lets ``auto`` choose
+  again on the degraded graph; both reports name the algorithm.
+* A sweep task is small and picklable: the fabric's name (or file) and parameters,
+  the failure specs and the price options.  Each worker process builds the fabric
+  once and caches it (:func:`functools.lru_cache`), so a distributed runner (Dask:
+  ``client.submit`` per task, ``as_completed`` for results) ships no graphs.  Every
+  scenario is computed on its own from the same inputs and the results are sorted
+  by (slowdown, spec text), so a sweep is bit-for-bit identical whatever the runner
+  or the worker count.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+
+import networkx as nx
+import numpy as np
+
+from ..topo.contract import CHIP, KIND, RANK
+from ..topo.errors import BadInput
+from ..topo.failures import apply_failures, chip_tier_bandwidth, domains, parse_spec
+from .placement import by_size, chip_ranks
+from .price import CostReport, _finite, price
+
+__all__ = ["WhatIf", "whatif", "Sweep", "sweep", "Runner", "LocalRunner", "plot_sweep", "PRICE_OPTIONS"]
+
+# price() options a whatif or sweep passes through
+PRICE_OPTIONS = ("algorithm", "split", "tiers", "efficiency", "step_overhead_ns", "bound_only",
+                 "memory_limit_bytes")
+# a group whose time moved by less than this (relative) is unaffected: float noise of the solver
+REL_TOL = 1e-9
+# full enumeration of C(k, n) scenarios above this count is refused (use samples=)
+MAX_SCENARIOS = 100_000
+HIST_BINS = 10
+
+
+def _ratio(a: float, b: float) -> float:
+    if not (math.isfinite(a) and math.isfinite(b)) or b <= 0:
+        return float("nan")
+    return float(a / b)
+
+
+def _check_price_kwargs(kw: dict) -> None:
+    bad = [k for k in kw if k not in PRICE_OPTIONS]
+    if bad:
+        raise BadInput(f"unknown price option(s) {', '.join(map(repr, bad))}; valid: {', '.join(PRICE_OPTIONS)}")
+
+
+def _key(v: float) -> str:
+    return f"{v:.6g}"
+
+
+# ---------------------------------------------------------------------------------------
+# One scenario
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WhatIf:
+    """Baseline and degraded prices of one collective, and what the failures changed.
+
+    Attributes
+    ----------
+    failed : tuple of dict
+        The failures as applied (see :func:`~fabricsim.topo.failures.apply_failures`).
+    baseline, degraded : CostReport
+    slowdown, bandwidth_slowdown : float
+        ``degraded / baseline`` of ``time_s`` and of ``bandwidth_time_s``; NaN when
+        nothing could be priced after the failures.
+    partial : bool
+        The degraded price left out broken groups or pairs without a route.
+    affected_chips : dict
+        ``count``, ``lost``, ``tier_bandwidth_changed``, ``in_slowed_groups`` and
+        ``chips``: one entry per affected chip (``chip``, ``rank``, ``lost``,
+        ``tier_GBps_before``, ``tier_GBps_after``, ``group``, ``group_slowdown``),
+        by rank.  A chip is affected if it was lost, its link capacity on some tier
+        changed, or its group's time changed.
+    affected_groups : tuple of dict
+        ``{group, slowdown, time_s, baseline_time_s}`` for groups whose time changed
+        by more than 1e-9 relative, and ``{group, broken: True, lost}`` for groups
+        that lost a chip; broken first, then worst first.
+    tier_bandwidth : dict
+        Per tier, how many chips have each link capacity (GB/s) before and after.
+    new_bottlenecks : tuple of dict
+        The degraded report's busiest links that are not among the baseline's
+        (both reports list their 10 busiest), with ``baseline_utilization`` None.
+    notes : tuple of str
+    """
+
+    failed: tuple
+    baseline: CostReport
+    degraded: CostReport
+    slowdown: float
+    bandwidth_slowdown: float
+    partial: bool
+    affected_chips: dict
+    affected_groups: tuple
+    tier_bandwidth: dict
+    new_bottlenecks: tuple
+    notes: tuple = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (``fabricsim whatif --json``); NaN and inf become null."""
+        return _finite({
+            "failed": [dict(f) for f in self.failed],
+            "baseline": self.baseline.as_dict(), "degraded": self.degraded.as_dict(),
+            "slowdown": self.slowdown, "bandwidth_slowdown": self.bandwidth_slowdown, "partial": self.partial,
+            "affected_chips": self.affected_chips, "affected_groups": [dict(g) for g in self.affected_groups],
+            "tier_bandwidth": self.tier_bandwidth, "new_bottlenecks": [dict(b) for b in self.new_bottlenecks],
+            "notes": list(self.notes)})
+
+
+def _tier_hist(tb: dict[int, dict[str, float]], ranks: Iterable[int]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for r in ranks:
+        for t, v in tb.get(r, {}).items():
+            h = out.setdefault(t, {})
+            h[_key(v)] = h.get(_key(v), 0) + 1
+    return {t: dict(sorted(h.items(), key=lambda kv: -float(kv[0]))) for t, h in sorted(out.items())}
+
+
+def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequence[Sequence[int]],
+           size_bytes: float, baseline: CostReport | None = None, **price_kwargs) -> WhatIf:
+    """Price ``collective`` on ``G`` and on ``G`` with ``specs`` failed, side by side.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        The intact fabric.
+    specs : sequence of str
+        Failure specs (:mod:`fabricsim.topo.failures` grammar), applied together.
+    collective : str
+    groups : groups of chip ranks, chosen on the intact fabric (a group that loses a
+        chip is reported broken, not re-placed).
+    size_bytes : float
+    baseline : CostReport, optional
+        The intact price when the caller already has it (same groups and options).
+    **price_kwargs
+        ``algorithm``, ``split``, ``tiers``, ``efficiency``, ``step_overhead_ns``,
+        ``bound_only``, ``memory_limit_bytes``: as :func:`~fabricsim.collectives.price`.
+
+    Returns
+    -------
+    WhatIf
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> from fabricsim.collectives import by_size
+    >>> G = build("jalapeno-rack")
+    >>> w = whatif(G, ["local-switch:r00/lsw0"], "all-reduce", groups=by_size(G, 8), size_bytes=2**30,
+    ...            algorithm="ring")
+    >>> round(w.bandwidth_slowdown, 9)
+    1.2
+    """
+    _check_price_kwargs(price_kwargs)
+    groups = [tuple(int(r) for r in g) for g in groups]
+    H, applied = apply_failures(G, specs)
+    base = baseline if baseline is not None else price(G, collective, groups=groups, size_bytes=size_bytes,
+                                                       **price_kwargs)
+    deg = price(H, collective, groups=groups, size_bytes=size_bytes, **price_kwargs)
+    slow = _ratio(deg.time_s, base.time_s)
+    bw_slow = _ratio(deg.bandwidth_time_s, base.bandwidth_time_s)
+
+    # groups
+    present = set(chip_ranks(H).tolist())
+    bt = dict(zip(base.group_ids, base.group_time_s))
+    dt = dict(zip(deg.group_ids, deg.group_time_s))
+    affected_groups, per_group = [], {}
+    for i in base.group_ids:
+        if i not in dt:
+            per_group[i] = None
+            affected_groups.append({"group": int(i), "broken": True, "slowdown": None,
+                                    "lost": [r for r in groups[i] if r not in present]})
+            continue
+        s = _ratio(dt[i], bt[i])
+        per_group[i] = s
+        if not math.isfinite(s) or abs(s - 1.0) > REL_TOL:
+            affected_groups.append({"group": int(i), "slowdown": s, "time_s": float(dt[i]),
+                                    "baseline_time_s": float(bt[i])})
+    affected_groups.sort(key=lambda g: (not g.get("broken", False),
+                                        -g["slowdown"] if g["slowdown"] is not None and math.isfinite(g["slowdown"])
+                                        else -math.inf, g["group"]))
+
+    # chips
+    tb0, tb1 = chip_tier_bandwidth(G), chip_tier_bandwidth(H)
+    node_of = {d[RANK]: n for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}
+    group_of: dict[int, int] = {}
+    for i, g in enumerate(groups):
+        for r in g:
+            group_of.setdefault(r, i)
+    chips, n_lost, n_bw, n_slow = [], 0, 0, 0
+    for r, before in tb0.items():
+        lost = r not in tb1
+        after = tb1.get(r)
+        changed = not lost and (set(before) != set(after) or any(
+            abs(before[t] - after[t]) > REL_TOL * max(before[t], 1.0) for t in before))
+        gi = group_of.get(r)
+        gs = per_group.get(gi) if gi is not None else None
+        slowed = gi is not None and gi in per_group and (gs is None or not math.isfinite(gs)
+                                                          or abs(gs - 1.0) > REL_TOL)
+        if not (lost or changed or slowed):
+            continue
+        n_lost += lost
+        n_bw += changed
+        n_slow += slowed
+        chips.append({"chip": str(node_of.get(r, r)), "rank": int(r), "lost": lost, "tier_GBps_before": before,
+                      "tier_GBps_after": after, "group": gi, "group_slowdown": gs})
+    affected_chips = {"count": len(chips), "lost": n_lost, "tier_bandwidth_changed": n_bw,
+                      "in_slowed_groups": n_slow, "chips": chips}
+    tiers = {}
+    h0, h1 = _tier_hist(tb0, tb0), _tier_hist(tb1, tb1)
+    for t in sorted(set(h0) | set(h1)):
+        tiers[t] = {"before": h0.get(t, {}), "after": h1.get(t, {})}
+    tiers_out = {"chips_lost": n_lost, "by_tier": tiers}
+
+    # bottlenecks
+    base_links = {b["link"] for b in base.bottlenecks}
+    new_bn = tuple(dict(b, baseline_utilization=None) for b in deg.bottlenecks if b["link"] not in base_links)
+
+    notes = []
+    partial = bool(deg.partial)
+    if partial:
+        notes.append("PARTIAL: the degraded price leaves out "
+                     + " and ".join(x for x in (
+                         f"{deg.broken_groups.get('count', 0):,} broken group(s)" if deg.broken_groups.get("count")
+                         else "",
+                         f"{deg.unreachable_pairs.get('count', 0):,} pair(s) without a route"
+                         if deg.unreachable_pairs.get("count") else "") if x)
+                     + "; the slowdown covers what was priced")
+    if deg.algorithm != base.algorithm:
+        notes.append(f"the algorithm changed: {base.algorithm} on the intact fabric, {deg.algorithm} degraded")
+    return WhatIf(tuple(applied), base, deg, slow, bw_slow, partial, affected_chips, tuple(affected_groups),
+                  tiers_out, new_bn, tuple(notes))
+
+
+# ---------------------------------------------------------------------------------------
+# Runners
+# ---------------------------------------------------------------------------------------
+class Runner(Protocol):
+    """Runs a sweep's tasks: ``map(fn, tasks)`` yields ``fn(task)`` per task as each completes.
+
+    ``fn`` is a module-level function and every task a small picklable object; the
+    order of results does not matter (the sweep sorts them).
+    """
+
+    def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]: ...
+
+
+@dataclass(frozen=True)
+class LocalRunner:
+    """In-process (``workers=1``) or a :class:`~concurrent.futures.ProcessPoolExecutor` of ``workers``.
+
+    Worker processes are forked after the parent built the fabric, so they start with
+    it cached; otherwise each builds it once on its first task.
+    """
+
+    workers: int = 1
+
+    def __post_init__(self):
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise BadInput(f"workers {self.workers!r} must be a positive integer")
+
+    def map(self, fn, tasks):
+        tasks = list(tasks)
+        if self.workers == 1 or len(tasks) <= 1:
+            for t in tasks:
+                yield fn(t)
+            return
+        with ProcessPoolExecutor(max_workers=min(self.workers, len(tasks))) as ex:
+            futures = [ex.submit(fn, t) for t in tasks]
+            for f in as_completed(futures):
+                yield f.result()
+
+
+# ---------------------------------------------------------------------------------------
+# Sweep: tasks and the worker side
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Task:
+    """One scenario, small enough to ship to any worker."""
+
+    index: int
+    fabric: str
+    params_json: str
+    specs: tuple
+    collective: str
+    groups: tuple          # ("size", group_size, placement) or ("explicit", groups)
+    size_bytes: float
+    price_kwargs: tuple    # sorted (key, value) pairs
+
+
+def _is_file(fabric: str) -> bool:
+    return fabric.endswith((".toml", ".graphml", ".json")) or Path(fabric).is_file()
+
+
+@functools.lru_cache(maxsize=4)
+def _fabric(fabric: str, params_json: str) -> nx.Graph:
+    """The intact fabric, built once per process (never mutated: failures copy it)."""
+    params = json.loads(params_json)
+    # imported here: collectives do not depend on the catalog except to build a sweep's fabric
+    if _is_file(fabric):
+        from ..fabrics.userfile import load_fabric
+        return load_fabric(fabric, **params)
+    from ..fabrics import build
+    return build(fabric, **params)
+
+
+@functools.lru_cache(maxsize=4)
+def _groups(fabric: str, params_json: str, spec: tuple) -> tuple:
+    if spec[0] == "explicit":
+        return spec[1]
+    G = _fabric(fabric, params_json)
+    size = spec[1] or len(chip_ranks(G))
+    return by_size(G, size, spec[2])
+
+
+@functools.lru_cache(maxsize=4)
+def _tier_bw(fabric: str, params_json: str) -> dict:
+    return chip_tier_bandwidth(_fabric(fabric, params_json))
+
+
+def _run_scenario(task: _Task) -> dict:
+    """Worker: price one scenario on the cached fabric; a small dict back."""
+    G = _fabric(task.fabric, task.params_json)
+    groups = _groups(task.fabric, task.params_json, task.groups)
+    H, _ = apply_failures(G, task.specs)
+    r = price(H, task.collective, groups=groups, size_bytes=task.size_bytes, **dict(task.price_kwargs))
+    tb0, tb1 = _tier_bw(task.fabric, task.params_json), chip_tier_bandwidth(H)
+    lost = sum(1 for k in tb0 if k not in tb1)
+    changed = sum(1 for k, v in tb0.items() if k in tb1 and (set(v) != set(tb1[k]) or any(
+        abs(v[t] - tb1[k][t]) > REL_TOL * max(v[t], 1.0) for t in v)))
+    return {"index": task.index, "failed": list(task.specs), "time_s": float(r.time_s),
+            "bandwidth_time_s": float(r.bandwidth_time_s), "algorithm": r.algorithm, "partial": bool(r.partial),
+            "broken_groups": int(r.broken_groups.get("count", 0)),
+            "unreachable_pairs": int(r.unreachable_pairs.get("count", 0)),
+            "chips_lost": lost, "chips_bandwidth_changed": changed,
+            "top_bottleneck": r.bottlenecks[0]["link"] if r.bottlenecks else None}
+
+
+def _scenarios(ids: list[str], n: int, samples: int | None, seed: int) -> list[tuple]:
+    """Index tuples of the failures to run: all C(k, n), or ``samples`` of them (seeded)."""
+    k = len(ids)
+    total = math.comb(k, n)
+    if samples is None or samples >= total:
+        if total > MAX_SCENARIOS:
+            raise BadInput(f"{total:,} scenarios (C({k}, {n})) is more than {MAX_SCENARIOS:,}; "
+                           f"sample them (samples=K, --samples K)")
+        return list(itertools.combinations(range(k), n))
+    rng = np.random.default_rng(seed)
+    if n == 1:
+        return [(int(i),) for i in sorted(rng.choice(k, size=samples, replace=False))]
+    if n == 2:
+        flat = np.sort(rng.choice(total, size=samples, replace=False))
+        # unrank a pair index in lexicographic order: pairs (i, j), i < j
+        out = []
+        for x in flat.tolist():
+            i = int((2 * k - 1 - math.isqrt((2 * k - 1) ** 2 - 8 * x)) // 2)
+            while math.comb(k, 2) - math.comb(k - i, 2) > x:
+                i -= 1
+            while math.comb(k, 2) - math.comb(k - i - 1, 2) <= x:
+                i += 1
+            j = x - (math.comb(k, 2) - math.comb(k - i, 2)) + i + 1
+            out.append((i, int(j)))
+        return out
+    seen: dict[tuple, None] = {}
+    while len(seen) < samples:
+        seen.setdefault(tuple(sorted(int(i) for i in rng.choice(k, size=n, replace=False))), None)
+    return sorted(seen)
+
+
+# ---------------------------------------------------------------------------------------
+# Sweep
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sweep:
+    """Failures of one class priced one scenario at a time, ranked worst first.
+
+    Attributes
+    ----------
+    fabric, params, failure_class, n, samples, seed, collective, algorithm
+        What was swept (``algorithm`` is the one every scenario used).
+    baseline : CostReport
+        The intact price.
+    scenarios : tuple of dict
+        Worst first (ties by spec text): ``failed`` (spec texts), ``slowdown``,
+        ``bandwidth_slowdown``, ``time_s``, ``partial``, ``broken_groups``,
+        ``unreachable_pairs``, ``chips_lost``, ``chips_bandwidth_changed``,
+        ``top_bottleneck``.  A scenario with nothing left to price (NaN slowdown)
+        ranks first.
+    summary : dict
+        ``count``, ``min``, ``median``, ``p90``, ``max`` (of the slowdowns that
+        exist), ``distinct`` (distinct slowdowns at 1e-9), ``partial``, ``unpriced``,
+        ``histogram`` (``edges``, ``counts``).
+    notes : tuple of str
+    """
+
+    fabric: str
+    params: dict
+    failure_class: str
+    n: int
+    samples: int | None
+    seed: int
+    collective: str
+    algorithm: str
+    baseline: CostReport
+    scenarios: tuple
+    summary: dict
+    notes: tuple = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (``fabricsim sweep --json``); NaN and inf become null."""
+        return _finite({
+            "fabric": self.fabric, "params": self.params, "failure_class": self.failure_class, "n": self.n,
+            "samples": self.samples, "seed": self.seed, "collective": self.collective,
+            "algorithm": self.algorithm, "baseline": self.baseline.as_dict(),
+            "scenarios": [dict(s) for s in self.scenarios], "summary": self.summary, "notes": list(self.notes)})
+
+
+def _summary(scen: list[dict]) -> dict:
+    x = np.array([s["slowdown"] for s in scen], dtype=float)
+    ok = x[np.isfinite(x)]
+    out = {"count": len(scen), "partial": sum(1 for s in scen if s["partial"]),
+           "unpriced": int(len(x) - len(ok))}
+    if not len(ok):
+        return dict(out, min=None, median=None, p90=None, max=None, distinct=0, histogram={"edges": [],
+                                                                                              "counts": []})
+    srt = np.sort(ok)
+    distinct = 1 + int(np.sum(np.diff(srt) > REL_TOL * np.abs(srt[1:])))
+    lo, hi = float(srt[0]), float(srt[-1])
+    if hi - lo <= REL_TOL * abs(hi):
+        edges, counts = [lo, hi], [len(ok)]
+    else:
+        c, e = np.histogram(ok, bins=min(HIST_BINS, distinct), range=(lo, hi))
+        edges, counts = [float(v) for v in e], [int(v) for v in c]
+    return dict(out, min=lo, median=float(np.median(ok)), p90=float(np.percentile(ok, 90)), max=hi,
+                distinct=distinct, histogram={"edges": edges, "counts": counts})
+
+
+def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, samples: int | None = None,
+          seed: int = 0, collective: str, size_bytes: float, group_size: int | None = None,
+          placement: str = "packed", groups: Sequence[Sequence[int]] | None = None, runner: Runner | None = None,
+          progress: Callable[[int, int, dict], None] | None = None, **price_kwargs) -> Sweep:
+    """Price every failure of ``failure_class`` (N-1), every pair (``n=2``), or seeded samples.
+
+    Parameters
+    ----------
+    fabric : str
+        A catalog name or a fabric file (.toml, .graphml, .json).
+    params : dict or None
+        Builder parameters (``{"racks": 4}``); values may be strings as ``--set`` gives them.
+    failure_class : str
+        A class of :func:`~fabricsim.topo.failures.domains` the fabric has
+        (``rail-switch``, ``local-switch``, ``tray``, ``link``, ``rail`` ...).
+    n : int
+        Failures per scenario: 1 (N-1), 2 (all pairs, N-2), ...
+    samples : int, optional
+        Run this many scenarios drawn without replacement (seeded by ``seed``).
+    seed : int
+    collective, size_bytes : as :func:`~fabricsim.collectives.price`.
+    group_size, placement : groups by :func:`~fabricsim.collectives.by_size` on the
+        intact fabric (default: one group of every chip); or ``groups`` explicitly.
+    runner : Runner, optional
+        ``LocalRunner()`` (in-process) by default.
+    progress : callable, optional
+        ``progress(done, total, result)`` after each scenario (the CLI prints to stderr).
+    **price_kwargs
+        ``algorithm``, ``split``, ``tiers``, ``efficiency``, ``step_overhead_ns``,
+        ``bound_only``, ``memory_limit_bytes``.
+
+    Returns
+    -------
+    Sweep
+
+    Examples
+    --------
+    >>> s = sweep("jalapeno-rack", None, "local-switch", collective="all-reduce", size_bytes=2**30,
+    ...           group_size=8, algorithm="ring")
+    >>> s.summary["count"], s.summary["distinct"], round(s.scenarios[0]["bandwidth_slowdown"], 9)
+    (6, 1, 1.2)
+    """
+    _check_price_kwargs(price_kwargs)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise BadInput(f"n {n!r} must be a positive integer (1: single failures, 2: pairs)")
+    if samples is not None and (not isinstance(samples, int) or isinstance(samples, bool) or samples < 1):
+        raise BadInput(f"samples {samples!r} must be a positive integer")
+    if groups is not None and group_size is not None:
+        raise BadInput("give group_size (with placement) or groups, not both")
+    params_json = json.dumps(params or {}, sort_keys=True, default=list)
+    G = _fabric(fabric, params_json)
+    doms = domains(G, [failure_class])[failure_class]
+    if len(doms) < n:
+        raise BadInput(f"{failure_class!r} has {len(doms)} domain(s) in {fabric!r}; cannot fail {n} at once")
+    ids = [f"{failure_class}:{d.id}" for d in doms]
+    combos = _scenarios(ids, n, samples, seed)
+    gspec = ("explicit", tuple(tuple(int(r) for r in g) for g in groups)) if groups is not None else \
+        ("size", group_size, placement)
+    grp = _groups(fabric, params_json, gspec)
+    base = price(G, collective, groups=grp, size_bytes=size_bytes, **price_kwargs)
+    kw = dict(price_kwargs, algorithm=base.algorithm)
+    notes = []
+    if price_kwargs.get("algorithm", "auto") == "auto":
+        notes.append(f"auto picked {base.algorithm} on the intact fabric; every scenario uses it")
+    tasks = [_Task(i, fabric, params_json, tuple(ids[j] for j in c), collective, gspec, float(size_bytes),
+                   tuple(sorted(kw.items()))) for i, c in enumerate(combos)]
+    runner = runner or LocalRunner()
+    results = []
+    for done, res in enumerate(runner.map(_run_scenario, tasks), 1):
+        results.append(res)
+        if progress is not None:
+            progress(done, len(tasks), res)
+    scen = []
+    for res in results:
+        s = dict(res)
+        s.pop("index")
+        s.pop("algorithm")
+        s = {"failed": s.pop("failed"), "slowdown": _ratio(res["time_s"], base.time_s),
+             "bandwidth_slowdown": _ratio(res["bandwidth_time_s"], base.bandwidth_time_s), **s}
+        scen.append(s)
+    scen.sort(key=lambda s: (math.isfinite(s["slowdown"]), -s["slowdown"] if math.isfinite(s["slowdown"]) else 0.0,
+                             s["failed"]))
+    summary = _summary(scen)
+    if summary["partial"]:
+        notes.append(f"{summary['partial']} scenario(s) are PARTIAL (broken groups or pairs without a route): "
+                     f"their slowdown covers what could be priced")
+    return Sweep(fabric, json.loads(params_json), failure_class, n, samples, seed, collective, base.algorithm,
+                 base, tuple(scen), summary, tuple(notes))
+
+
+def plot_sweep(s: Sweep, path: str | Path) -> Path:
+    """Write a figure of a sweep (ranked slowdowns and their histogram) to ``path`` (.png, .svg ...)."""
+    from matplotlib.figure import Figure
+    x = np.array([sc["slowdown"] for sc in s.scenarios], dtype=float)
+    fig = Figure(figsize=(9, 3.6), layout="constrained")
+    a, b = fig.subplots(1, 2)
+    a.plot(np.arange(1, len(x) + 1), x, marker=".", lw=1)
+    a.set_xlabel("scenario rank (worst first)")
+    a.set_ylabel("slowdown (degraded / baseline time)")
+    a.set_title(f"{s.fabric}: {s.failure_class} N-{s.n}, {s.collective}", fontsize=9)
+    ok = x[np.isfinite(x)]
+    if len(ok):
+        b.hist(ok, bins=max(1, min(HIST_BINS, s.summary["distinct"])))
+    b.set_xlabel("slowdown")
+    b.set_ylabel("scenarios")
+    path = Path(path)
+    fig.savefig(path)
+    return path
