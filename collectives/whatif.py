@@ -296,10 +296,14 @@ class LocalRunner:
             for t in tasks:
                 yield fn(t)
             return
-        with ProcessPoolExecutor(max_workers=min(self.workers, len(tasks))) as ex:
+        ex = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)))
+        try:
             futures = [ex.submit(fn, t) for t in tasks]
             for f in as_completed(futures):
                 yield f.result()
+        finally:
+            # an error or an abandoned iteration: drop the tasks not started yet
+            ex.shutdown(wait=True, cancel_futures=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -353,6 +357,10 @@ def _run_scenario(task: _Task) -> dict:
     """Worker: price one scenario on the cached fabric; a small dict back."""
     G = _fabric(task.fabric, task.params_json)
     groups = _groups(task.fabric, task.params_json, task.groups)
+    if not task.specs:
+        # the baseline, run beside the scenarios when the algorithm is fixed in advance
+        return {"index": task.index, "baseline": price(G, task.collective, groups=groups,
+                                                       size_bytes=task.size_bytes, **dict(task.price_kwargs))}
     H, _ = apply_failures(G, task.specs)
     r = price(H, task.collective, groups=groups, size_bytes=task.size_bytes, **dict(task.price_kwargs))
     tb0, tb1 = _tier_bw(task.fabric, task.params_json), chip_tier_bandwidth(H)
@@ -524,20 +532,33 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     combos = _scenarios(ids, n, samples, seed)
     gspec = ("explicit", tuple(tuple(int(r) for r in g) for g in groups)) if groups is not None else \
         ("size", group_size, placement)
-    grp = _groups(fabric, params_json, gspec)
-    base = price(G, collective, groups=grp, size_bytes=size_bytes, **price_kwargs)
-    kw = dict(price_kwargs, algorithm=base.algorithm)
+    _groups(fabric, params_json, gspec)          # cached before any worker is forked
     notes = []
+    base = None
     if price_kwargs.get("algorithm", "auto") == "auto":
+        base = price(G, collective, groups=_groups(fabric, params_json, gspec), size_bytes=size_bytes,
+                     **price_kwargs)
         notes.append(f"auto picked {base.algorithm} on the intact fabric; every scenario uses it")
+        kw = dict(price_kwargs, algorithm=base.algorithm)
+    else:
+        kw = dict(price_kwargs)
     tasks = [_Task(i, fabric, params_json, tuple(ids[j] for j in c), collective, gspec, float(size_bytes),
                    tuple(sorted(kw.items()))) for i, c in enumerate(combos)]
+    if base is None:
+        # the baseline is one more task, so it runs beside the first scenarios
+        tasks.insert(0, _Task(-1, fabric, params_json, (), collective, gspec, float(size_bytes),
+                              tuple(sorted(kw.items()))))
     runner = runner or LocalRunner()
     results = []
-    for done, res in enumerate(runner.map(_run_scenario, tasks), 1):
+    done = 0
+    for res in runner.map(_run_scenario, tasks):
+        if "baseline" in res:
+            base = res["baseline"]
+            continue
         results.append(res)
+        done += 1
         if progress is not None:
-            progress(done, len(tasks), res)
+            progress(done, len(combos), res)
     scen = []
     for res in results:
         s = dict(res)
