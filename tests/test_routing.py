@@ -285,11 +285,30 @@ def test_pod_relays_all_to_all_counts():
 
 def test_pod_per_port_failed_rail_switch_relays():
     G = build("jalapeno-pod", racks=2, rail_wiring="per-port", leaf="static")
-    G.remove_node("rail0/sw0")       # serves column 0, trays 0-1 of every rack
-    # 0: rack 0 tray 0 col 0 (lost its global port); 8: tray 1 col 0 (also); 16: tray 2 col 0
-    r = route(G, [16, 0], [144, 144])
+    G.remove_node("rail0/sw0")       # serves column 0 of trays 0-1 in every rack
+    # rank 0 / 128: tray 0 column 0 of rack 0 / 1, both lost their global port;
+    # rank 16 / 144: tray 2 column 0, served by rail0/sw1
+    s = [16, 0, 16, 0]
+    d = [144, 144, 128, 128]
+    r = route(G, s, d)
     assert r.reachable.all()
-    assert r.relayed.tolist() == [False, True]
+    assert r.relayed.tolist() == [False, True, True, True]
+    # source side: 0 -> 16 (local) -> 144; destination side: 16 -> 144 -> 128 (local);
+    # both sides: 0 -> 1 (the nearest chip with a global port) -> 129 -> 128
+    assert r.relay_rank.tolist() == [-1, 16, 144, 1]
+    assert r.hops.tolist() == [4, 6, 6, 8]
+    check_conservation(r, [0, 1, 2, 3])
+    lt = r.links
+    both = explicit(r, [3])[0]
+    assert {k[0] for k in both if lt.tier[lt.index(*k)] == "global" and k[0].startswith("r0")} == {"r00/xpu001"}
+    assert ("r01/lsw0", "r01/xpu000") in both and ("r00/xpu000", "r00/lsw0") in both
+
+
+def test_pod_relay_not_needed_under_any_is_still_relayed_where_no_path():
+    G = build("jalapeno-pod", racks=2, leaf="static")
+    r = route(G, [0, 0], [131, 5], tiers="any")
+    assert r.relayed.tolist() == [True, False]
+    assert r.hops.tolist() == [6, 2]
     check_conservation(r, [0, 1])
 
 

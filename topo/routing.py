@@ -57,11 +57,14 @@ Notes
 -----
 Fallback order for ``tiered`` with ``tiers="rule"``: the pair's own tier; then,
 for a pair in two racks, a relay through its own rack; then any shortest path
-(ECMP over every tier); else unreachable (empty row).  A relay is chosen at the
-source side only (the chip of the source's rack at the destination's position in
-its rack, else the one closest in rank with a path); a destination that lost
-its whole global tier is reached by plain ECMP where the graph allows, else is
-unreachable.
+(ECMP over every tier); else unreachable (empty row).  The relay is chosen at the
+source side first (the chip of the source's rack at the destination's position in
+its rack, else the one with a path closest in rank to that position); when no chip
+of the source's rack has a global path to the destination (it lost its global
+links), at the destination side (the chip of the destination's rack at the
+source's position: global leg first, then the local tier); when both ends lost
+theirs, at both sides (local, global, local).  Each leg is routed by ECMP on its
+tier and counted in pieces, hops and latency.
 """
 from __future__ import annotations
 
@@ -199,7 +202,8 @@ class Routes:
     reachable, relayed : numpy.ndarray of bool, shape (F,)
         ``relayed``: the flow relays through another chip (rail-only PXN).
     relay_rank : numpy.ndarray of int, shape (F,)
-        The relay chip's rank, -1 where the flow does not relay.
+        The rank of the first chip the flow relays through (in the source's rack,
+        or in the destination's when only that side relays), -1 where it does not.
     hops : numpy.ndarray of int32, shape (F,)
         Physical links on the longest path the flow uses (0 if unreachable).
     latency_ns : numpy.ndarray of float64, shape (F,)
@@ -1139,6 +1143,61 @@ def _relays(net: _Net, s, d, lreach: _Reach, greach: _Reach):
     return m
 
 
+def _relay_plan(net: _Net, s, d, lreach: _Reach, greach: _Reach):
+    """Relay chips ``(m1, m2)`` per pair of different racks without a global path (-1: none).
+
+    ``m1`` in s's rack (source side, tried first: s -> m1 local, m1 -> d global), else
+    ``m2`` in d's rack (destination side: s -> m2 global, m2 -> d local, for a
+    destination that lost its global links), else both (s -> m1 -> m2 -> d).
+    """
+    m1 = _relays(net, s, d, lreach, greach)
+    m2 = np.full(len(s), -1, np.int64)
+    left = m1 < 0
+    if left.any():
+        # the same choice seen from the destination (reachability is symmetric)
+        m2[left] = _relays(net, d[left], s[left], lreach, greach)
+    left = np.flatnonzero((m1 < 0) & (m2 < 0))
+    if not len(left):
+        return m1, m2
+    ridx, kidx, table = _positions(net)
+    rank = net.rank
+    cache: dict = {}
+
+    def one(x):
+        return np.array([x], np.int64)
+
+    def valid(f, a, b):
+        return (a != s[f] and b != d[f] and lreach(one(s[f]), one(a))[0] and lreach(one(b), one(d[f]))[0])
+
+    def closest(cands, r, k):
+        pos0 = table[r, k] if k >= 0 else -1
+        target = rank[pos0] if pos0 >= 0 else rank[cands].min()
+        return cands[np.lexsort((rank[cands], np.abs(rank[cands] - target)))]
+
+    for f in left:
+        r1, r2 = ridx[s[f]], ridx[d[f]]
+        if r1 < 0 or r2 < 0:
+            continue
+        key = (r1, r2, kidx[d[f]])
+        got = cache.get(key)
+        if got is None or not valid(f, *got):
+            got = None
+            A = table[r1][table[r1] >= 0]
+            A = A[(A != s[f]) & lreach(np.full(len(A), s[f]), A)]
+            B = table[r2][table[r2] >= 0]
+            B = B[(B != d[f]) & lreach(B, np.full(len(B), d[f]))]
+            if len(A) and len(B):
+                for a in closest(A, r1, kidx[d[f]]):
+                    Bm = B[greach(np.full(len(B), a), B)]
+                    if len(Bm):
+                        got = (a, closest(Bm, r2, kidx[a])[0])
+                        break
+            cache[key] = got
+        if got is not None:
+            m1[f], m2[f] = got
+    return m1, m2
+
+
 def _tiered(net: _Net, s, d, split: str, tiers: str):
     lt = net.lt
     L, F = len(lt), len(s)
@@ -1156,22 +1215,29 @@ def _tiered(net: _Net, s, d, split: str, tiers: str):
     direct = intra.copy()
     direct[inter] = greach(s[inter], d[inter])
     need = inter & ~direct
-    relay = np.full(F, -1, np.int64)
+    m1 = np.full(F, -1, np.int64)
+    m2 = np.full(F, -1, np.int64)
     if need.any():
-        relay[need] = _relays(net, s[need], d[need], lreach, greach)
+        m1[need], m2[need] = _relay_plan(net, s[need], d[need], lreach, greach)
+    relay = np.where(m1 >= 0, m1, m2)
     fr = np.flatnonzero(relay >= 0)
+    f1, f2 = np.flatnonzero(m1 >= 0), np.flatnonzero(m2 >= 0)
     fi, fg = np.flatnonzero(intra), np.flatnonzero(direct & inter)
-    # every leg once: pairs on the local links (intra, relay first legs), on the global
-    # links (inter, relay second legs); duplicates (an all-to-all's relay legs are also
-    # direct pairs) are routed once
-    def cat(a, b):
-        return a if len(b) == 0 else np.concatenate([a, b])
+    ga = np.where(m1[fr] >= 0, m1[fr], s[fr])
+    gb = np.where(m2[fr] >= 0, m2[fr], d[fr])
+    # every leg once: pairs on the local links (intra, relay legs in either rack), on the
+    # global links (inter, relay middle legs); duplicates (an all-to-all's relay legs are
+    # also direct pairs) are routed once
 
-    legs = [(lmask, lreach, cat(s[fi], s[fr]), cat(d[fi], relay[fr])),
-            (gmask, greach, cat(s[fg], relay[fr]), cat(d[fg], d[fr]))]
+    def cat(*arrs):
+        arrs = [x for x in arrs if len(x)]
+        return arrs[0] if len(arrs) == 1 else np.concatenate(arrs) if arrs else np.zeros(0, np.int64)
+
+    legs = [(lmask, lreach, cat(s[fi], s[f1], m2[f2]), cat(d[fi], m1[f1], d[f2])),
+            (gmask, greach, cat(s[fg], ga), cat(d[fg], gb))]
+    n_local = len(legs[0][2])
     if tiers == "any":
-        legs = [(all_links, lreach, np.concatenate([legs[0][2], legs[1][2]]),
-                 np.concatenate([legs[0][3], legs[1][3]]))]
+        legs = [(all_links, lreach, cat(legs[0][2], legs[1][2]), cat(legs[0][3], legs[1][3]))]
     parts, rows = [], []
     for mask, reach_fn, a, b in legs:
         if len(fr):
@@ -1183,21 +1249,28 @@ def _tiered(net: _Net, s, d, split: str, tiers: str):
         rows.append(inv)
     if tiers == "any":
         k_l = k_g = 0
-        r_l, r_g = rows[0][:len(fi) + len(fr)], rows[0][len(fi) + len(fr):]
+        r_l, r_g = rows[0][:n_local], rows[0][n_local:]
     else:
         k_l, k_g = 0, 1
         r_l, r_g = rows
-    nI, nG = len(fi), len(fg)
+    nI, n1, nG = len(fi), len(f1), len(fg)
     lp, gp = parts[k_l], parts[k_g]
+    rl_i, rl_1, rl_2 = r_l[:nI], r_l[nI:nI + n1], r_l[nI + n1:]
+    rg_d, rg_r = r_g[:nG], r_g[nG:]
     reach = np.zeros(F, bool)
     hops = np.zeros(F, np.int32)
     lat = np.zeros(F)
-    reach[fi], hops[fi], lat[fi] = lp.reach[r_l[:nI]], lp.hops[r_l[:nI]], lp.lat[r_l[:nI]]
-    reach[fg], hops[fg], lat[fg] = gp.reach[r_g[:nG]], gp.hops[r_g[:nG]], gp.lat[r_g[:nG]]
-    reach[fr] = lp.reach[r_l[nI:]] & gp.reach[r_g[nG:]]
-    hops[fr] = lp.hops[r_l[nI:]] + gp.hops[r_g[nG:]]
-    lat[fr] = lp.lat[r_l[nI:]] + gp.lat[r_g[nG:]]
-    contrib = [(k_l, fi, r_l[:nI]), (k_l, fr, r_l[nI:]), (k_g, fg, r_g[:nG]), (k_g, fr, r_g[nG:])]
+    reach[fi], hops[fi], lat[fi] = lp.reach[rl_i], lp.hops[rl_i], lp.lat[rl_i]
+    reach[fg], hops[fg], lat[fg] = gp.reach[rg_d], gp.hops[rg_d], gp.lat[rg_d]
+    reach[fr], hops[fr], lat[fr] = gp.reach[rg_r], gp.hops[rg_r], gp.lat[rg_r]
+    reach[f1] &= lp.reach[rl_1]
+    hops[f1] += lp.hops[rl_1]
+    lat[f1] += lp.lat[rl_1]
+    reach[f2] &= lp.reach[rl_2]
+    hops[f2] += lp.hops[rl_2]
+    lat[f2] += lp.lat[rl_2]
+    contrib = [(k_l, fi, rl_i), (k_l, f1, rl_1), (k_l, f2, rl_2), (k_g, fg, rg_d), (k_g, fr, rg_r)]
+    n_contrib = len(contrib)
     # still without a route under the rule: any shortest path over every tier
     rest = np.flatnonzero(~reach)
     if len(rest) and tiers == "rule":
@@ -1212,7 +1285,7 @@ def _tiered(net: _Net, s, d, split: str, tiers: str):
     # drop rows of flows that stayed unreachable or were rerouted by the fallback
     keep = reach.copy()
     keep[rest] = False
-    contrib = [(k, f[keep[f]], r[keep[f]]) for k, f, r in contrib[:4]] + contrib[4:]
+    contrib = [(k, f[keep[f]], r[keep[f]]) for k, f, r in contrib[:n_contrib]] + contrib[n_contrib:]
     fp, pl = _assemble(F, L, parts, contrib)
     relay[~reach] = -1
     return fp, pl, reach, relay, hops, lat
