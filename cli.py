@@ -124,7 +124,8 @@ def list_cmd(as_json):
     if as_json:
         _emit_json(rows)
         return
-    click.echo(_table([[r["name"], r["chips"], r["switches"], r["description"]] for r in rows],
+    short = [d if len(d) <= 90 else d[:89] + "…" for d in (r["description"] for r in rows)]
+    click.echo(_table([[r["name"], r["chips"], r["switches"], d] for r, d in zip(rows, short)],
                       ["fabric", "chips", "switches", "description"]))
     click.echo("\nSources: " + "; ".join(f"{r['name']}: {r['source']}" for r in rows))
     click.echo("Parameters: fabricsim audit FABRIC --set key=value (see `fabricsim params FABRIC`).")

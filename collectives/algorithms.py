@@ -279,7 +279,7 @@ def algorithms_for(collective: str, groups: Sequence[Sequence[int]], view: Fabri
     ok = []
     for name, fn in ALGORITHMS[collective].items():
         try:
-            fn(collective, G[:1], 1.0, view)
+            fn(collective, G, 1.0, view)   # every group must fit the algorithm, not just the first
         except BadInput:
             continue
         ok.append(name)

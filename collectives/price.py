@@ -6,9 +6,12 @@ Model (say it where users see it; the README repeats it):
   policy and solved by the flow-level max-min solver with event-driven completion;
   a phase's step ends when its last flow ends.  Identical steps are solved once and
   multiplied by their count.  Phases run one after another.
-* Latency: every step adds the slowest route's latency (links plus switches) and a
-  per-step overhead (software, synchronisation): ``step_overhead_ns`` on the graph
-  or the fabric default, overridable.
+* Latency: every step adds the slowest route's latency (links plus switches), a
+  per-step overhead (software, synchronisation: ``step_overhead_ns`` on the graph,
+  else 1 us) and, where a rank sends to k peers in the step, (k - 1) per-message
+  overheads (200 ns unless overridden): why a hierarchical all-to-all, with fewer
+  and larger messages, wins at small sizes and loses at large ones.
+* Phases run one after another (no pipelining between phases).
 * Calibration: ``efficiency`` scales every link's capacity (a measured fraction of
   line rate, e.g. 0.94 for NVLink at large sizes).
 * algbw = S / time, busbw = algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (others),
@@ -35,6 +38,10 @@ __all__ = ["CostReport", "PhaseReport", "price", "busbw_factor", "DEFAULT_STEP_O
 # and protocol handshake per step (NCCL's LL/Simple protocols measure a few us per
 # step on NVLink; I, override with --step-latency-us or calibrate).
 DEFAULT_STEP_OVERHEAD_NS = 1000.0
+# Per-message cost: a rank that sends to k peers in one step issues k messages (an
+# all-to-all's n-1 sends); each beyond the first adds this much (I: descriptor and
+# doorbell cost of a GPU-initiated send, order 0.1-0.5 us; calibrate to measurements).
+DEFAULT_MESSAGE_OVERHEAD_NS = 200.0
 # auto does not try pairwise all-to-all above this size: n-1 separate solves
 AUTO_PAIRWISE_MAX = 64
 BOTTLENECKS_SHOWN = 10
@@ -119,7 +126,8 @@ def _examples(pairs, by_rank, k=5) -> list[str]:
 
 def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size_bytes: float,
           algorithm: str = "auto", split: str = "equal", tiers: str = "rule", efficiency: float = 1.0,
-          step_overhead_ns: float | None = None, bound_only: bool = False,
+          step_overhead_ns: float | None = None, message_overhead_ns: float | None = None,
+          bound_only: bool = False,
           memory_limit_bytes: int | None = None) -> CostReport:
     """Price ``collective`` of ``size_bytes`` for every group of ``groups`` at once on ``G``.
 
@@ -134,6 +142,8 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
     tiers : ``rule`` (the fabric's tier rules) or ``any`` (every shortest path).
     efficiency : fraction of line rate links deliver (calibration), in (0, 1].
     step_overhead_ns : per-step overhead; the graph's ``step_overhead_ns`` or 1 us by default.
+    message_overhead_ns : cost of each message beyond the first a rank sends in one step;
+        the graph's ``message_overhead_ns`` or 200 ns by default.
     bound_only : price by the link-load bound alone (cheap; no fairness, no events).
 
     Returns
@@ -172,7 +182,10 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
     live = [groups[i] for i in ok_idx]
     overhead_ns = step_overhead_ns if step_overhead_ns is not None else float(
         G.graph.get("step_overhead_ns", DEFAULT_STEP_OVERHEAD_NS))
+    msg_ns = message_overhead_ns if message_overhead_ns is not None else float(
+        G.graph.get("message_overhead_ns", DEFAULT_MESSAGE_OVERHEAD_NS))
     common = dict(split=split, tiers=tiers, efficiency=efficiency, overhead_s=overhead_ns * 1e-9,
+                  message_s=msg_ns * 1e-9,
                   bound_only=bound_only, memory_limit_bytes=memory_limit_bytes)
     n = len(groups[0])
     if not live:
@@ -215,7 +228,7 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
 
 
 def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, split, tiers, efficiency,
-               overhead_s, bound_only, memory_limit_bytes) -> dict:
+               overhead_s, message_s, bound_only, memory_limit_bytes) -> dict:
     from ..topo import routing, solver
     plist = phases(collective, algorithm, groups, size_bytes, view)
     table = routing.link_table(G)
@@ -227,6 +240,7 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
     unreachable_pairs: list = []
     n_unreachable = 0
     relayed = 0
+    cross_bytes = 0.0
     for ph in plist:
         if ph.in_network:
             step_bw, step_bound, lb, finish, lat_ns, events = _in_network(ph, G, table, cap)
@@ -265,7 +279,8 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
                 events = r.events
             lat_ns = float(np.max(np.asarray(routes.latency_ns)[reach])) if reach.any() else 0.0
             sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
-        step_lat = lat_ns * 1e-9 + overhead_s
+        messages = int(np.bincount(ph.src).max()) if ph.src.size else 0
+        step_lat = lat_ns * 1e-9 + overhead_s + max(messages - 1, 0) * message_s
         # per group: its slowest flow in each step, plus the step latency
         g_fin = np.zeros(len(groups))
         if finish.size:
@@ -275,9 +290,17 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
         bw_total += ph.repeat * step_bw
         lat_total += ph.repeat * step_lat
         bound_total += ph.repeat * step_bound
+        cross = _cross_domain_bytes(ph, view, reach)
+        if cross is not None:
+            cross_bytes += ph.repeat * cross
         reports.append(PhaseReport(ph.name, ph.repeat, int(reach.sum()), float(ph.size_bytes.max()),
                                    float(step_bw), float(step_lat), float(step_bound), int(events),
                                    float(ph.repeat * (step_bw + step_lat)), sat))
+    if view.domain is not None and cross_bytes > 0:
+        per_chip = cross_bytes / max(1, len({r for g in groups for r in g}))
+        notes.append(f"each chip sends {per_chip / size_bytes:.4g} x S across racks on average "
+                     f"({algorithm}); no algorithm moves less than the cross-rack share of the data, so "
+                     f"the slower tier paces every cross-rack collective")
     if relayed:
         notes.append(f"{relayed:,} flows (per step) relay through a chip in their own rack to reach a rail "
                      f"they are not wired to (rail-only, PXN); the relay's local traffic is priced")
@@ -292,6 +315,14 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
             "unreachable": {"count": n_unreachable,
                             "examples": _examples(unreachable_pairs, by_rank)},
             "group_time_s": group_t.tolist(), "notes": notes}
+
+
+def _cross_domain_bytes(ph: Phase, view, reach) -> float | None:
+    """Bytes of one step that leave their rack (None where the fabric has no racks)."""
+    if view.domain is None or ph.in_network:
+        return None
+    across = (view.domain[ph.src] != view.domain[ph.dst]) & reach
+    return float(ph.size_bytes[across].sum())
 
 
 def _in_network(ph: Phase, G, table, cap):
