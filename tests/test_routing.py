@@ -589,3 +589,91 @@ def test_torus_all_to_all_speed():
     r = route(G, s, d)
     assert time.process_time() - t < 3.0
     assert r.hops.mean() == pytest.approx(8.0, rel=0.01)     # mean ring distance k/4 per dimension
+
+
+def test_forwarding_chips_leave_the_fast_paths(monkeypatch):
+    # chip 0 is wired to a leaf of each rack and forwards: 4-hop paths through it exist
+    from fabricsim.topo.contract import add_bundle
+    G = build("jalapeno-pod", racks=2)
+    G.nodes["r00/xpu000"]["forwards"] = True
+    add_bundle(G, "r00/xpu000", "r01/gsw0", lanes=2, lane_gbps=200, port_gbps=400, medium="copper",
+               tier="global", latency_ns=5.0)
+    s, d = np.array([1, 1, 130]), np.array([129, 0, 2])
+    r = route(G, s, d)
+    nodes = rank_node(G)
+    for f, got in enumerate(explicit(r, [0, 1, 2])):
+        tier = "global" if s[f] // 128 != d[f] // 128 else "local"
+        same_shares(got, ref_ecmp(G, nodes[s[f]], nodes[d[f]], edge_ok=lambda a: a["tier"] == tier)[0])
+
+
+# ----------------------------------------------------------------------------------------
+# random graphs: every path (fast or generic) against the networkx reference
+# ----------------------------------------------------------------------------------------
+def _random_fabric(shape, seed):
+    from fabricsim.topo.contract import add_bundle
+    rng = np.random.default_rng(seed)
+    G = nx.Graph(routing="ecmp")
+    n_chips = int(rng.integers(4, 10))
+    chip_fwd = shape == "mesh"
+    for i in range(n_chips):
+        G.add_node(f"c{i}", kind="chip", model="generic-chip", forwards=chip_fwd, rank=i)
+
+    def link(u, v):
+        lanes = int(rng.integers(1, 5))
+        add_bundle(G, u, v, lanes=lanes, lane_gbps=100, port_gbps=100, medium="copper", tier="t",
+                   latency_ns=float(rng.integers(1, 20)))
+
+    if shape == "single":                     # chips -- switches, random wiring
+        sws = [f"s{j}" for j in range(int(rng.integers(2, 7)))]
+        for j, sw in enumerate(sws):
+            G.add_node(sw, kind="switch", model="generic-switch", role="local", forwards=True, latency_ns=7.0)
+        for i in range(n_chips):
+            for sw in sws:
+                if rng.random() < 0.6:
+                    link(f"c{i}", sw)
+    elif shape == "clos":                     # chips -- leaves -- spines, random wiring
+        leaves = [f"l{j}" for j in range(int(rng.integers(2, 6)))]
+        spines = [f"p{j}" for j in range(int(rng.integers(1, 5)))]
+        for x in leaves + spines:
+            G.add_node(x, kind="switch", model="generic-switch", role="leaf" if x[0] == "l" else "spine",
+                       forwards=True)
+        for i in range(n_chips):
+            for l in rng.choice(leaves, size=int(rng.integers(1, 3)), replace=False):
+                link(f"c{i}", l)
+        for l in leaves:
+            for p in spines:
+                if rng.random() < 0.7:
+                    link(l, p)
+    else:                                     # forwarding chips, a few switches, random edges
+        for j in range(2):
+            G.add_node(f"s{j}", kind="switch", model="generic-switch", role="x", forwards=bool(j))
+        names = list(G.nodes)
+        for a in range(len(names)):
+            for b in range(a + 1, len(names)):
+                if rng.random() < 0.3:
+                    link(names[a], names[b])
+    return G.subgraph([v for v in G if G.degree(v) or G.nodes[v]["kind"] == "chip"]).copy()
+
+
+@pytest.mark.parametrize("shape", ["single", "clos", "mesh"])
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("split", ["equal", "capacity"])
+def test_random_fabrics_match_reference(shape, seed, split):
+    G = _random_fabric(shape, seed)
+    n = n_chips(G)
+    s, d = all_pairs(n)
+    r = route(G, s, d, split=split)
+    got = explicit(r, np.arange(len(s)))
+    lt = r.links
+    for f in range(len(s)):
+        ref, hops = ref_ecmp(G, f"c{s[f]}", f"c{d[f]}", split=split)
+        if ref is None:
+            assert not r.reachable[f] and not got[f]
+            continue
+        assert r.reachable[f]
+        same_shares(got[f], ref)
+        assert r.hops[f] == hops
+        # latency: slowest path over the links used
+        D = nx.DiGraph()
+        D.add_edges_from((u, v, {"w": -lt.latency_ns[lt.index(u, v)]}) for u, v in got[f])
+        assert r.latency_ns[f] == pytest.approx(-nx.bellman_ford_path_length(D, f"c{s[f]}", f"c{d[f]}", weight="w"))

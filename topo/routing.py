@@ -746,6 +746,8 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     spine[v[fl]] = True
     if (leaf & spine).any() or not leaf[v[spine[u]]].all() or not fwd[leaf | spine].all() or not spine.any():
         return None
+    if fwd[u[fc]].any():
+        return None                                      # forwarding chips: paths through chips too
     if not (chip | leaf | spine)[u].all():
         return None
     h = np.unique(lt.hops[la])
