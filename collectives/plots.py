@@ -1,0 +1,415 @@
+"""Charts of pricing results: one cost report, a comparison, a sweep of slowdowns.
+
+Public names
+------------
+plot_price(report, path, *, G=None, link_utilization=None) -> pathlib.Path
+    Phase times (bandwidth and latency) and where the links were busy: the
+    utilization of every link by tier when ``link_utilization`` is given, else the
+    report's busiest links.
+plot_compare(reports, path) -> pathlib.Path
+    Time and bus bandwidth per fabric (or per report label).
+plot_sweep(sweep_or_slowdowns, path, *, title=None) -> pathlib.Path
+    Slowdowns sorted, and their distribution.
+link_utilization(G, collective, *, groups, size_bytes, algorithm, ...) -> numpy.ndarray
+    Per-direction utilization of every link of ``link_table(G)`` over the
+    bandwidth time, computed as :func:`~fabricsim.collectives.price` computes its
+    bottlenecks (the input of :func:`fabricsim.topo.draw.draw_utilization`).
+
+Every figure is built on :class:`matplotlib.figure.Figure` (no pyplot state, no
+interactive backend) and saved in the format of the path's suffix.  Times are
+shown in microseconds, bandwidths in GB/s (1e9 B/s), utilization in percent.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import networkx as nx
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+from .algorithms import phases, view_of
+from .price import CostReport
+
+__all__ = ["plot_price", "plot_compare", "plot_sweep", "link_utilization"]
+
+BW_COLOR = "#4c78a8"
+LAT_COLOR = "#f58518"
+BAD_COLOR = "#d62728"
+TIER_ORDER = ("local", "nvlink", "ualink", "ici", "leaf", "global", "spine")
+
+
+def _save(fig: Figure, path) -> Path:
+    p = Path(path)
+    if not p.parent.exists():
+        raise ValueError(f"cannot save to {str(p)!r}: directory {str(p.parent)!r} does not exist")
+    fig.savefig(p, dpi=fig.dpi, facecolor="white", bbox_inches="tight")
+    return p
+
+
+def _us(t: float) -> float:
+    return t * 1e6
+
+
+def _size_text(b: float) -> str:
+    for unit, k in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if b >= k:
+            return f"{b / k:g} {unit}"
+    return f"{b:g} B"
+
+
+def link_utilization(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size_bytes: float,
+                     algorithm: str, split: str = "equal", tiers: str = "rule",
+                     efficiency: float = 1.0) -> np.ndarray:
+    """Utilization of every directed link of ``link_table(G)`` over the bandwidth time.
+
+    Parameters
+    ----------
+    G, collective, groups, size_bytes, split, tiers, efficiency
+        As :func:`fabricsim.collectives.price` takes them.
+    algorithm : str
+        A concrete algorithm (pass ``report.algorithm`` to follow an ``auto`` choice).
+
+    Returns
+    -------
+    numpy.ndarray, shape (L,)
+        Bytes each link carried over all phases divided by capacity x the summed
+        bandwidth time of the phases: the figure ``CostReport.bottlenecks`` ranks.
+
+    Notes
+    -----
+    This re-solves the phases (the cost of one more ``price`` call); a link table
+    field on ``CostReport`` would make it free.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> from fabricsim.collectives import by_size
+    >>> G = build("jalapeno-rack")
+    >>> u = link_utilization(G, "all-reduce", groups=by_size(G, 8), size_bytes=2**24, algorithm="ring")
+    >>> round(float(u.max()), 6)
+    1.0
+    """
+    from ..topo import routing, solver
+    from .price import _in_network
+    table = routing.link_table(G)
+    cap = np.asarray(table.capacity_Bps, dtype=np.float64) * efficiency
+    link_bytes = np.zeros(len(cap))
+    groups = [tuple(int(r) for r in g) for g in groups]
+    present = {d["rank"] for _, d in G.nodes(data=True) if d.get("kind") == "chip"}
+    live = [g for g in groups if all(r in present for r in g)]
+    bw_total = 0.0
+    for ph in phases(collective, algorithm, live, size_bytes, view_of(G)):
+        if ph.in_network:
+            step, _, lb, *_ = _in_network(ph, G, table, cap)
+        else:
+            routes = routing.route(G, ph.src, ph.dst, split=split, tiers=tiers, links=table)
+            reach = np.asarray(routes.reachable, dtype=bool)
+            P = routes.flow_piece[np.nonzero(reach)[0]]
+            if P.shape[0] == 0:
+                continue
+            r = solver.simulate(P, routes.piece_link, cap, ph.size_bytes[reach])
+            step, lb = r.time_s, np.asarray(r.link_bytes)
+        link_bytes += ph.repeat * lb
+        bw_total += ph.repeat * step
+    denom = cap * bw_total
+    return np.divide(link_bytes, denom, out=np.zeros_like(link_bytes), where=denom > 0)
+
+
+# ---------------------------------------------------------------------------------------
+# price
+# ---------------------------------------------------------------------------------------
+def plot_price(report: CostReport, path, *, G: nx.Graph | None = None, link_utilization=None) -> Path:
+    """Chart one cost report: phase times and link use; save to ``path`` and return it.
+
+    Parameters
+    ----------
+    report : CostReport
+    path : str or Path
+        ``.png``, ``.svg`` or ``.pdf``.
+    G : networkx.Graph, optional
+        The priced fabric; with ``link_utilization`` it gives every link its tier.
+    link_utilization : array_like, optional
+        One value per directed link of ``link_table(G)`` (see :func:`link_utilization`).
+        Without it the right panel shows the report's busiest links.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from fabricsim.fabrics import build
+    >>> from fabricsim.collectives import by_size, price
+    >>> G = build("nvl72")
+    >>> r = price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2**26)
+    >>> plot_price(r, os.path.join(tempfile.mkdtemp(), "p.png")).suffix
+    '.png'
+    """
+    fig = Figure(figsize=(12.5, 4.8), dpi=110)
+    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.05, 1]})
+    _phase_panel(ax1, report)
+    if link_utilization is not None:
+        if G is None:
+            raise ValueError("link_utilization needs G, the fabric it was computed on (for the link tiers)")
+        _tier_panel(ax2, G, np.asarray(link_utilization, dtype=float))
+    else:
+        _bottleneck_panel(ax2, report)
+    head = (f"{report.collective} on {report.fabric}: {report.groups:,} group(s) of {report.group_size}, "
+            f"S = {_size_text(report.size_bytes)}, {report.algorithm}")
+    sub = (f"time {_us(report.time_s):,.1f} us   algbw {report.algbw_GBps:,.1f} GB/s   "
+           f"busbw {report.busbw_GBps:,.1f} GB/s   ({report.mode})")
+    if report.partial:
+        sub += "   PARTIAL: some groups or pairs were not priced"
+    fig.suptitle(head + "\n" + sub, fontsize=11)
+    fig.subplots_adjust(top=0.82, wspace=0.55, left=0.2, right=0.97, bottom=0.14)
+    return _save(fig, path)
+
+
+def _phase_panel(ax, report: CostReport) -> None:
+    ph = list(report.phases)
+    names = [_wrap(f"{p.name}" + (f" x{p.repeat}" if p.repeat > 1 else ""), 34) for p in ph]
+    bw = [_us(p.repeat * p.step_bandwidth_s) for p in ph]
+    lat = [_us(p.repeat * p.step_latency_s) for p in ph]
+    y = np.arange(len(ph))[::-1]
+    ax.barh(y, bw, height=0.6, color=BW_COLOR, label="bandwidth (flow-level)")
+    ax.barh(y, lat, left=bw, height=0.6, color=LAT_COLOR, label="latency + step overhead")
+    ax.set_ylim(-0.6, len(ph) - 0.4 + 0.55)   # headroom for the legend above the bars
+    for yi, b, l in zip(y, bw, lat):
+        ax.text(b + l, yi, f" {b + l:,.1f}", va="center", fontsize=8)
+    ax.set_yticks(y, names, fontsize=8)
+    ax.set_xlabel("time (us)")
+    ax.set_title("time by phase", fontsize=10)
+    ax.set_xlim(0, max(1e-9, max((b + l for b, l in zip(bw, lat)), default=1)) * 1.25)
+    ax.legend(fontsize=8, loc="upper right", frameon=False, ncol=2)
+    ax.grid(axis="x", alpha=0.3)
+
+
+def _wrap(text: str, width: int) -> str:
+    words, lines, cur = text.split(), [], ""
+    for w in words:
+        if cur and len(cur) + 1 + len(w) > width:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = f"{cur} {w}".strip()
+    lines.append(cur)
+    return "\n".join(lines[:3])
+
+
+def _tier_panel(ax, G: nx.Graph, util: np.ndarray) -> None:
+    from ..topo.routing import link_table
+    table = link_table(G)
+    if util.shape != (len(table),):
+        raise ValueError(f"link_utilization has shape {util.shape}; expected ({len(table)},), one value per "
+                         f"directed link of link_table(G)")
+    tiers = sorted(set(map(str, table.tier)), key=lambda t: (TIER_ORDER.index(t) if t in TIER_ORDER else 99, t))
+    data = [100 * util[np.asarray(table.tier) == t] for t in tiers]
+    pos = np.arange(len(tiers))
+    ax.boxplot(data, positions=pos, widths=0.5, showfliers=False, medianprops={"color": "black"})
+    rng = np.random.default_rng(0)   # jitter only; seeded so the figure is reproducible
+    top = float(util.max()) if util.size else 0.0
+    for p, d in zip(pos, data):
+        if d.size > 4000:
+            d = rng.choice(d, 4000, replace=False)
+        x = p + rng.uniform(-0.18, 0.18, d.size)
+        hot = d >= 100 * top * (1 - 1e-6) if top > 0 else np.zeros(d.size, bool)
+        ax.scatter(x[~hot], d[~hot], s=5, alpha=0.35, color=BW_COLOR, linewidths=0)
+        ax.scatter(x[hot], d[hot], s=12, color=BAD_COLOR, linewidths=0)
+    labels = [f"{t}\n{int((np.asarray(table.tier) == t).sum()):,} links" for t in tiers]
+    ax.set_xticks(pos, labels, fontsize=8)
+    ax.set_ylabel("link utilization over the bandwidth time (%)")
+    ax.set_ylim(-3, 108)
+    ax.set_title("link use by tier (each direction one link)", fontsize=10)
+    ax.legend(handles=[Patch(color=BW_COLOR, alpha=0.5, label="link"),
+                       Patch(color=BAD_COLOR, label=f"bottleneck ({top:.0%}, the busiest)")],
+              fontsize=8, loc="lower right", frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _bottleneck_panel(ax, report: CostReport) -> None:
+    b = list(report.bottlenecks)
+    if not b:
+        ax.text(0.5, 0.5, "no link carried traffic", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return
+    y = np.arange(len(b))[::-1]
+    u = [100 * x["utilization"] for x in b]
+    top = max(u)
+    colors = [BAD_COLOR if v >= top * (1 - 1e-6) else BW_COLOR for v in u]
+    ax.barh(y, u, color=colors)
+    ax.set_yticks(y, [f"{x['link']} ({x['tier']}, {x['capacity_GBps']:g} GB/s)" for x in b], fontsize=7)
+    ax.set_xlabel("link utilization over the bandwidth time (%)")
+    ax.set_xlim(0, 110)
+    ax.set_title(f"busiest links (red: the bottlenecks at {top:.0f}%)", fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+
+
+# ---------------------------------------------------------------------------------------
+# compare
+# ---------------------------------------------------------------------------------------
+def plot_compare(reports: Sequence[CostReport] | Mapping[str, CostReport], path) -> Path:
+    """Time (bandwidth + latency) and bus bandwidth per report; save to ``path`` and return it.
+
+    Parameters
+    ----------
+    reports : sequence of CostReport, or mapping label -> CostReport
+        A sequence is labelled by each report's fabric (and algorithm where fabrics repeat).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from fabricsim.fabrics import build
+    >>> from fabricsim.collectives import by_size, price
+    >>> rs = [price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2**26)
+    ...       for G in (build("nvl72"), build("jalapeno-rack"))]
+    >>> plot_compare(rs, os.path.join(tempfile.mkdtemp(), "c.svg")).suffix
+    '.svg'
+    """
+    labels, reps = _labelled(reports)
+    if not reps:
+        raise ValueError("no reports to compare")
+    fig = Figure(figsize=(max(8.0, 2.2 + 1.3 * len(reps)), 4.6), dpi=110)
+    ax1, ax2 = fig.subplots(1, 2)
+    x = np.arange(len(reps))
+    bw = np.array([_us(r.bandwidth_time_s) for r in reps])
+    lat = np.array([_us(r.latency_s) for r in reps])
+    ax1.bar(x, bw, color=BW_COLOR, label="bandwidth")
+    ax1.bar(x, lat, bottom=bw, color=LAT_COLOR, label="latency + step overhead")
+    for xi, t in zip(x, bw + lat):
+        ax1.text(xi, t, f"{t:,.1f}", ha="center", va="bottom", fontsize=8)
+    ax1.set_ylabel("time (us)")
+    ax1.set_title("time (lower is better)", fontsize=10)
+    fig.legend(*ax1.get_legend_handles_labels(), fontsize=8, frameon=False, loc="lower left", ncol=2,
+               bbox_to_anchor=(0.08, 0.0))
+    bus = np.array([r.busbw_GBps for r in reps])
+    ax2.bar(x, bus, color="#54a24b")
+    for xi, v in zip(x, bus):
+        ax2.text(xi, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=8)
+    ax2.set_ylabel("bus bandwidth (GB/s)")
+    ax2.set_title("busbw (nccl-tests definition; higher is better)", fontsize=10)
+    for ax in (ax1, ax2):
+        ax.set_xticks(x, labels, fontsize=8, rotation=20 if max(map(len, labels)) > 12 else 0,
+                      ha="right" if max(map(len, labels)) > 12 else "center")
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.12)
+    r0 = reps[0]
+    same = all(r.collective == r0.collective and r.group_size == r0.group_size and r.size_bytes == r0.size_bytes
+               for r in reps)
+    head = (f"{r0.collective}, groups of {r0.group_size}, S = {_size_text(r0.size_bytes)}" if same
+            else "collectives compared")
+    fig.suptitle(head, fontsize=11)
+    fig.subplots_adjust(wspace=0.3, top=0.86, bottom=0.27)
+    return _save(fig, path)
+
+
+def _labelled(reports) -> tuple[list[str], list[CostReport]]:
+    if isinstance(reports, Mapping):
+        return [str(k) for k in reports], list(reports.values())
+    reps = list(reports)
+    fabrics = [r.fabric for r in reps]
+    labels = []
+    for r in reps:
+        lab = r.fabric if fabrics.count(r.fabric) == 1 else f"{r.fabric}\n{r.algorithm}"
+        labels.append(lab)
+    if len(set(labels)) < len(labels):
+        labels = [f"{lab} #{i}" for i, lab in enumerate(labels)]
+    return labels, reps
+
+
+# ---------------------------------------------------------------------------------------
+# sweep
+# ---------------------------------------------------------------------------------------
+def _slowdowns(obj) -> tuple[np.ndarray, list[str]]:
+    """Accept floats, a mapping label -> slowdown, rows with ``slowdown`` (objects or dicts),
+    or an object whose ``slowdowns`` / ``rows`` / ``results`` attribute is one of those."""
+    for attr in ("slowdowns", "rows", "results"):
+        if hasattr(obj, attr) and not isinstance(obj, Mapping):
+            return _slowdowns(getattr(obj, attr))
+    if isinstance(obj, Mapping):
+        if "slowdowns" in obj:
+            return _slowdowns(obj["slowdowns"])
+        return np.array([float(v) for v in obj.values()]), [str(k) for k in obj]
+    vals, labels = [], []
+    for i, item in enumerate(obj):
+        if isinstance(item, (int, float, np.floating, np.integer)):
+            vals.append(float(item))
+            labels.append(str(i))
+            continue
+        get = item.get if isinstance(item, Mapping) else (lambda k, d=None, it=item: getattr(it, k, d))
+        v = get("slowdown")
+        if v is None:
+            raise ValueError(f"sweep item {i} has no slowdown: {item!r}")
+        vals.append(float(v))
+        labels.append(str(next((get(k) for k in ("label", "name", "failure", "scenario", "where")
+                                if get(k) is not None), i)))
+    return np.array(vals, dtype=float), labels
+
+
+def plot_sweep(sweep_or_slowdowns, path, *, title: str | None = None, label_top: int = 8) -> Path:
+    """Sorted slowdowns and their distribution; save to ``path`` and return it.
+
+    Parameters
+    ----------
+    sweep_or_slowdowns : sequence of float, mapping, rows, or a sweep result
+        Slowdowns as time with the failure / time intact (1.0 = no change);
+        ``inf`` marks a scenario that could not complete (partial).  Rows may be
+        objects or dicts with ``slowdown`` and a ``label``/``name``/``failure``.
+    label_top : int
+        Name this many of the worst scenarios on the sorted curve.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> plot_sweep([1.0, 1.0, 1.14, 1.14, 8.0], os.path.join(tempfile.mkdtemp(), "s.png")).suffix
+    '.png'
+    """
+    vals, labels = _slowdowns(sweep_or_slowdowns)
+    if vals.size == 0:
+        raise ValueError("no slowdowns to plot")
+    order = np.argsort(-np.where(np.isfinite(vals), vals, np.inf), kind="stable")
+    v = vals[order]
+    finite = np.isfinite(v)
+    n_inf = int((~finite).sum())
+    fig = Figure(figsize=(12.0, 4.6), dpi=110)
+    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.4, 1]})
+    x = np.arange(1, v.size + 1)
+    cap = float(v[finite].max()) * 1.15 if finite.any() else 2.0
+    ax1.plot(x[finite], v[finite], marker="o", ms=3 if v.size > 60 else 5, color=BW_COLOR, lw=1)
+    if n_inf:
+        ax1.scatter(x[~finite], np.full(n_inf, cap), marker="^", color=BAD_COLOR, zorder=3,
+                    label=f"{n_inf} could not complete (partial)")
+        ax1.legend(fontsize=8, frameon=False)
+    ax1.axhline(1.0, color="#888888", lw=0.8, ls="--")
+    for i in range(min(label_top, v.size)):
+        if labels and v.size <= 400:
+            y = v[i] if np.isfinite(v[i]) else cap
+            ax1.annotate(_wrap(labels[order[i]], 28), (x[i], y), xytext=(6, -2 - 9 * (i % 2)),
+                         textcoords="offset points", fontsize=7, va="top")
+    ax1.set_xlabel("scenario, sorted by slowdown (worst first)")
+    ax1.set_ylabel("slowdown (time / intact time, x)")
+    ax1.set_title("sorted slowdowns", fontsize=10)
+    ax1.set_ylim(min(0.95, float(v[finite].min()) * 0.97) if finite.any() else 0.9, cap * 1.05)
+    ax1.grid(alpha=0.3)
+    fv = v[finite]
+    if fv.size:
+        bins = _bins(fv)
+        ax2.hist(fv, bins=bins, color=BW_COLOR, edgecolor="white")
+    ax2.set_xlabel("slowdown (x)")
+    ax2.set_ylabel("scenarios")
+    ax2.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax1.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax2.set_title("distribution" + (f" ({n_inf} partial not shown)" if n_inf else ""), fontsize=10)
+    ax2.grid(axis="y", alpha=0.3)
+    stats = (f"{vals.size} scenarios; median {np.median(fv):.3g}x, worst {fv.max():.3g}x" if fv.size
+             else f"{vals.size} scenarios, none completed")
+    fig.suptitle((title + "\n" if title else "") + stats, fontsize=11)
+    fig.subplots_adjust(wspace=0.25, top=0.84 if title else 0.88, bottom=0.13)
+    return _save(fig, path)
+
+
+def _bins(v: np.ndarray):
+    lo, hi = float(v.min()), float(v.max())
+    if hi - lo < 1e-9:
+        return np.array([lo - 0.05, lo + 0.05])
+    return np.linspace(lo, hi, min(30, max(5, int(math.sqrt(v.size)) + 1)))
