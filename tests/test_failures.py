@@ -60,6 +60,10 @@ def test_nvl72_trays():
     assert [len(d.nodes) for d in D["switch-tray"]] == [2] * 9
     assert [len(d.nodes) for d in D["tray"]] == [4] * 18
     assert D["tray"][5].id == "t05" and D["switch-tray"][4].id == "st4"
+    G = build("nvl72")
+    assert apply_failures(G, ["tray:r00/t05"])[1][0]["nodes_removed"] == ["gpu20", "gpu21", "gpu22", "gpu23"]
+    assert D["switch-tray"][0].as_dict() == {"id": "st0", "description": D["switch-tray"][0].description,
+                                             "nodes": ["nvsw00", "nvsw01"], "edges": [], "lanes": None}
 
 
 def test_static_leaves_offer_no_lane_domains_on_patched_bundles(static4):

@@ -105,6 +105,11 @@ class Domain:
     edges: tuple = ()
     lanes: int | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form: node ids as strings, links as ``"A--B"``."""
+        return {"id": self.id, "description": self.description, "nodes": [str(n) for n in self.nodes],
+                "edges": [_link_id(u, v) for u, v in self.edges], "lanes": self.lanes}
+
 
 def _num(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
@@ -451,7 +456,15 @@ def _resolve(G: nx.Graph, spec: FailureSpec, index: _Index, cache: dict) -> Doma
                 return Domain(str(n), "", nodes=(n,))
     if cls not in cache:
         doms = _class_domains(G, cls)
-        cache[cls] = ({_norm(x.id): x for x in doms}, [x.id for x in doms])
+        by_norm = {_norm(x.id): x for x in doms}
+        if cls in ("tray", "switch-tray"):
+            # one rack: ids omit it (t05); the spelling with it (r00/t05) names the same tray
+            for x in doms:
+                d = G.nodes[x.nodes[0]]
+                outer = d.get("rack", d.get("cube"))
+                if not x.id.startswith("r") and _num(outer):
+                    by_norm.setdefault(_norm(f"r{outer}/{x.id}"), x)
+        cache[cls] = (by_norm, [x.id for x in doms])
     by_id, ids = cache[cls]
     dom = by_id.get(_norm(spec.id))
     if dom is None:
