@@ -322,8 +322,9 @@ def _labelled(reports) -> tuple[list[str], list[CostReport]]:
 # ---------------------------------------------------------------------------------------
 def _slowdowns(obj) -> tuple[np.ndarray, list[str]]:
     """Accept floats, a mapping label -> slowdown, rows with ``slowdown`` (objects or dicts),
-    or an object whose ``slowdowns`` / ``rows`` / ``results`` attribute is one of those."""
-    for attr in ("slowdowns", "rows", "results"):
+    or an object whose ``scenarios`` / ``slowdowns`` / ``rows`` / ``results`` attribute is
+    one of those (a :class:`~fabricsim.collectives.whatif.Sweep`)."""
+    for attr in ("scenarios", "slowdowns", "rows", "results"):
         if hasattr(obj, attr) and not isinstance(obj, Mapping):
             return _slowdowns(getattr(obj, attr))
     if isinstance(obj, Mapping):
@@ -341,8 +342,9 @@ def _slowdowns(obj) -> tuple[np.ndarray, list[str]]:
         if v is None:
             raise ValueError(f"sweep item {i} has no slowdown: {item!r}")
         vals.append(float(v))
-        labels.append(str(next((get(k) for k in ("label", "name", "failure", "scenario", "where")
-                                if get(k) is not None), i)))
+        lab = next((get(k) for k in ("label", "name", "failed", "failure", "scenario", "where")
+                    if get(k) is not None), i)
+        labels.append(" + ".join(map(str, lab)) if isinstance(lab, (list, tuple)) else str(lab))
     return np.array(vals, dtype=float), labels
 
 
@@ -353,8 +355,9 @@ def plot_sweep(sweep_or_slowdowns, path, *, title: str | None = None, label_top:
     ----------
     sweep_or_slowdowns : sequence of float, mapping, rows, or a sweep result
         Slowdowns as time with the failure / time intact (1.0 = no change);
-        ``inf`` marks a scenario that could not complete (partial).  Rows may be
-        objects or dicts with ``slowdown`` and a ``label``/``name``/``failure``.
+        ``inf`` or NaN marks a scenario that could not be priced.  Rows may be
+        objects or dicts with ``slowdown`` and a ``label``/``name``/``failed``; a
+        :class:`~fabricsim.collectives.whatif.Sweep` is read from its ``scenarios``.
     label_top : int
         Name this many of the worst scenarios on the sorted curve.
 
@@ -367,6 +370,11 @@ def plot_sweep(sweep_or_slowdowns, path, *, title: str | None = None, label_top:
     vals, labels = _slowdowns(sweep_or_slowdowns)
     if vals.size == 0:
         raise ValueError("no slowdowns to plot")
+    vals = np.where(np.isnan(vals), np.inf, vals)    # NaN: nothing left to price
+    if title is None and hasattr(sweep_or_slowdowns, "failure_class"):
+        sw = sweep_or_slowdowns
+        title = (f"{sw.fabric}: every {sw.failure_class} failure" + (f" N-{sw.n}" if sw.n > 1 else "")
+                 + f", {sw.collective} ({sw.algorithm})")
     order = np.argsort(-np.where(np.isfinite(vals), vals, np.inf), kind="stable")
     v = vals[order]
     finite = np.isfinite(v)
@@ -378,18 +386,30 @@ def plot_sweep(sweep_or_slowdowns, path, *, title: str | None = None, label_top:
     ax1.plot(x[finite], v[finite], marker="o", ms=3 if v.size > 60 else 5, color=BW_COLOR, lw=1)
     if n_inf:
         ax1.scatter(x[~finite], np.full(n_inf, cap), marker="^", color=BAD_COLOR, zorder=3,
-                    label=f"{n_inf} could not complete (partial)")
-        ax1.legend(fontsize=8, frameon=False)
+                    label=f"{n_inf} could not be priced")
+        ax1.legend(fontsize=8, frameon=False, loc="upper left")
     ax1.axhline(1.0, color="#888888", lw=0.8, ls="--")
-    for i in range(min(label_top, v.size)):
-        if labels and v.size <= 400:
-            y = v[i] if np.isfinite(v[i]) else cap
-            ax1.annotate(_wrap(labels[order[i]], 28), (x[i], y), xytext=(6, -2 - 9 * (i % 2)),
-                         textcoords="offset points", fontsize=7, va="top")
+    # the worst distinct slowdowns, listed in a box (ties collapse into one line)
+    lines, i = [], 0
+    while i < v.size and len(lines) < label_top:
+        j = i
+        while j + 1 < v.size and (v[j + 1] == v[i] or (np.isfinite(v[i]) and abs(v[j + 1] - v[i])
+                                                        <= 1e-9 * abs(v[i]))):
+            j += 1
+        val = f"{v[i]:.4g}x" if np.isfinite(v[i]) else "unpriced"
+        tied = f" (+{j - i} tied)" if j > i else ""
+        name = labels[order[i]]
+        lines.append(f"#{i + 1}  {val}  {name if len(name) <= 38 else name[:37] + '…'}{tied}")
+        i = j + 1
+    if lines:
+        ax1.text(0.98, 0.97, "worst:\n" + "\n".join(lines), transform=ax1.transAxes, ha="right", va="top",
+                 fontsize=7, family="monospace", multialignment="left",
+                 bbox=dict(facecolor="white", alpha=0.85, edgecolor="#cccccc"))
     ax1.set_xlabel("scenario, sorted by slowdown (worst first)")
     ax1.set_ylabel("slowdown (time / intact time, x)")
     ax1.set_title("sorted slowdowns", fontsize=10)
-    ax1.set_ylim(min(0.95, float(v[finite].min()) * 0.97) if finite.any() else 0.9, cap * 1.05)
+    lo = min(0.95, float(v[finite].min()) * 0.97) if finite.any() else 0.9
+    ax1.set_ylim(lo, cap + (cap - lo) * (0.25 + 0.06 * len(lines)))   # room for the list of the worst
     ax1.grid(alpha=0.3)
     fv = v[finite]
     if fv.size:
@@ -399,7 +419,7 @@ def plot_sweep(sweep_or_slowdowns, path, *, title: str | None = None, label_top:
     ax2.set_ylabel("scenarios")
     ax2.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax1.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax2.set_title("distribution" + (f" ({n_inf} partial not shown)" if n_inf else ""), fontsize=10)
+    ax2.set_title("distribution" + (f" ({n_inf} unpriced not shown)" if n_inf else ""), fontsize=10)
     ax2.grid(axis="y", alpha=0.3)
     stats = (f"{vals.size} scenarios; median {np.median(fv):.3g}x, worst {fv.max():.3g}x" if fv.size
              else f"{vals.size} scenarios, none completed")

@@ -275,3 +275,10 @@ def test_plot_sweep_needs_slowdowns(tmp_path):
         plot_sweep([], tmp_path / "s.png")
     with pytest.raises(ValueError, match="has no slowdown"):
         plot_sweep([{"failure": "x"}], tmp_path / "s.png")
+
+
+def test_plot_sweep_reads_a_sweep(tmp_path):
+    from fabricsim.collectives.whatif import sweep
+    s = sweep("jalapeno-rack", None, "local-switch", collective="all-reduce", size_bytes=2 ** 24, group_size=8,
+              algorithm="ring")
+    assert plot_sweep(s, tmp_path / "sweep.png").stat().st_size > 0
