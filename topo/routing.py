@@ -618,8 +618,10 @@ def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: s
 def _switched(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: str):
     """Factored routes where every chip's neighbours are switches that connect only to chips.
 
-    Returns ``(handled, part)`` with ``part`` covering ``s[handled]``, or ``None`` when the
-    links in ``mask`` are not a single switched tier.
+    Then every path is chip -> switch -> chip, and ECMP takes the common switches of
+    least hop cost (a patched rail circuit counts 2 per side, a local switch 1).
+    Returns a list of ``(pair indices, part)``, or ``None`` when the links in ``mask``
+    are not a single switched tier; pairs left out have no common switch.
     """
     lt = net.lt
     la = np.flatnonzero(mask)
@@ -632,11 +634,16 @@ def _switched(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: 
     sw[v[from_chip]] = True
     if not chip[v[sw[u]]].all():            # a chip-facing switch with a switch neighbour: not one tier
         return None
-    touched = sw[u] | from_chip
-    h = np.unique(lt.hops[la[touched]])
-    if len(h) != 1:
+    # hop cost per switch: the same on all its links; with forwarding chips, one cost only
+    # (else a path through a chip could undercut a costly common switch)
+    lh = lt.hops[la].astype(np.int64)
+    hmax = np.zeros(net.n, np.int64)
+    hmin = np.full(net.n, np.iinfo(np.int64).max)
+    at_sw = sw[u]
+    np.maximum.at(hmax, u[at_sw], lh[at_sw])
+    np.minimum.at(hmin, u[at_sw], lh[at_sw])
+    if (hmax[sw] != hmin[sw]).any() or (len(np.unique(hmax[sw])) > 1 and net.fwd[chip].any()):
         return None
-    h = int(h[0])
     chips_n = np.flatnonzero(chip)
     sws = np.flatnonzero(sw)
     Nc, S = len(chips_n), len(sws)
@@ -652,16 +659,34 @@ def _switched(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: 
     up[cidx[u[fu]], sidx[v[fu]]] = la[fu]
     fs = sw[u] & chip[v]
     down[sidx[u[fs]], cidx[v[fs]]] = la[fs]
+    handled, part = _common(lt, up, down, cidx[s], cidx[d], split, hmax[sws])
+    return [(np.flatnonzero(handled), part)]
+
+
+def _common(lt: LinkTable, up: np.ndarray, down: np.ndarray, sc: np.ndarray, dc: np.ndarray, split: str,
+            sw_hops: np.ndarray):
+    """Routes chip -> C -> chip through the switches C adjacent to both ends of least hop cost.
+
+    ``up`` (chips x switches) and ``down`` (switches x chips) hold link ids (-1: none),
+    ``sc``, ``dc`` are chip indices into them, ``sw_hops`` the hop cost of each side of a
+    switch.  Pieces: up(s, C) and down(d, C, s's capacity profile), keyed with
+    ``np.unique``-free dense compaction.  Returns ``(handled, part)``.
+    """
+    Nc = up.shape[0]
     M = up >= 0
     mid, mfirst = _row_ids(M)
     Um = M[mfirst]
     nm = len(mfirst)
-    sc, dc = cidx[s], cidx[d]
     pm_inv, pm = _compact(mid[sc] * nm + mid[dc], nm * nm)
     C = Um[pm // nm] & Um[pm % nm]
+    # keep the common switches of least cost
+    cost = np.where(C, sw_hops[None, :], np.iinfo(np.int64).max)
+    best = cost.min(axis=1, initial=np.iinfo(np.int64).max)
+    C &= cost == best[:, None]
     cid, cfirst = _row_ids(C)
     Cset = C[cfirst]
     nonempty = Cset.any(axis=1)
+    c_hops = 2 * np.where(nonempty, best[cfirst], 0)
     ckey = cid[pm_inv]
     handled = nonempty[ckey]
     if not handled.any():
@@ -719,7 +744,7 @@ def _switched(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: 
             sel = order[a0:a1]
             members = np.flatnonzero(Cset[k])
             lat[sel] = np.max(latup[sc[sel]][:, members] + latdn[members][:, dc[sel]].T, axis=1)
-    part = _Part(None, pl, np.ones(F, bool), np.full(F, 2 * h, np.int32), lat, (up_inv, Ku + dn_inv))
+    part = _Part(None, pl, np.ones(F, bool), c_hops[ckey].astype(np.int32), lat, (up_inv, Ku + dn_inv))
     return handled, part
 
 
@@ -729,8 +754,9 @@ def _switched(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: 
 def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: str):
     """Factored 4-hop routes on a two-level Clos (the Jalapeño global tier with switching leaves).
 
-    Handles pairs whose chips share no leaf and have a leaf -> spine -> leaf path;
-    returns ``(handled, part)`` or ``None`` when the tier is not leaf-spine shaped.
+    Pairs that share a leaf go through their common leaves (2 hops); pairs with a
+    leaf -> spine -> leaf path take every such shortest path (4 hops).  Returns a list
+    of ``(pair indices, part)``, or ``None`` when the tier is not leaf-spine shaped.
     """
     lt = net.lt
     la = np.flatnonzero(mask)
@@ -784,6 +810,7 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     comb_inv, combs = _compact(cp[sc] * nls + ls[dc], ncp * nls)
     nK = len(combs)
     ok = np.zeros(nK, bool)
+    shared = np.zeros(nK, bool)
     wvec = np.zeros((nK, NL))
     arrive = np.zeros((nK, NL))
     mid_rows, mid_cols, mid_vals = [], [], []
@@ -792,8 +819,11 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     for k, key in enumerate(combs):
         a, b = cpfirst[key // nls], lsfirst[key % nls]
         Ls, Ld = wCL[a] > 0, LC[:, b] >= 0
-        if (Ls & Ld).any() or not Ld.any():
-            continue                                     # a shared leaf: a 2-hop pair, not this shape
+        if (Ls & Ld).any():
+            shared[k] = True                             # a shared leaf: 2 hops through the common leaves
+            continue
+        if not Ld.any():
+            continue
         Sd = mSL[:, Ld].any(axis=1)
         useL = Ls & (mLS & Sd[None, :]).any(axis=1)
         if not useL.any():
@@ -824,8 +854,13 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
         pair_lat = tot.max(axis=1)                       # (len l1, len l2)
         mlat[k] = pair_lat.max()
         mlat_pairs.append((l1, l2, pair_lat))
+    out = []
+    if shared.any():
+        two = np.flatnonzero(shared[comb_inv])
+        handled2, part2 = _common(lt, CL, LC, sc[two], dc[two], split, np.full(NL, h))
+        out.append((two[handled2], part2))
     if not ok.any():
-        return np.zeros(len(s), bool), _empty_part(0, len(lt))
+        return out
     handled = ok[comb_inv]
     comb = comb_inv
     if not ok.all():
@@ -875,8 +910,9 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
             l1, l2, pair_lat = mlat_pairs[int(np.searchsorted(ok_idx, kept[k]))]
             tot = latCL[sc[sel]][:, l1][:, :, None] + pair_lat[None] + latLC[l2][:, dc[sel]].T[:, None, :]
             lat[sel] = np.nanmax(tot.reshape(len(sel), -1), axis=1)
-    return handled, _Part(None, pl, np.ones(F, bool), np.full(F, 4 * h, np.int32), lat,
-                          (up_inv, Ku + kc, Ku + Km + dn_inv))
+    out.append((np.flatnonzero(handled), _Part(None, pl, np.ones(F, bool), np.full(F, 4 * h, np.int32), lat,
+                                                (up_inv, Ku + kc, Ku + Km + dn_inv))))
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -897,13 +933,11 @@ def _route_on(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: 
             got = path(net, mask, s if full else s[rest], d if full else d[rest], split)
             if got is None:
                 continue
-            handled, part = got
-            if handled.all():
-                done.append((rest, part))
-                rest = rest[:0]
-                break
-            done.append((rest[handled], part))
-            rest = rest[~handled]
+            left = np.ones(len(rest), bool)
+            for idx, part in got:
+                done.append((rest[idx] if not (full and len(idx) == P) else rest, part))
+                left[idx] = False
+            rest = rest[left]
     if len(rest):
         reach = reach or _Reach(net, mask)
         ok = reach(s[rest], d[rest])
