@@ -590,7 +590,7 @@ def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: s
         latnode[np.arange(c) * n + dc] = 0.0
         lev = dist[jj, lsrc[kk]]
         lorder = np.argsort(lev, kind="stable")
-        levs, lstart = np.unique(lev[lorder], return_index=True)
+        _, lstart = np.unique(lev[lorder], return_index=True)
         lend = np.append(lstart[1:], len(lorder))
         for a0, a1 in zip(lstart, lend):
             sel = lorder[a0:a1]
@@ -1235,6 +1235,12 @@ def _relay_plan(net: _Net, s, d, lreach: _Reach, greach: _Reach):
 
 
 def _tiered(net: _Net, s, d, split: str, tiers: str):
+    """Jalapeño's tier rule with relays; returns (flow_piece, piece_link, reach, relay, hops, lat).
+
+    Each pair is split into legs (a direct pair is one leg; a relayed pair two or three),
+    the legs of a tier are deduplicated and routed together, and each flow's row is the
+    sum of its legs' rows: every leg carries the whole flow, so conservation holds.
+    """
     lt = net.lt
     L, F = len(lt), len(s)
     all_links = np.ones(L, bool)
