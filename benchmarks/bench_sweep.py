@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import sys
 import time
 
@@ -28,6 +30,12 @@ def _size(text: str) -> float:
     return float(t)
 
 
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process and its finished children."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--racks", type=int, default=16)
@@ -42,18 +50,23 @@ def main(argv=None) -> int:
     size = _size(args.size)
     results = {}
     for w in (int(x) for x in args.workers.split(",")):
+        load = os.getloadavg()[0]     # other work on the machine stretches the wall time
+
         def progress(done, total, res, t0=time.perf_counter()):
             if done == 1 or done % 8 == 0 or done == total:
                 print(f"  [{w} worker(s)] {done}/{total} scenarios, {time.perf_counter() - t0:.1f} s",
                       file=sys.stderr, flush=True)
         t0 = time.perf_counter()
+        cpu0 = _cpu()
         s = sweep("jalapeno-pod", params, args.cls, collective="all-to-all", size_bytes=size,
                   algorithm=args.algorithm, runner=LocalRunner(workers=w), progress=progress)
         wall = time.perf_counter() - t0
+        cpu = _cpu() - cpu0
         results[w] = (s, wall)
         sm = s.summary
-        print(f"workers={w}: {sm['count']} scenarios in {wall:.1f} s ({wall / sm['count']:.2f} s per scenario "
-              f"wall, baseline included); slowdown min {sm['min']:.6f} median {sm['median']:.6f} "
+        print(f"workers={w}: {sm['count']} scenarios in {wall:.1f} s wall, {cpu:.1f} s CPU in all processes "
+              f"({cpu / (sm['count'] + 1):.2f} s CPU per price, baseline included; load average before "
+              f"{load:.2f}); slowdown min {sm['min']:.6f} median {sm['median']:.6f} "
               f"max {sm['max']:.6f}, distinct values {sm['distinct']}, partial {sm['partial']}", flush=True)
     ws = sorted(results)
     if len(ws) > 1:
