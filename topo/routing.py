@@ -201,7 +201,7 @@ class Routes:
         destination sum to 1; an unreachable flow has an empty row.
     reachable, relayed : numpy.ndarray of bool, shape (F,)
         ``relayed``: the flow relays through another chip (rail-only PXN).
-    relay_rank : numpy.ndarray of int, shape (F,)
+    relay_rank : numpy.ndarray of int32, shape (F,)
         The rank of the first chip the flow relays through (in the source's rack,
         or in the destination's when only that side relays), -1 where it does not.
     hops : numpy.ndarray of int32, shape (F,)
@@ -973,7 +973,7 @@ def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
     N = int(np.prod(dims))
     coords = np.stack([net.attr[a] for a in _AXES[:nd]], axis=1)      # (n, nd), -1 for switches
     on_grid = net.is_chip & np.all((coords >= 0) & (coords < np.array(dims)), axis=1)
-    flat = np.full(net.n, -1, np.int64)
+    flat = np.full(net.n, -1, np.int32 if N < 2**31 - 1 else np.int64)
     flat[on_grid] = np.ravel_multi_index(tuple(coords[on_grid].T), dims)
     # ring links: u -> v differing in one coordinate by +-1 (mod k)
     u, v = lt.src.astype(np.int64), lt.dst.astype(np.int64)
@@ -1401,28 +1401,33 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
     s, d = node(src_r), node(dst_r)
     ok = (s >= 0) & (d >= 0)
     all_alive = bool(ok.all())
-    alive = np.arange(F) if all_alive else np.flatnonzero(ok)
+    alive = None if all_alive else np.flatnonzero(ok)
     sa, da = (s, d) if all_alive else (s[alive], d[alive])
     del ok
-    relay = np.full(F, -1, np.int64)
+    relay_a = None
     if policy == "dor":
         part = _dor(net, sa, da, split)
     elif policy == "tiered":
         fp, pl, reach_a, relay_a, hops_a, lat_a = _tiered(net, sa, da, split, tiers)
         part = _Part(fp, pl, reach_a, hops_a, lat_a)
-        relay[alive] = relay_a
     else:
         part = _route_on(net, np.ones(L, bool), sa, da, split)
+    del sa, da, s, d
+    relay_rank = np.full(F, -1, np.int32)
     if all_alive:
         fp = part.csr()
-        reach, hops, lat = part.reach, part.hops, part.lat
+        reach, hops, lat = part.reach, part.hops.astype(np.int32, copy=False), part.lat
+        if relay_a is not None:
+            relay_rank = np.where(relay_a >= 0, net.rank[np.maximum(relay_a, 0)], -1).astype(np.int32)
     else:
         fp, _ = _assemble(F, L, [part], [(0, alive, np.arange(len(alive)))])
         reach = np.zeros(F, bool)
         hops = np.zeros(F, np.int32)
         lat = np.zeros(F)
         reach[alive], hops[alive], lat[alive] = part.reach, part.hops, part.lat
-    hops = np.where(reach, hops, 0).astype(np.int32)
-    lat = np.where(reach, lat, 0.0)
-    relay_rank = np.where(relay >= 0, net.rank[np.maximum(relay, 0)], -1)
-    return Routes(lt, src_r, dst_r, fp.tocsr(), part.pl.tocsr(), reach, relay >= 0, relay_rank, hops, lat)
+        if relay_a is not None:
+            relay_rank[alive] = np.where(relay_a >= 0, net.rank[np.maximum(relay_a, 0)], -1)
+    if not reach.all():
+        hops = np.where(reach, hops, 0).astype(np.int32)
+        lat = np.where(reach, lat, 0.0)
+    return Routes(lt, src_r, dst_r, fp.tocsr(), part.pl.tocsr(), reach, relay_rank >= 0, relay_rank, hops, lat)
