@@ -40,7 +40,7 @@ import itertools
 import json
 import math
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
@@ -49,9 +49,9 @@ import numpy as np
 
 from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput
-from ..topo.failures import apply_failures, chip_tier_bandwidth, domains, parse_spec
+from ..topo.failures import apply_failures, chip_tier_bandwidth, domains
 from .placement import by_size, chip_ranks
-from .price import CostReport, _finite, price
+from .price import CostReport, price
 
 __all__ = ["WhatIf", "whatif", "Sweep", "sweep", "Runner", "LocalRunner", "plot_sweep", "PRICE_OPTIONS"]
 
@@ -75,6 +75,17 @@ def _check_price_kwargs(kw: dict) -> None:
     bad = [k for k in kw if k not in PRICE_OPTIONS]
     if bad:
         raise BadInput(f"unknown price option(s) {', '.join(map(repr, bad))}; valid: {', '.join(PRICE_OPTIONS)}")
+
+
+def _finite(obj):
+    """JSON has no NaN or inf: null for them (as the cost report's own JSON does)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def _key(v: float) -> str:
@@ -111,8 +122,9 @@ class WhatIf:
     tier_bandwidth : dict
         Per tier, how many chips have each link capacity (GB/s) before and after.
     new_bottlenecks : tuple of dict
-        The degraded report's busiest links that are not among the baseline's
-        (both reports list their 10 busiest), with ``baseline_utilization`` None.
+        The degraded report's busiest links that are not among the baseline's busiest
+        (both reports list only their 10 busiest, so a link that was as busy at baseline
+        but not listed shows here too: symmetric fabrics have many equally busy links).
     notes : tuple of str
     """
 
@@ -245,7 +257,7 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
 
     # bottlenecks
     base_links = {b["link"] for b in base.bottlenecks}
-    new_bn = tuple(dict(b, baseline_utilization=None) for b in deg.bottlenecks if b["link"] not in base_links)
+    new_bn = tuple(dict(b) for b in deg.bottlenecks if b["link"] not in base_links)
 
     notes = []
     partial = bool(deg.partial)

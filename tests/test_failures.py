@@ -1,7 +1,6 @@
 """Failure domains, the spec language and degraded graphs (fabricsim.topo.failures)."""
 import json
 
-import networkx as nx
 import pytest
 
 from fabricsim.fabrics import build
