@@ -509,6 +509,21 @@ def test_dor_matches_walk(dims):
     assert r.hops.max() == sum(k // 2 for k in dims)
 
 
+def test_dor_latency_is_slowest_path():
+    from fabricsim.topo.builders import torus
+    G = torus((4, 3, 2))
+    for k, (u, v) in enumerate(G.edges):
+        G.edges[u, v]["latency_ns"] = 1.0 + 7 * (k % 5)
+    s, d = all_pairs(24)
+    r = route(G, s, d)
+    lt = r.links
+    nodes = rank_node(G)
+    for f, sh in zip(range(len(s)), explicit(r, np.arange(len(s)))):
+        D = nx.DiGraph()
+        D.add_edges_from((u, v, {"w": -lt.latency_ns[lt.index(u, v)]}) for u, v in sh)
+        assert r.latency_ns[f] == pytest.approx(-nx.bellman_ford_path_length(D, nodes[s[f]], nodes[d[f]], weight="w"))
+
+
 def test_dor_tie_splits_half_each_way():
     from fabricsim.topo.builders import torus
     G = torus((4,))

@@ -989,79 +989,20 @@ def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
         minus = sel & (diff[:, i] == k - 1)          # k == 2: the one bundle is both
         nbr[i, 0, flat[u[plus]]] = np.flatnonzero(plus)
         nbr[i, 1, flat[u[minus]]] = np.flatnonzero(minus)
-    # arc pieces per dimension: (line, start, offset e = (end - start) mod k), shorter way, ties both
-    p_rows, p_cols, p_vals = [], [], []
-    bases, broken_l, ahops, alat = [], [], [], []
-    base = 0
-    grid = np.arange(N).reshape(dims)
-    for i, k in enumerate(dims):
-        bases.append(base)
-        if k == 1:
-            broken_l.append(np.zeros(0, bool))
-            ahops.append(np.zeros(0, np.int32))
-            alat.append(np.zeros(0))
-            continue
-        posline = np.moveaxis(grid, i, -1).reshape(-1, k)            # [line, position] -> flat position
-        M = posline.shape[0]
-        n_arcs = M * k * (k - 1)
-        # template over (e, direction, step)
-        te, tdir, tstep, tval = [], [], [], []
-        for e in range(1, k):
-            fwd_len, bwd_len = e, k - e
-            dirs = [(0, fwd_len)] if fwd_len < bwd_len else [(1, bwd_len)] if bwd_len < fwd_len else \
-                [(0, fwd_len), (1, bwd_len)]
-            share = 1.0 / len(dirs)
-            for dr, length in dirs:
-                for t in range(length):
-                    te.append(e)
-                    tdir.append(dr)
-                    tstep.append(t)
-                    tval.append(share)
-        te, tdir, tstep, tval = map(np.array, (te, tdir, tstep, tval))
-        line = np.arange(M)[:, None, None]
-        start = np.arange(k)[None, :, None]
-        pos = (start + np.where(tdir == 0, tstep, -tstep)[None, None, :]) % k
-        link = nbr[i, tdir[None, None, :], posline[line, pos]]           # (M, k, T)
-        # arc id: (flat position of its start chip, offset e)
-        pid = posline[line, start] * (k - 1) + (te - 1)[None, None, :]
-        pid = np.broadcast_to(pid, link.shape).ravel()
-        link = link.ravel()
-        val = np.broadcast_to(tval, (M, k, len(tval))).ravel()
-        broken = np.zeros(n_arcs, bool)
-        broken[pid[link < 0]] = True
-        good = link >= 0
-        p_rows.append(base + pid[good])
-        p_cols.append(link[good])
-        p_vals.append(val[good])
-        # hops and latency of each arc (the slower way at a tie)
-        e_arc = np.arange(n_arcs) % (k - 1) + 1
-        ahops.append(np.minimum(e_arc, k - e_arc).astype(np.int32))
-        dkey = pid * 2 + np.broadcast_to(tdir, (M, k, len(tdir))).ravel()
-        lsum = np.bincount(dkey[good], weights=lt.latency_ns[link[good]], minlength=2 * n_arcs)
-        alat.append(lsum.reshape(n_arcs, 2).max(axis=1))
-        broken_l.append(broken)
-        base += n_arcs
-    K = base
-    broken = np.concatenate(broken_l)
-    arc_hops = np.concatenate(ahops)
-    arc_lat = np.concatenate(alat)
-    pl = sp.csr_matrix((np.concatenate(p_vals), (np.concatenate(p_rows), np.concatenate(p_cols))), shape=(K, L))
-    pl.sum_duplicates()                               # a ring of 2 at a tie: both halves on one bundle
-    # per-flow arc ids by index arithmetic on flat positions, in chunks: moving along
+    # Arc pieces: arc (i, P, e) runs along dimension i from the chip at flat position P
+    # to the one e steps further (mod k), the shorter way (both ways, half each, at a tie).
+    # Arc ids: bases[i] + P * (k - 1) + e - 1.  Only the arcs some flow uses are built.
+    strides = [int(np.prod(dims[i + 1:])) for i in range(nd)]
+    bases = np.cumsum([0] + [N * (k - 1) for k in dims])
+    K = int(bases[-1])
+    it = np.int32 if max(N * max(dims), K + 1) < 2**31 - 1 else np.int64   # int32 division is ~7x faster
+    # pass 1, per flow by index arithmetic on flat positions, in chunks: moving along
     # dimension i, the dimensions before i already hold d's coordinates, the rest s's
     fs, fd = flat[s], flat[d]
     indptr = np.zeros(F + 1, np.int64)
     ind_chunks = []
     hops = np.zeros(F, np.int32)
-    lat = np.zeros(F)
-    bad = (fs < 0) | (fd < 0)
-    strides = [int(np.prod(dims[i + 1:])) for i in range(nd)]
-    # int32 arithmetic where it fits (integer division is ~7x faster than int64)
-    it = np.int32 if max(N * max(dims), K + 1) < 2**31 - 1 else np.int64
-    # arc attributes shifted by one so that "no arc" (-1) looks up a zero
-    hops1 = np.concatenate([[0], arc_hops]).astype(np.int32)
-    lat1 = np.concatenate([[0.0], arc_lat])
-    broken1 = np.concatenate([[False], broken])
+    used = np.zeros(K, bool)
     step = 1 << 22
     for c0 in range(0, F, step):
         a_s = np.maximum(fs[c0:c0 + step], 0).astype(it)
@@ -1069,8 +1010,6 @@ def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
         n_c = len(a_s)
         pids = np.full((n_c, nd), -1, it)
         h_c = np.zeros(n_c, np.int32)
-        l_c = np.zeros(n_c)
-        b_c = np.zeros(n_c, bool)
         cnt = np.zeros(n_c, np.int32)
         for i, k in enumerate(dims):
             if k == 1:
@@ -1080,20 +1019,64 @@ def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
             e = (a_d // st - a) % it(k)
             block = st * it(k)                   # positions sharing the coordinates of dims < i
             start = a_s if i == 0 else (a_d // block) * block + a_s % block
-            pid = np.where(e > 0, it(bases[i]) + start * it(k - 1) + e - it(1), it(-1))
-            pids[:, i] = pid
-            h_c += hops1[pid + 1]
-            l_c += lat1[pid + 1]
-            b_c |= broken1[pid + 1]
-            cnt += e > 0
+            moved = e > 0
+            pids[:, i] = np.where(moved, it(bases[i]) + start * it(k - 1) + e - it(1), it(-1))
+            h_c += np.minimum(e, it(k) - e).astype(np.int32)
+            cnt += moved
         hops[c0:c0 + n_c] = h_c
-        lat[c0:c0 + n_c] = l_c
-        bad[c0:c0 + n_c] |= b_c
         indptr[c0 + 1:c0 + n_c + 1] = cnt
-        ind_chunks.append(pids[pids >= 0])
+        chunk_ind = pids[pids >= 0]
+        used[chunk_ind] = True
+        ind_chunks.append(chunk_ind)
     indptr = np.cumsum(indptr)
     idx = np.concatenate(ind_chunks) if ind_chunks else np.zeros(0, it)
     del ind_chunks
+    # the arcs used: links along each, by coordinate arithmetic
+    p_rows, p_cols, p_vals = [], [], []
+    arc_lat = np.zeros(K)
+    broken = np.zeros(K, bool)
+    for i, k in enumerate(dims):
+        if k == 1:
+            continue
+        arcs = np.flatnonzero(used[bases[i]:bases[i + 1]])
+        if not len(arcs):
+            continue
+        P, e = arcs // (k - 1), arcs % (k - 1) + 1
+        a = (P // strides[i]) % k
+        t = np.arange(k // 2)
+        lsum = np.zeros((len(arcs), 2))
+        for dr, length in ((0, e), (1, k - e)):
+            take = length <= k - length                      # the shorter way (both at a tie)
+            share = np.where(length * 2 == k, 0.5, 1.0)
+            ok = take[:, None] & (t[None, :] < length[:, None])
+            sign = 1 if dr == 0 else -1
+            pos = P[:, None] + ((a[:, None] + sign * t[None, :]) % k - a[:, None]) * strides[i]
+            link = nbr[i, dr, pos]
+            row, col = np.nonzero(ok)
+            lk = link[row, col]
+            broken[bases[i] + arcs[row[lk < 0]]] = True
+            good = lk >= 0
+            p_rows.append(bases[i] + arcs[row[good]])
+            p_cols.append(lk[good])
+            p_vals.append(share[row[good]])
+            lsum[:, dr] = np.bincount(row[good], weights=lt.latency_ns[lk[good]], minlength=len(arcs))
+        arc_lat[bases[i] + arcs] = lsum.max(axis=1)          # the slower way at a tie
+    pl = sp.csr_matrix((np.concatenate(p_vals) if p_vals else np.zeros(0),
+                        (np.concatenate(p_rows) if p_rows else np.zeros(0, np.int64),
+                         np.concatenate(p_cols) if p_cols else np.zeros(0, np.int64))), shape=(K, L))
+    pl.sum_duplicates()                               # a ring of 2 at a tie: both halves on one bundle
+    # pass 2: latency and broken arcs per flow; one product when every ring link is alike
+    ring = nbr[nbr >= 0]
+    ring_lat = lt.latency_ns[ring]
+    bad = (fs < 0) | (fd < 0)
+    if len(ring) and np.all(ring_lat == ring_lat[0]) and not broken.any():
+        lat = hops * float(ring_lat[0])
+    else:
+        # row sums by reduceat; a sentinel after the last entry keeps every start valid
+        counts = np.diff(indptr)
+        first = indptr[:-1]
+        lat = np.where(counts > 0, np.add.reduceat(np.append(arc_lat[idx], 0.0), first), 0.0)
+        bad |= (counts > 0) & np.logical_or.reduceat(np.append(broken[idx], False), first)
     idt = np.int32 if max(K, len(idx)) < 2**31 - 1 else np.int64
     fp = sp.csr_matrix((F, K), dtype=float)
     fp.data, fp.indices, fp.indptr = np.ones(len(idx)), idx.astype(idt, copy=False), indptr.astype(idt)
