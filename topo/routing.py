@@ -489,6 +489,9 @@ def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: s
     if P == 0:
         return _empty_part(0, L)
     la = np.flatnonzero(mask)
+    # links in source-node order: the DAG entries of a chunk then come out sorted by
+    # (destination, node) from np.nonzero, with no argsort
+    la = la[np.argsort(lt.src[la], kind="stable")]
     lsrc, ldst = lt.src[la].astype(np.int64), lt.dst[la].astype(np.int64)
     lw = lt.hops[la].astype(np.float64)
     fwd = net.fwd
@@ -533,8 +536,7 @@ def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: s
         w = cap[kk]
         denom = np.bincount(key_u, weights=w, minlength=c * n)
         frac = w / denom[key_u]
-        srt = np.argsort(key_u, kind="stable")
-        sk = key_u[srt]
+        sk = key_u                           # sorted: row-major nonzero over source-ordered links
         # pairs of this chunk
         pidx = order[dstart[c0]:dend[min(c0 + chunk, len(dests)) - 1]]
         pj = np.searchsorted(dc, d[pidx])
@@ -550,7 +552,7 @@ def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: s
         cnt = hi - lo
         rep = np.repeat(np.arange(len(pidx)), cnt)
         pos = lo[rep] + np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        e = srt[pos]
+        e = pos
         first_link = la[kk[e]]
         first_frac = frac[e]
         f_rows.append(pidx[rep])
@@ -589,7 +591,8 @@ def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: s
         latnode = np.full(c * n, -np.inf)
         latnode[np.arange(c) * n + dc] = 0.0
         lev = dist[jj, lsrc[kk]]
-        lorder = np.argsort(lev, kind="stable")
+        # levels are small integers: a stable sort of int16 is a radix sort
+        lorder = np.argsort(lev.astype(np.int16 if lev.max(initial=0) < 2**15 else np.int64), kind="stable")
         _, lstart = np.unique(lev[lorder], return_index=True)
         lend = np.append(lstart[1:], len(lorder))
         for a0, a1 in zip(lstart, lend):
