@@ -1,0 +1,140 @@
+"""The examples run headless, write their figure, and print what the library computes."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from fabricsim.collectives import by_size, price
+from fabricsim.collectives.whatif import whatif
+from fabricsim.fabrics import build
+from fabricsim.topo.audit import audit, bisection, hop_stats
+from fabricsim.topo.failures import apply_failures, chip_tier_bandwidth
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+_NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def _run(name: str, outdir: Path) -> str:
+    env = dict(os.environ, MPLBACKEND="Agg")
+    proc = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), str(outdir)], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    png = outdir / f"{name}.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {png}" in proc.stdout
+    return proc.stdout
+
+
+def _row(out: str, label: str) -> list[float]:
+    """The numbers on the first line that starts with ``label`` (after stripping)."""
+    for line in out.splitlines():
+        if line.strip().startswith(label):
+            return [float(x.replace(",", "")) for x in _NUM.findall(line.strip()[len(label):])]
+    raise AssertionError(f"no line starting with {label!r} in:\n{out}")
+
+
+def _ep_row(out: str, width: int) -> list[float]:
+    """The numbers after the EP width of the ep_width table row for ``width``."""
+    for line in out.splitlines():
+        parts = line.split()
+        if parts and parts[0] == str(width):
+            return [float(x.replace(",", "")) for x in _NUM.findall(" ".join(parts[1:]))]
+    raise AssertionError(f"no row for EP {width} in:\n{out}")
+
+
+def test_every_example_has_a_test_and_a_readme_line():
+    scripts = {p.stem for p in EXAMPLES.glob("*.py")}
+    readme = (EXAMPLES / "README.md").read_text()
+    tested = {n[len("test_"):] for n in globals() if n.startswith("test_") and n[len("test_"):] in scripts}
+    assert scripts == tested
+    assert all(f"`{s}.py`" in readme for s in scripts)
+
+
+def test_jalapeno_budgets(tmp_path):
+    out = _run("jalapeno_budgets", tmp_path)
+    rack = audit(build("jalapeno-rack"), hops=False, bisect=False)
+    pod = audit(build("jalapeno-pod"), hops=False, bisect=False)
+    assert _row(out, "local switch capacity")[-1] == pytest.approx(rack.totals["local_switch_capacity_Tbps"])
+    assert rack.totals["local_switch_capacity_Tbps"] == pytest.approx(614.4)
+    assert _row(out, "chips' local ports")[-1] == pytest.approx(rack.totals["local_chip_bandwidth_Tbps"])
+    assert _row(out, "local switch uplinks")[-1] == 0
+    assert _row(out, "chips' global ports per rack")[-1] == pytest.approx(pod.per_rack["0"]["global_chip_bandwidth_Tbps"])
+    assert _row(out, "rail switch capacity wired")[-1] == pytest.approx(pod.totals["rail_switch_wired_Tbps"])
+    assert _row(out, "chip differential pairs per rack")[-1] == pod.per_rack["0"]["chip_diff_pairs"] == 8192
+    assert _row(out, "local copper pairs per rack")[-1] == rack.totals["copper_diff_pairs"] == 6144
+    assert _row(out, "1.6T optical ports per rack")[-1] == pod.per_rack["0"]["optical_ports"] == 128
+    assert _row(out, "audit findings failed")[-1] == 0
+
+
+@pytest.mark.slow
+def test_ep_width(tmp_path):
+    out = _run("ep_width", tmp_path)
+    G = build("jalapeno-pod")
+    for n in (8, 256):
+        flat = price(G, "all-to-all", groups=by_size(G, n), size_bytes=64 * 2**20, algorithm="direct")
+        row = _ep_row(out, n)
+        assert row[2] == pytest.approx(flat.time_s * 1e6, abs=0.051)
+        assert row[3] == pytest.approx(flat.bandwidth_time_s * 1e6, abs=0.051)
+    hier = price(G, "all-to-all", groups=by_size(G, 256), size_bytes=64 * 2**20, algorithm="hierarchical")
+    assert _ep_row(out, 256)[4] == pytest.approx(hier.time_s * 1e6, abs=0.051)
+    assert _ep_row(out, 128)[-2] == pytest.approx(600.0, abs=0.051)     # one rack: the local tier
+    assert _ep_row(out, 2048)[-2] < 220                                 # 16 racks: near the 200 GB/s side
+    assert "local 600 GB/s, global 200 GB/s (3:1)" in out
+
+
+@pytest.mark.slow
+def test_rail_failure(tmp_path):
+    out = _run("rail_failure", tmp_path)
+    lines = [ln for ln in out.splitlines() if ln.startswith(("per-lane", "per-port"))]
+    assert len(lines) == 8
+    first = lines[0]
+    assert first.startswith("per-lane (A) static    rail-switch:rail0/sw0")
+    pod = build("jalapeno-pod", leaf="static")
+    counts = Counter(v["global"] for v in chip_tier_bandwidth(apply_failures(pod, ["rail-switch:rail0/sw0"])[0])
+                     .values())
+    assert counts == {200.0: 1792, 175.0: 256}
+    assert "256  1,792 at 200, 256 at 175" in first
+    G = build("jalapeno-pod", racks=4, leaf="static")
+    w = whatif(G, ["rail-switch:rail0/sw0"], "all-to-all", groups=by_size(G, 512), size_bytes=64 * 2**20,
+               algorithm="direct")
+    assert f"{w.bandwidth_slowdown:.4f}x" in first and f"{w.slowdown:.4f}x" in first
+    assert w.bandwidth_slowdown == pytest.approx(8 / 7)
+    per_port = next(ln for ln in lines if ln.startswith("per-port (B) static    rail-switch"))
+    assert "32  2,016 at 200, 32 at 0" in per_port and "256 chips at 0 GB/s" in per_port
+
+
+@pytest.mark.slow
+def test_torus_vs_boardfly(tmp_path):
+    out = _run("torus_vs_boardfly", tmp_path)
+    torus, bf = build("torus", link_GBps=90.0), build("boardfly", link_GBps=90.0)
+    ht, hb = hop_stats(torus), hop_stats(bf)
+    assert (ht.diameter_hops, hb.diameter_hops) == (16, 7)
+    assert _row(out, "diameter (hops)") == [16, 7]
+    assert _row(out, "mean hops") == [round(ht.mean_hops, 3), round(hb.mean_hops, 3)]
+    assert _row(out, "bisection GB/s") == [bisection(torus).GBps, bisection(bf).GBps]
+    assert _row(out, "16 hops") == [ht.histogram[16], 0]
+    assert _row(out, "7 hops") == [ht.histogram[7], hb.histogram[7]]
+    r = price(torus, "all-to-all", groups=by_size(torus, 1152), size_bytes=64 * 2**20, algorithm="direct")
+    assert _row(out, "all-to-all time (us)")[0] == pytest.approx(r.time_s * 1e6, abs=0.051)
+
+
+def test_tp_allreduce(tmp_path):
+    out = _run("tp_allreduce", tmp_path)
+    nvl, rack = build("nvl72"), build("jalapeno-rack")
+    s = 64 * 2**20
+    nvls = price(nvl, "all-reduce", groups=by_size(nvl, 8), size_bytes=s, algorithm="nvls")
+    direct = price(rack, "all-reduce", groups=by_size(rack, 8), size_bytes=s, algorithm="direct")
+    row = _row(out, "64 MiB")
+    assert row[0] == pytest.approx(nvls.time_s * 1e6, abs=0.051)
+    assert row[1] == pytest.approx(nvls.busbw_GBps, abs=0.051)
+    assert row[4] == pytest.approx(direct.time_s * 1e6, abs=0.051)
+    assert row[5] == pytest.approx(direct.busbw_GBps, abs=0.051)
+    ring72 = price(nvl, "all-reduce", groups=by_size(nvl, 72), size_bytes=2**32, algorithm="ring")
+    assert f"ring busbw {ring72.busbw_GBps:,.1f}" in out
+    assert "measured 835-847 GB/s" in out
