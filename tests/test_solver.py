@@ -66,8 +66,10 @@ SIZES = [(3, 3), (8, 5), (15, 10), (30, 20)]
 
 @pytest.fixture(params=["gather", "matvec"])
 def round_path(request, monkeypatch):
-    """Force every freezing round through one of the solver's two code paths."""
-    monkeypatch.setattr(solver, "_MATVEC_SHARE", np.inf if request.param == "gather" else 0.0)
+    """Force every round and rollback through the gather or the whole-matrix code path."""
+    share = np.inf if request.param == "gather" else 0.0
+    monkeypatch.setattr(solver, "_MATVEC_SHARE", share)
+    monkeypatch.setattr(solver, "_RESYNC_SHARE", share)
     return request.param
 
 
@@ -360,4 +362,23 @@ def test_simulate_matches_naive_event_loop(seed, round_path):
     size = np.random.default_rng(100 + seed).choice([1.0, 2.0, 3.0, 5.0], 30)
     res = simulate(fp, pl, cap, size, weights=w, multiplicity=m)
     np.testing.assert_allclose(res.finish_s, naive_finish_times(fp, pl, cap, size, w, m),
+                               rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_simulate_many_events_matches_naive(seed, round_path):
+    rng = np.random.default_rng(seed)
+    F, K, L = 150, 40, 25
+    rows = np.repeat(np.arange(F), 2)
+    fp = sp.csr_array((rng.uniform(0.2, 1, rows.size), (rows, rng.integers(0, K, rows.size))),
+                      shape=(F, K))
+    prow = np.repeat(np.arange(K), 2)
+    pl = sp.csr_array((rng.uniform(0.2, 1, prow.size), (prow, rng.integers(0, L, prow.size))),
+                      shape=(K, L))
+    cap = rng.uniform(1.0, 10.0, L)
+    size = rng.uniform(1.0, 10.0, F)
+    w = rng.choice([1.0, 3.0], F)
+    res = simulate(fp, pl, cap, size, weights=w)
+    assert res.events > 50
+    np.testing.assert_allclose(res.finish_s, naive_finish_times(fp, pl, cap, size, w, None),
                                rtol=1e-9)

@@ -66,6 +66,10 @@ _GIB = 1024.0**3
 # whole-matrix products instead of gathers: fewer, smaller temporaries.  At most
 # 1/share rounds can be that large, so the total stays O(nnz).
 _MATVEC_SHARE = 1.0 / 16
+# simulate's incremental rollbacks recompute the per-link sums exactly once
+# their work since the last recomputation reaches this share of all entries:
+# roundoff cannot pile up over many events, at O(1) amortised cost.
+_RESYNC_SHARE = 1.0
 # Findings listed one by one before check_maxmin summarises the rest.
 _MAX_FINDINGS = 10
 
@@ -305,140 +309,254 @@ def _count_alive(Pc: sp.csc_array, alive: np.ndarray) -> np.ndarray:
     return (running[Pc.indptr[1:]] - running[Pc.indptr[:-1]]).astype(np.int64)
 
 
-def _progressive_fill(P: sp.csr_array, Pc: sp.csc_array, Q: sp.csr_array, Qc: sp.csc_array,
-                      cap: np.ndarray, w: np.ndarray, m: np.ndarray, rel_tol: float,
-                      solve: np.ndarray | None = None):
-    """Core of :func:`maxmin_rates` on validated inputs.
+class _Fill:
+    """Progressive-filling state that survives retirements (private).
 
-    ``Pc`` is ``P`` in CSC form (pieces -> flows).  Only the flows in the boolean
-    mask ``solve`` (default all) take part; the others get rate 0 and
-    bottleneck -1, which lets :func:`simulate` re-solve survivors in place.
-    Returns (rate, bottleneck, levels).
+    Rows of ``P`` are flows.  :meth:`run` fills until every remaining flow is
+    frozen.  :meth:`retire` removes finished flows and rolls the filling back to
+    the first round any of them froze in: earlier rounds never saw them
+    saturate a link, so they replay unchanged (see :func:`simulate`).
+
+    Per link it keeps the *active weight* ``aw`` (sum over unfrozen flows of
+    ``m w A``) and the load ``used`` of the frozen ones, so a link saturates at
+    level ``(capacity - used) / aw``.  Exact integer counts of unfrozen entries
+    per piece and of live pieces per link decide when a link has no unfrozen
+    flow left, so floating residue in ``aw`` never creates a spurious level.
     """
-    F, K = P.shape
-    L = Q.shape[1]
-    rate = np.zeros(F)
-    bottleneck = np.full(F, -1, dtype=np.int64)
-    if solve is None:
-        solve = np.ones(F, dtype=bool)
-        piece_cnt = np.diff(Pc.indptr).astype(np.int64)
-        n_left = F
-    else:
-        piece_cnt = _count_alive(Pc, solve)
-        n_left = int(solve.sum())
-    n_solve = n_left
-    if n_left == 0:
-        return rate, bottleneck, 0
-    mw = m * w if n_solve == F else np.where(solve, m * w, 0.0)
-    aw = Q.T @ (P.T @ mw)
-    used = np.zeros(L)
-    limited = np.isfinite(cap)
-    # Exact integer bookkeeping decides when a piece / link has no unfrozen flow
-    # left, so floating residue in ``aw`` can never create a spurious level.
-    q_len = np.diff(Q.indptr)
-    link_cnt = np.bincount(Q.indices[np.repeat(piece_cnt > 0, q_len)], minlength=L)
-    # Each link's saturation level, cached: it changes only where a round changed
-    # ``aw`` and ``used``, so a round costs O(L) only for the minimum and the ties.
-    sat_at = np.full(L, np.inf)
 
-    def refresh(links):
-        ok = (link_cnt[links] > 0) & limited[links]
-        head = np.maximum(cap[links] - used[links], 0.0)
+    def __init__(self, P, Q, Qc, cap, w, m, rel_tol, *, gone=None):
+        F = P.shape[0]
+        self.Q, self.Qc, self.cap, self.rel_tol = Q, Qc, cap, rel_tol
+        self.K, self.L = Q.shape
+        self.q_len = np.diff(Q.indptr)
+        self.limited = np.isfinite(cap)
+        # Highest load / capacity any run has left on each link: loads only grow
+        # while filling, so updating it where a freeze adds load is enough.
+        self.inv_cap = np.zeros(self.L)
+        np.divide(1.0, cap, out=self.inv_cap, where=self.limited & (cap > 0))
+        self.peak = np.zeros(self.L)
+        self._set_rows(P, w, m)
+        self.gone = np.zeros(F, dtype=bool) if gone is None else gone.copy()
+        self.frozen = self.gone.copy()  # retired rows count as frozen with rate 0
+        self.freeze_round = np.full(F, -1, dtype=np.int64)
+        self.rate = np.zeros(F)
+        self.bottleneck = np.full(F, -1, dtype=np.int64)
+        self.levels: list[float] = []
+        self.rounds = 0  # rounds computed, including ones redone after a rollback
+        self.changed: list[np.ndarray] = []  # rows frozen since take_changed()
+        self.n_left = int(F - self.gone.sum())
+        self._resync()
+
+    # ----------------------------------------------------------------- state
+
+    def _set_rows(self, P, w, m):
+        self.P, self.Pc = P, P.tocsc()
+        self.w, self.m, self.mw = w, m, m * w
+        self.row_len = np.diff(P.indptr)
+        self.big = max(P.nnz * _MATVEC_SHARE, 1.0)
+
+    def _resync(self):
+        """Recompute counts, weights and loads exactly from the flow states (O(nnz))."""
+        P, Q, L = self.P, self.Q, self.L
+        is_open = ~self.frozen
+        if is_open.all():
+            self.piece_cnt = np.diff(self.Pc.indptr).astype(np.int64)
+            self.aw = Q.T @ (P.T @ self.mw)
+        else:
+            self.piece_cnt = _count_alive(self.Pc, is_open)
+            self.aw = Q.T @ (P.T @ np.where(is_open, self.mw, 0.0))
+        self.link_cnt = self._link_count(self.piece_cnt)
+        self.aw[self.link_cnt == 0] = 0.0
+        # Same for every row still present, frozen or not: a link whose count
+        # drops to 0 carries nothing, whatever roundoff ``used`` holds.
+        self.alive_piece_cnt = _count_alive(self.Pc, ~self.gone)
+        self.alive_link_cnt = self._link_count(self.alive_piece_cnt)
+        self.used = Q.T @ (P.T @ (self.m * self.rate))  # rate is 0 unless frozen and present
+        self.sat_at = np.full(L, np.inf)
+        self._refresh(np.arange(L))
+        self.work = 0  # incremental entries since this exact recomputation
+
+    def _link_count(self, piece_cnt):
+        return np.bincount(self.Q.indices[np.repeat(piece_cnt > 0, self.q_len)],
+                           minlength=self.L).astype(np.int64)
+
+    def _refresh(self, links):
+        ok = (self.link_cnt[links] > 0) & self.limited[links]
+        head = np.maximum(self.cap[links] - self.used[links], 0.0)
         with np.errstate(over="ignore"):  # retired links divide by _TINY; masked just below
-            sat_at[links] = np.where(ok, head / np.maximum(aw[links], _TINY), np.inf)
+            self.sat_at[links] = np.where(ok, head / np.maximum(self.aw[links], _TINY), np.inf)
 
-    refresh(np.arange(L))
-    frozen = ~solve
-    # Rates and bottlenecks are assigned once at the end from when each piece was
-    # spent: a flow freezes in the first round that spends one of its pieces.
-    spent_round = np.full(K, np.iinfo(np.int64).max, dtype=np.int64)
-    spent_link = np.zeros(K, dtype=np.int64)
-    levels: list[float] = []
-    level = 0.0
-    big = max(P.nnz * _MATVEC_SHARE, 1.0)
-    while n_left:
-        smin = float(sat_at.min())
-        if not np.isfinite(smin):  # pragma: no cover - _check_routable rules this out
-            raise RuntimeError(f"{n_left} flows left with no capacity-limited link")
-        sat = np.flatnonzero(sat_at <= smin * (1.0 + rel_tol))
-        level = max(level, smin)  # roundoff must not let the fill level go backwards
-        rnd = len(levels)
-        levels.append(level)
-        sat_at[sat] = np.inf
+    def _per_piece(self, flows, per_flow):
+        """Distinct pieces of ``flows``, the sum of ``per_flow * P`` and the entry count."""
+        pos, cnt = _row_positions(self.P.indptr, flows)
+        self.work += pos.size
+        vals = None if per_flow is None else self.P.data[pos] * np.repeat(per_flow, cnt)
+        return _group_sum(self.P.indices[pos], vals, self.K)
 
-        # Pieces touching a saturated link that still carry unfrozen flows: each
-        # is spent exactly once, since all its flows cross that link and freeze now.
-        pos, cnt = _row_positions(Qc.indptr, sat)
-        pieces = Qc.indices[pos].astype(np.int64)
-        plinks = np.repeat(sat, cnt)
-        keep = piece_cnt[pieces] > 0
-        pieces, first = np.unique(pieces[keep], return_index=True)
-        spent_round[pieces] = rnd
-        spent_link[pieces] = plinks[keep][first]
+    def _to_links(self, pieces, per_piece):
+        pos, cnt = _row_positions(self.Q.indptr, pieces)
+        vals = None if per_piece is None else self.Q.data[pos] * np.repeat(per_piece, cnt)
+        return _group_sum(self.Q.indices[pos], vals, self.L)
 
-        n_entries = int(np.sum(Pc.indptr[pieces + 1] - Pc.indptr[pieces]))
-        if n_entries >= big:
-            hit = np.zeros(K)
-            hit[pieces] = 1.0
-            new_mask = (P @ hit > 0) & ~frozen
-            frozen |= new_mask
-            n_left -= int(new_mask.sum())
-            if n_left == 0:
-                break  # nothing left to account for
-            d_link = Q.T @ (P.T @ np.where(new_mask, mw, 0.0))
-            old_alive = piece_cnt > 0
-            piece_cnt = _count_alive(Pc, ~frozen)
-            aw -= d_link
-            used += level * d_link
-            dead = np.flatnonzero(old_alive & (piece_cnt == 0))
-            pos, _ = _row_positions(Q.indptr, dead)
-            link_cnt -= np.bincount(Q.indices[pos], minlength=L)
-            aw[link_cnt == 0] = 0.0
-            refresh(np.arange(L))
-            continue
+    def _pieces_changed(self, pieces, cnt, old_cnt, link_cnt, sign):
+        """Update ``link_cnt`` for pieces whose count crossed zero; return touched links."""
+        flipped = pieces[(cnt[pieces] > 0) != (old_cnt > 0)]
+        if flipped.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        links, _, n = self._to_links(flipped, None)
+        link_cnt[links] += sign * n
+        return links
 
-        pos, _ = _row_positions(Pc.indptr, pieces)
-        flows = Pc.indices[pos]
-        new = _unique(flows[~frozen[flows]], F)
-        frozen[new] = True
-        n_left -= new.size
-        if n_left == 0:
-            break
-        # Retire the new flows from the per-piece counts and the per-link weights.
-        pos, cnt = _row_positions(P.indptr, new)
-        touched, dp, dc = _group_sum(P.indices[pos], P.data[pos] * np.repeat(mw[new], cnt), K)
-        piece_cnt[touched] -= dc
-        pos, cnt = _row_positions(Q.indptr, touched)
-        links, d_link, _ = _group_sum(Q.indices[pos], Q.data[pos] * np.repeat(dp, cnt), L)
-        aw[links] -= d_link
-        used[links] += level * d_link
-        dead = touched[piece_cnt[touched] == 0]
-        if dead.size:
-            pos, _ = _row_positions(Q.indptr, dead)
-            dead_links, _, dc = _group_sum(Q.indices[pos], None, L)
-            link_cnt[dead_links] -= dc
-            aw[dead_links[link_cnt[dead_links] == 0]] = 0.0
-        refresh(links)  # the dead pieces' links are among them
+    # ----------------------------------------------------------------- filling
 
-    # One pass over the flows: the earliest-spent piece gives round and link.
-    # Pieces are ranked by (round, link) so the per-flow minimum runs on small ints.
-    spent = np.flatnonzero(spent_round < len(levels))
-    order = spent[np.lexsort((spent_link[spent], spent_round[spent]))]
-    rank = np.full(K, order.size, dtype=np.int32)
-    rank[order] = np.arange(order.size, dtype=np.int32)
-    flow_rank = _segment_reduce(np.minimum, P.indptr, rank[P.indices], order.size,
-                                nonempty=True)
-    # Flows outside ``solve`` look up the sentinel: rate 0, bottleneck -1.
-    level_of = np.append(np.asarray(levels)[spent_round[order]], 0.0)
-    link_of = np.append(spent_link[order], -1)
-    if n_solve == F:
-        rate = w * level_of[flow_rank]
-        bottleneck = link_of[flow_rank]
-    else:
-        sel = np.flatnonzero(solve)
-        rate[sel] = w[sel] * level_of[flow_rank[sel]]
-        bottleneck[sel] = link_of[flow_rank[sel]]
-    return rate, bottleneck, len(levels)
+    def run(self) -> None:
+        """Fill until every present flow is frozen."""
+        level = self.levels[-1] if self.levels else 0.0
+        while self.n_left:
+            smin = float(self.sat_at.min())
+            if not np.isfinite(smin):  # pragma: no cover - _check_routable rules this out
+                raise RuntimeError(f"{self.n_left} flows left with no capacity-limited link")
+            sat = np.flatnonzero(self.sat_at <= smin * (1.0 + self.rel_tol))
+            level = max(level, smin)  # roundoff must not let the fill level go backwards
+            rnd = len(self.levels)
+            self.levels.append(level)
+            self.rounds += 1
+            self.sat_at[sat] = np.inf
+            # Pieces touching a saturated link that still carry unfrozen flows: all
+            # their flows cross that link and freeze now, so each is spent once.
+            pos, cnt = _row_positions(self.Qc.indptr, sat)
+            pieces = self.Qc.indices[pos].astype(np.int64)
+            plinks = np.repeat(sat, cnt)
+            keep = self.piece_cnt[pieces] > 0
+            pieces, first = np.unique(pieces[keep], return_index=True)
+            plinks = plinks[keep][first]
+            n_entries = int(np.sum(self.Pc.indptr[pieces + 1] - self.Pc.indptr[pieces]))
+            if n_entries >= self.big:
+                self._freeze_whole(pieces, plinks, rnd, level)
+            else:
+                self._freeze_gather(pieces, plinks, rnd, level)
+
+    def _freeze_gather(self, pieces, plinks, rnd, level):
+        """Freeze the flows of ``pieces`` through their rows only."""
+        pos, cnt = _row_positions(self.Pc.indptr, pieces)
+        flows = self.Pc.indices[pos]
+        keep = ~self.frozen[flows]
+        flows = flows[keep]
+        # A flow under several spent pieces may take any of their links.
+        self.bottleneck[flows] = np.repeat(plinks, cnt)[keep]
+        new = _unique(flows, self.P.shape[0])
+        self.frozen[new] = True
+        self.freeze_round[new] = rnd
+        self.rate[new] = self.w[new] * level
+        self.changed.append(new)
+        self.n_left -= new.size
+        touched, dp, dc = self._per_piece(new, self.mw[new])
+        old = self.piece_cnt[touched]
+        self.piece_cnt[touched] -= dc
+        links, dl, _ = self._to_links(touched, dp)
+        self.aw[links] -= dl
+        self.used[links] += level * dl
+        self.peak[links] = np.maximum(self.peak[links], self.used[links] * self.inv_cap[links])
+        self._pieces_changed(touched, self.piece_cnt, old, self.link_cnt, -1)
+        self.aw[links[self.link_cnt[links] == 0]] = 0.0
+        self._refresh(links)  # the dead pieces' links are among them
+
+    def _freeze_whole(self, pieces, plinks, rnd, level):
+        """Freeze the flows of ``pieces`` with whole-matrix products (a big round)."""
+        P, Q, K, L = self.P, self.Q, self.K, self.L
+        hit = np.zeros(K)
+        hit[pieces] = 1.0
+        new_mask = (P @ hit > 0) & ~self.frozen
+        new = np.flatnonzero(new_mask)
+        link_of = np.full(K, L, dtype=np.int64)
+        link_of[pieces] = plinks
+        first_link = _segment_reduce(np.minimum, P.indptr, link_of[P.indices], L, nonempty=True)
+        self.bottleneck[new] = first_link[new]
+        self.frozen |= new_mask
+        self.freeze_round[new] = rnd
+        self.rate[new] = self.w[new] * level
+        self.changed.append(new)
+        self.n_left -= new.size
+        d_link = Q.T @ (P.T @ np.where(new_mask, self.mw, 0.0))
+        self.used += level * d_link
+        np.maximum(self.peak, self.used * self.inv_cap, out=self.peak)
+        if self.n_left == 0:  # everything frozen: the counts are known without a pass
+            self.piece_cnt[:] = 0
+            self.link_cnt[:] = 0
+            self.aw[:] = 0.0
+            self.sat_at[:] = np.inf
+            return
+        self.piece_cnt = _count_alive(self.Pc, ~self.frozen)
+        self.link_cnt = self._link_count(self.piece_cnt)
+        self.aw -= d_link
+        self.aw[self.link_cnt == 0] = 0.0
+        self._refresh(np.arange(L))
+
+    # ----------------------------------------------------------------- events
+
+    def take_changed(self) -> np.ndarray:
+        """Rows frozen (given a rate) since the last call."""
+        out = np.concatenate(self.changed) if self.changed else np.zeros(0, dtype=np.int64)
+        self.changed = []
+        return out
+
+    def retire(self, done: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Remove finished rows ``done`` and roll back the rounds they took part in.
+
+        Returns the reopened rows and the rates they had until now.
+        """
+        r_star = int(self.freeze_round[done].min())
+        self.gone[done] = True
+        self.freeze_round[done] = -1
+        reopen = np.flatnonzero(self.freeze_round >= r_star)
+        old_rate = self.rate[reopen]
+        n_entries = int(self.row_len[done].sum() + self.row_len[reopen].sum())
+        if n_entries >= self.big or self.work + n_entries >= self.P.nnz * _RESYNC_SHARE:
+            # A large rollback, or enough incremental updates to owe an exact
+            # recomputation: both cost O(nnz).
+            self._forget(done, reopen)
+            self._resync()
+        else:
+            # Retired and reopened rows both drop their frozen load; reopened ones
+            # grow again, so their weight and counts come back.
+            both = np.concatenate([done, reopen])
+            pieces, dload, _ = self._per_piece(both, self.m[both] * self.rate[both])
+            links_load, dl, _ = self._to_links(pieces, dload)
+            self.used[links_load] -= dl
+            pieces_d, _, dc = self._per_piece(done, None)
+            old = self.alive_piece_cnt[pieces_d]
+            self.alive_piece_cnt[pieces_d] -= dc
+            self._pieces_changed(pieces_d, self.alive_piece_cnt, old, self.alive_link_cnt, -1)
+            self.used[links_load[self.alive_link_cnt[links_load] == 0]] = 0.0
+            links_open = np.zeros(0, dtype=np.int64)
+            if reopen.size:
+                pieces_r, dw, dc = self._per_piece(reopen, self.mw[reopen])
+                old = self.piece_cnt[pieces_r]
+                self.piece_cnt[pieces_r] += dc
+                self._pieces_changed(pieces_r, self.piece_cnt, old, self.link_cnt, +1)
+                links_open, dl, _ = self._to_links(pieces_r, dw)
+                self.aw[links_open] += dl
+            self._forget(done, reopen)
+            self._refresh(np.union1d(links_load, links_open))
+        del self.levels[r_star:]
+        self.n_left = int(reopen.size)
+        return reopen, old_rate
+
+    def _forget(self, done, reopen):
+        for rows in (done, reopen):
+            self.rate[rows] = 0.0
+            self.freeze_round[rows] = -1
+            self.bottleneck[rows] = -1
+        self.frozen[reopen] = False
+
+    def compact(self) -> np.ndarray:
+        """Drop retired rows (once they are the majority); return the kept row ids."""
+        keep = np.flatnonzero(~self.gone)
+        self._set_rows(self.P[keep], self.w[keep], self.m[keep])
+        for name in ("gone", "frozen", "freeze_round", "rate", "bottleneck"):
+            setattr(self, name, getattr(self, name)[keep])
+        return keep
+
 
 
 # --------------------------------------------------------------------------- public API
@@ -498,9 +616,10 @@ def maxmin_rates(flow_piece, piece_link, capacity_Bps, *, weights=None, multipli
     if not (np.isfinite(rel_tol) and rel_tol >= 0):
         raise ValueError(f"rel_tol={rel_tol!r} must be a finite number >= 0")
     _check_routable(P, Q, cap)
-    rate, bottleneck, n_levels = _progressive_fill(P, P.tocsc(), Q, Q.tocsc(), cap, w, m, rel_tol)
-    return Rates(rate_Bps=_readonly(rate), bottleneck_link=_readonly(bottleneck),
-                 n_levels=int(n_levels))
+    fill = _Fill(P, Q, Q.tocsc(), cap, w, m, rel_tol)
+    fill.run()
+    return Rates(rate_Bps=_readonly(fill.rate), bottleneck_link=_readonly(fill.bottleneck),
+                 n_levels=len(fill.levels))
 
 
 def link_load_bound(flow_piece, piece_link, capacity_Bps, size_bytes, *,
@@ -598,58 +717,55 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
 
     finish = np.zeros(F)
     first_rates = np.zeros(F)
-    remaining = size.copy()
-    peak = np.zeros(L)
-    busy = np.zeros(L)
-    limited = np.isfinite(cap) & (cap > 0)
-    # Survivors are re-solved in place (a mask over the current rows); the rows
-    # are compacted only once fewer than half are left, so slicing and
-    # transposing cost O(nnz) amortised rather than per event.
+    # Empty flows finish at time 0 and never take part.
+    fill = _Fill(P, Q, Qc, cap, w, m, rel_tol, gone=size <= 0)
+    Pc = fill.Pc  # of all rows, for the busy times at the end
     rows = None  # current row -> original flow; None while no row was dropped
-    sub, sub_c = P, P.tocsc()
-    w_cur, m_cur, remaining = w, m, size.copy()
-    alive = size > 0  # over the current rows; empty flows finish at time 0
-    n_alive = int(alive.sum())
+    # Per current row: bytes left at time ``since`` and the projected finish
+    # time; only rows whose rate changes are touched, so an event costs
+    # O(rows) numpy work plus the rounds it re-solves.
+    left_bytes, since = size.copy(), np.zeros(F)
+    finish_at = np.full(F, np.inf)
+    n_alive = int(np.sum(size > 0))
     now = 0.0
     events = 0
-    n_levels = 0
     while n_alive:
-        if n_alive * 2 < alive.size:
-            keep = np.flatnonzero(alive)
+        if n_alive * 2 < finish_at.size:
+            # Compacting costs O(nnz) but halves the rows, so O(nnz) overall.
+            keep = fill.compact()
             rows = keep if rows is None else rows[keep]
-            sub = sub[keep]
-            sub_c = sub.tocsc()
-            w_cur, m_cur, remaining = w_cur[keep], m_cur[keep], remaining[keep]
-            alive = np.ones(keep.size, dtype=bool)
-        solve = None if n_alive == alive.size else alive
-        rate, bneck, lv = _progressive_fill(sub, sub_c, Q, Qc, cap, w_cur, m_cur, rel_tol,
-                                            solve=solve)
-        n_levels += lv
-        stuck = alive & (rate <= 0)
-        if np.any(stuck):
-            i = int(np.flatnonzero(stuck)[0])
+            left_bytes, since, finish_at = left_bytes[keep], since[keep], finish_at[keep]
+        fill.run()
+        changed = fill.take_changed()
+        rate = fill.rate[changed]
+        if np.any(rate <= 0):
+            i = int(changed[np.flatnonzero(rate <= 0)[0]])
             flow = i if rows is None else int(rows[i])
-            raise ValueError(f"{int(stuck.sum())} flows get rate 0 (e.g. flow {flow} on "
-                             f"zero-capacity link {int(bneck[i])}) and would never finish")
+            raise ValueError(f"{int(np.sum(rate <= 0))} flows get rate 0 (e.g. flow {flow} on "
+                             f"zero-capacity link {int(fill.bottleneck[i])}) and would never "
+                             f"finish")
         if events == 0:
-            if rows is None:
-                first_rates = rate
-            else:
-                first_rates[rows] = rate
-        load = Q.T @ (sub.T @ (m_cur * rate))
-        util = np.zeros(L)
-        util[limited] = load[limited] / cap[limited]
-        np.maximum(peak, util, out=peak)
-        to_go = np.divide(remaining, rate, out=np.full(alive.size, np.inf), where=alive)
-        dt = float(to_go.min())
-        done = np.flatnonzero(to_go <= dt * (1.0 + rel_tol))
-        busy[load > 0] += dt
-        now += dt
+            first_rates[slice(None) if rows is None else rows] = fill.rate
+        since[changed] = now
+        finish_at[changed] = now + left_bytes[changed] / rate
+        t_next = float(finish_at.min())
+        done = np.flatnonzero(finish_at <= now + (t_next - now) * (1.0 + rel_tol))
+        now = t_next
         events += 1
         finish[done if rows is None else rows[done]] = now
-        remaining -= rate * dt  # retired and frozen-out rows are never read again
-        alive[done] = False
+        finish_at[done] = np.inf
         n_alive -= done.size
+        if n_alive:
+            reopen, old_rate = fill.retire(done)
+            left_bytes[reopen] -= old_rate * (now - since[reopen])
+            finish_at[reopen] = np.inf
+    n_levels = fill.rounds
+    peak = fill.peak
+    # Every present flow has a positive rate, so a link is busy until the last
+    # flow crossing it finishes: max over its pieces of max over their flows.
+    piece_last = _segment_reduce(np.maximum, Pc.indptr, finish[Pc.indices], 0.0)
+    busy = _segment_reduce(np.maximum, Qc.indptr, piece_last[Qc.indices], 0.0)
+    limited = np.isfinite(cap) & (cap > 0)
 
     time_s = float(finish.max()) if F else 0.0
     utilization = np.zeros(L)
