@@ -459,5 +459,192 @@ def compare_cmd(collective, fabric_list, as_json, **opts):
                        "busbw GB/s", ""]))
 
 
+# --------------------------------------------------------------------------- failures
+@main.command("domains")
+@click.argument("fabric")
+@_set_option
+@click.option("--class", "classes", multiple=True, help="Only this class (repeatable), e.g. --class rail-switch.")
+@click.option("--all", "show_all", is_flag=True, help="List every domain id, not just a few per class.")
+@click.option("--json", "as_json", is_flag=True, help="Print {class: [domain ...]} as JSON.")
+def domains_cmd(fabric, sets, classes, show_all, as_json):
+    """List what can fail together: the failure domains of a fabric and their spec spelling.
+
+    \b
+    Spec grammar (for --fail and sweep --class):
+      node:ID  link:A--B  lanes:A--B=K  chip:ID  switch:ID  ROLE-switch:ID
+      tray:r03/t05  switch-tray:r03/st6  rack:3  cube:5  board:17  group:3  plane:4  rail:2
+      ocs:12  harness:7
+    """
+    from .topo.failures import domains
+    from .topo.errors import BadInput
+    G = load_fabric(fabric, sets)
+    try:
+        D = domains(G, classes or None)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--class") from None
+    if as_json:
+        _emit_json({c: [d.as_dict() for d in ds] for c, ds in D.items()})
+        return
+    rows = []
+    for c, ds in D.items():
+        ids = [d.id for d in ds]
+        shown = ids if show_all or len(ids) <= 4 else ids[:3] + [f"... ({len(ids) - 3:,} more)"]
+        rows.append([c, len(ds), f"{c}:{ds[0].id}" if ds else "", ", ".join(shown)])
+    click.echo(_table(rows, ["class", "domains", "spec example", "ids"]))
+
+
+_fail_option = click.option("--fail", "fails", multiple=True, metavar="SPEC",
+                            help="A failure (repeatable): node:ID, link:A--B, lanes:A--B=K, tray:ID, rail:2 ... "
+                            "(see `fabricsim domains FABRIC`).")
+
+
+@main.command("whatif")
+@_collective_arg
+@click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
+@_set_option
+@_fail_option
+@_price_options
+@click.option("--json", "as_json", is_flag=True, help="Print baseline, degraded and what changed as JSON.")
+def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
+    """Price a collective on the intact fabric and with failures applied, side by side.
+
+    Groups are placed on the intact fabric; a group that loses a chip is reported
+    broken.  Traffic reroutes around the failures (--split equal or capacity over the
+    surviving next hops); rail-only fabrics relay through the rack where a rail is lost.
+
+    \b
+    Examples:
+      fabricsim whatif all-reduce --fabric jalapeno-rack --group-size 8 --size 64MiB --fail local-switch:r00/lsw0
+      fabricsim whatif all-to-all --fabric jalapeno-pod --set leaf=static --fail rail-switch:rail3/sw5 \\
+          --group-size 2048 --size 1GiB --algorithm direct
+    """
+    from .collectives.whatif import whatif
+    from .topo.errors import BadInput
+    if not fails:
+        raise click.UsageError("give at least one --fail SPEC (see `fabricsim domains FABRIC`)")
+    G = load_fabric(fabric, sets)
+    groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"], opts["groups_file"])
+    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
+    try:
+        w = whatif(G, list(fails), collective, groups=groups, size_bytes=parse_size(opts["size"]),
+                   algorithm=opts["algorithm"], split=opts["split"], tiers=opts["tiers"], efficiency=eff,
+                   step_overhead_ns=step_ns, bound_only=opts["bound_only"])
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--fail") from None
+    if as_json:
+        _emit_json(w.as_dict())
+    else:
+        click.echo(_format_whatif(w))
+
+
+def _format_whatif(w) -> str:
+    b, d = w.baseline, w.degraded
+    out = ["failed: " + "; ".join(f"{f['spec']} ({_removed(f)})" for f in w.failed),
+           _table([["time", _us(b.time_s), _us(d.time_s)],
+                   ["bandwidth", _us(b.bandwidth_time_s), _us(d.bandwidth_time_s)],
+                   ["latency", _us(b.latency_s), _us(d.latency_s)],
+                   ["busbw GB/s", f"{b.busbw_GBps:,.1f}", f"{d.busbw_GBps:,.1f}"],
+                   ["algorithm", b.algorithm, d.algorithm]], ["", "baseline", "degraded"]),
+           f"slowdown x{w.slowdown:.6g} (bandwidth x{w.bandwidth_slowdown:.6g})" + ("   PARTIAL" if w.partial else "")]
+    ac = w.affected_chips
+    out.append(f"affected chips: {ac.get('count', 0):,} (lost {ac.get('lost', 0):,}, tier bandwidth changed "
+               f"{ac.get('tier_bandwidth_changed', 0):,}, in slowed groups {ac.get('in_slowed_groups', 0):,})")
+    for tier, hist in w.tier_bandwidth.get("by_tier", {}).items():
+        before, after = hist.get("before", {}), hist.get("after", {})
+        out.append(f"  {tier} GB/s per chip: before {_hist(before)}  after {_hist(after)}")
+    if w.affected_groups:
+        worst = w.affected_groups[:3]
+        out.append(f"affected groups: {len(w.affected_groups):,}, e.g. " + "; ".join(
+            f"group {g['group']}: " + ("broken" if g.get("broken") else f"x{g['slowdown']:.6g}") for g in worst))
+    if w.new_bottlenecks:
+        out.append("new bottlenecks: " + "; ".join(f"{x['link']} {x['utilization']:.0%}" for x in w.new_bottlenecks[:3]))
+    out.extend(f"note: {n}" for n in w.notes)
+    out.extend(f"degraded: {n}" for n in d.notes)
+    return "\n".join(out)
+
+
+def _removed(f: dict) -> str:
+    parts = []
+    for key, word in (("nodes_removed", "nodes"), ("edges_removed", "links"),
+                      ("incident_edges_removed", "links with them"), ("lanes_removed", "lanes")):
+        v = f.get(key)
+        n = len(v) if isinstance(v, (list, tuple)) else v
+        if n:
+            parts.append(f"{n:,} {word}")
+    return ", ".join(parts) or "nothing"
+
+
+def _hist(h: dict) -> str:
+    return ", ".join(f"{v:,} at {k}" for k, v in h.items()) or "-"
+
+
+@main.command("sweep")
+@_collective_arg
+@click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
+@_set_option
+@click.option("--class", "failure_class", required=True, help="Failure class to sweep: rail-switch, local-switch, "
+              "tray, link, rail, rack ... (`fabricsim domains FABRIC` lists them).")
+@click.option("--n", "n", type=click.IntRange(1, 3), default=1, show_default=True,
+              help="Failures per scenario: 1 = every single failure (N-1), 2 = every pair (N-2).")
+@click.option("--samples", type=click.IntRange(min=1), help="Price this many random scenarios instead of all.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --samples.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local worker processes.")
+@_price_options
+@click.option("--json", "as_json", is_flag=True, help="Print the ranked scenarios and summary as JSON.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Scenarios shown in the table.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write sorted slowdowns and their "
+              "distribution to a PNG or SVG.")
+def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, as_json, top, plot, **opts):
+    """Price every failure of a class (or pairs, or random samples), ranked worst first.
+
+    \b
+    Example:
+      fabricsim sweep all-to-all --fabric jalapeno-pod --class rail-switch --group-size 2048 \\
+          --size 1GiB --algorithm direct --workers 2
+    """
+    from .collectives.whatif import LocalRunner, sweep
+    from .topo.errors import BadInput
+    G = load_fabric(fabric, sets)   # checks the fabric and --set before any work is shipped
+    groups = None
+    if opts["mesh"] or opts["groups_file"]:
+        groups = _groups_for(G, None, "packed", opts["mesh"], opts["over"], opts["groups_file"])
+    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
+
+    def progress(done, total, result):
+        if done == 1 or done == total or done % max(1, total // 20) == 0:
+            _progress(f"{done:,}/{total:,} scenarios")
+
+    try:
+        s = sweep(fabric, _parse_sets(sets), failure_class, n=n, samples=samples, seed=seed, collective=collective,
+                  size_bytes=parse_size(opts["size"]), group_size=opts["group_size"], placement=opts["placement"],
+                  groups=groups, runner=LocalRunner(workers), progress=progress, algorithm=opts["algorithm"],
+                  split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
+                  bound_only=opts["bound_only"])
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="options") from None
+    if plot:
+        from .collectives.plots import plot_sweep
+        plot_sweep(s, plot)
+        _progress(f"wrote {plot}")
+    if as_json:
+        _emit_json(s.as_dict())
+        return
+    sm = s.summary
+    click.echo(f"{s.collective} on {s.fabric}, {sm['count']:,} scenarios of {s.n} x {s.failure_class}, "
+               f"algorithm {s.algorithm}; baseline {_us(s.baseline.time_s)}")
+    click.echo(f"slowdown: min x{_x(sm.get('min'))}  median x{_x(sm.get('median'))}  p90 x{_x(sm.get('p90'))}  "
+               f"max x{_x(sm.get('max'))}  ({sm.get('distinct', 0)} distinct; {sm.get('partial', 0)} partial)")
+    click.echo(_table([["; ".join(sc["failed"]), f"x{_x(sc['slowdown'])}", _us(sc.get("time_s")),
+                        "PARTIAL" if sc.get("partial") else ""] for sc in s.scenarios[:top]],
+                      ["failed", "slowdown", "time", ""]))
+    for note in s.notes:
+        click.echo(f"note: {note}")
+
+
+def _x(v) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.6g}"
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

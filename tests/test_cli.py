@@ -76,3 +76,47 @@ def test_only_cli_imports_click():
     for sub in ("topo", "collectives", "fabrics"):
         for py in (root / sub).glob("*.py"):
             assert "import click" not in py.read_text(), py
+
+
+def test_domains_lists_classes_and_json():
+    res = run("domains", "jalapeno-pod", "--set", "racks=2", "--json")
+    d = json.loads(res.output)
+    for cls in ("tray", "local-switch", "switch-tray", "rack", "rail", "rail-switch", "ocs", "link", "lanes"):
+        assert cls in d, cls
+    assert len(d["rail-switch"]) == 64 and len(d["rack"]) == 2
+
+
+def test_whatif_json_schema_and_rack_closed_form():
+    res = run("whatif", "all-reduce", "--fabric", "jalapeno-rack", "--group-size", "8", "--size", "64MiB",
+              "--algorithm", "ring", "--fail", "local-switch:r00/lsw0", "--json")
+    assert res.exit_code == 0, res.output
+    w = json.loads(res.output)
+    for key in ("failed", "baseline", "degraded", "slowdown", "affected_chips", "affected_groups"):
+        assert key in w
+    assert w["degraded"]["bandwidth_time_s"] / w["baseline"]["bandwidth_time_s"] == pytest.approx(6 / 5)
+    assert w["failed"][0]["spec"] == "local-switch:r00/lsw0"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--fail", "node:r00/lsw9"], ["r00/lsw9", "did you mean"]),
+    (["--fail", "rail:2"], ["rail", "choose one of"]),
+    (["--fail", "lanes:r00/xpu000--r00/lsw0=9"], ["=9", "has 4 lane(s)"]),
+])
+def test_whatif_bad_specs_are_one_line(args, words):
+    res = CliRunner().invoke(main, ["whatif", "all-reduce", "--fabric", "jalapeno-rack", "--group-size", "8",
+                                    "--size", "64MiB"] + args)
+    assert res.exit_code == 2, res.output
+    err = [ln for ln in res.output.splitlines() if ln.startswith("Error:")]
+    assert len(err) == 1 and "Traceback" not in res.output
+    for w in words:
+        assert w in err[0]
+
+
+def test_sweep_ranks_and_summarises():
+    res = run("sweep", "all-reduce", "--fabric", "jalapeno-rack", "--class", "local-switch", "--group-size", "8",
+              "--size", "64MiB", "--algorithm", "ring", "--json")
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.stdout)
+    assert len(s["scenarios"]) == 6 and s["summary"]["count"] == 6
+    assert {round(x["bandwidth_slowdown"], 9) for x in s["scenarios"]} == {1.2}
+    assert [x["failed"] for x in s["scenarios"]] == sorted(x["failed"] for x in s["scenarios"])
