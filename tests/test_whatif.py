@@ -90,25 +90,43 @@ def test_full_pod_static_per_lane_rail_switch_256_chips_at_175():
 
 
 @pytest.mark.parametrize("spec, cut_per_rack", [("rail-switch:rail1/sw2", 2), ("rail:1", 16)])
-def test_static_per_port_failures_are_partial_results_not_errors(spec, cut_per_rack):
+def test_static_per_port_failures_relay_through_the_racks(spec, cut_per_rack):
+    """Reading B: a rail switch carries 2 chips per rack whole (a whole rail: 16 per rack); the
+    chips cut off the global tier are reached through their racks (PXN on both sides), so the
+    price is whole and slower, not partial."""
     racks = 4
     G = build("jalapeno-pod", racks=racks, leaf="static", rail_wiring="per-port")
     w = _a2a(G, [spec])
     assert w.tier_bandwidth["by_tier"]["global"]["after"] == {"200": (128 - cut_per_rack) * racks}
     assert w.affected_chips["tier_bandwidth_changed"] == cut_per_rack * racks
-    assert w.partial and w.degraded.partial
-    assert w.degraded.unreachable_pairs["count"] > 0 and w.degraded.unreachable_pairs["examples"]
+    assert w.degraded.unreachable_pairs["count"] == 0 and not w.partial
+    assert w.bandwidth_slowdown > 1.0
+    assert any("relay" in n for n in w.degraded.notes)
     json.dumps(w.as_dict(), allow_nan=False)
 
 
-@pytest.mark.xfail(reason="routing relays at the source side only: a chip that lost its whole global tier "
-                          "(per-port wiring, failed rail switch) cannot be reached from another rack, though "
-                          "a relay through the destination's rack (local tier) exists (PXN on the receive side)",
-                   strict=True)
-def test_chips_cut_off_the_global_tier_are_reached_through_their_rack():
-    G = build("jalapeno-pod", racks=2, leaf="static", rail_wiring="per-port")
-    w = _a2a(G, ["rail-switch:rail0/sw0"])
-    assert w.degraded.unreachable_pairs["count"] == 0
+def test_a_rack_cut_off_the_global_tier_is_partial_not_an_error():
+    """The optical switch of a rack gone: its chips reach no other rack at all."""
+    G = build("jalapeno-pod", racks=2, trays=2)      # 16 chips per rack: see the slow case below
+    w = _a2a(G, ["ocs:1"])
+    assert w.partial and w.degraded.unreachable_pairs["count"] == 2 * 16 * 16
+    assert w.degraded.unreachable_pairs["examples"]
+    assert any(n.startswith("PARTIAL") for n in w.notes)
+    json.dumps(w.as_dict(), allow_nan=False)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason="routing._relay_plan caches 'no relay' as None and then recomputes it for every "
+                          "pair (cache.get(key) is None), calling _Reach once per candidate chip in Python: "
+                          "a rack cut off the global tier costs ~20 s CPU on 2 racks, far more on 16",
+                   strict=False)
+def test_a_rack_cut_off_the_global_tier_prices_quickly():
+    import time
+    G = build("jalapeno-pod", racks=2)
+    t0 = time.process_time()
+    w = _a2a(G, ["ocs:1"])
+    assert w.degraded.unreachable_pairs["count"] == 2 * 128 * 128
+    assert time.process_time() - t0 < 5.0
 
 
 def test_switched_rail_switch_equal_and_capacity_split(pod4):
