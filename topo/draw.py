@@ -84,6 +84,7 @@ SPAN_WORDS = {"board": "ring on a board", "group": "between boards of a group",
 CHIP_COLOR = "#444444"
 BOX_FACE = "#eef1f5"
 BOTTLENECK_COLOR = "#d62728"
+LABEL_BOX = dict(facecolor="white", edgecolor="none", pad=0.4, alpha=0.85)   # keeps a label readable over lines
 
 
 # ---------------------------------------------------------------------------------------
@@ -102,6 +103,7 @@ class _Elem:
     h: float = 0.0
     label: str = ""
     members: int = 0          # chips a collapsed box stands for
+    label_below: bool = False  # a switch of a bottom row: its name under it, away from its links
 
 
 @dataclass
@@ -255,7 +257,8 @@ def _switch_row(sc: _Scene, G: nx.Graph, nodes: list, x0: float, x1: float, y: f
         for s in members:
             cx = x + pitch / 2
             sc.elems[s] = _Elem(s, cx, y, "switch", role=str(G.nodes[s].get(ROLE, "")),
-                                w=min(size, pitch * 0.8), h=size, label=_short(s) if label_each else "")
+                                w=min(size, pitch * 0.8), h=size, label=_short(s) if label_each else "",
+                                label_below=label_below)
             sc.rep[s] = s
             x += pitch
         if framed:
@@ -910,7 +913,7 @@ def _render(G: nx.Graph, sc: _Scene, *, util: dict | None = None, marked: set | 
             else:
                 ty = y0 - 0.03 if side == "below" else y0 + h + 0.03
                 ax.text(x0 + w / 2, ty, label, ha="center", va="top" if side == "below" else "bottom",
-                        fontsize=7, color="#333333")
+                        fontsize=7, color="#333333", bbox=LABEL_BOX, zorder=4)
 
     # links: width by the capacity of one bundle, faint for the repeated planes and for
     # the aggregated lines of collapsed boxes
@@ -976,7 +979,7 @@ def _render(G: nx.Graph, sc: _Scene, *, util: dict | None = None, marked: set | 
                                    edgecolor="#777777", lw=0.7, zorder=2))
             if e.label:
                 ax.text(e.x, e.y - e.h / 2 - 0.03, e.label, ha="center", va="top", fontsize=6, color="#555555",
-                        zorder=4)
+                        zorder=4, bbox=LABEL_BOX)
         elif e.kind == "box":
             face = BOX_FACE
             text = e.label
@@ -1014,7 +1017,9 @@ def _render(G: nx.Graph, sc: _Scene, *, util: dict | None = None, marked: set | 
         ax.add_patch(Rectangle((e.x - e.w / 2, e.y - e.h / 2), e.w, e.h, facecolor=color, edgecolor="black",
                                lw=0.6, zorder=3, hatch="xxx" if patch else None))
         if e.label:
-            ax.text(e.x, e.y + e.h / 2 + 0.04, e.label, ha="center", va="bottom", fontsize=6.5, zorder=4)
+            below = -1 if e.label_below else 1
+            ax.text(e.x, e.y + below * (e.h / 2 + 0.04), e.label, ha="center",
+                    va="top" if e.label_below else "bottom", fontsize=6.5, zorder=4, bbox=LABEL_BOX)
 
     # row labels and free text
     for y, text in sc.row_labels:
