@@ -137,7 +137,8 @@ def test_boardfly_expands_one_group():
 @pytest.mark.parametrize("name, expand, match", [
     ("jalapeno-pod", 99, r"expand=99 is not a rack of this fabric; choose one of: 0, 1, 2"),
     ("torus", 12, r"expand=12 is not a slice \(z\) of this fabric"),
-    ("torus", "x", r"a torus expands one slice"),
+    ("torus", 2.5, r"a torus expands one slice"),
+    ("nvl72", 3, r"expand=3: nvl72 is a single rack, drawn whole"),
     ("boardfly", 36, r"expand=36 is not a group of this fabric"),
 ])
 def test_bad_expand_names_the_choices(name, expand, match):
@@ -282,3 +283,17 @@ def test_plot_sweep_reads_a_sweep(tmp_path):
     s = sweep("jalapeno-rack", None, "local-switch", collective="all-reduce", size_bytes=2 ** 24, group_size=8,
               algorithm="ring")
     assert plot_sweep(s, tmp_path / "sweep.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("name, expand, text", [
+    ("jalapeno-pod", "3", "rack 3 expanded"),
+    ("torus", "5", "slice at z = 5"),
+    ("boardfly", "2", "group 2 expanded"),
+])
+def test_expand_as_the_command_line_spells_it(name, expand, text):
+    assert text in "\n".join(_texts(fabric_figure(build(name), expand=expand)))
+
+
+def test_expand_string_that_is_not_a_number():
+    with pytest.raises(ValueError, match=r"expand='rack3': give a rack, group or slice number"):
+        fabric_figure(build("nvl72"), expand="rack3")

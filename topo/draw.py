@@ -284,6 +284,9 @@ def _layered(G: nx.Graph, expand, focus: Iterable) -> _Scene:
     domains = sorted({G.nodes[c][dom] for c in chip_nodes}) if dom else [None]
     multi = len(domains) > 1
     focus_domains = [G.nodes[f].get(dom) for f in focus if f in G] if dom else []
+    if not multi and expand not in (None, "all") and [expand] != domains:
+        raise ValueError(f"expand={expand!r}: {G.graph.get('name', 'this fabric')} is a single "
+                         f"{dom or 'domain'}, drawn whole; there is nothing to expand")
     shown = _pick(domains, expand, dom or "domain", focus_domains, allow_all=True) if multi else domains
     collapsed = [d for d in domains if d not in shown]
 
@@ -1065,10 +1068,23 @@ def _render(G: nx.Graph, sc: _Scene, *, util: dict | None = None, marked: set | 
     return fig
 
 
+def _parse_expand(expand):
+    """Command-line spellings: ``"3"`` -> 3, ``"1,2"`` -> (1, 2), ``"all"`` stays."""
+    if not isinstance(expand, str) or expand == "all":
+        return expand
+    parts = [p.strip() for p in expand.split(",") if p.strip()]
+    try:
+        vals = tuple(int(p) for p in parts)
+    except ValueError:
+        raise ValueError(f"expand={expand!r}: give a rack, group or slice number (e.g. 3), numbers joined by "
+                         f"commas for a torus slice (e.g. 1,2), or 'all'") from None
+    return vals[0] if len(vals) == 1 else vals
+
+
 def _scene(G: nx.Graph, expand, focus=()) -> _Scene:
     if G.number_of_nodes() == 0:
         raise ValueError("cannot draw an empty graph")
-    return _LAYOUTS[layout_kind(G)](G, expand, focus)
+    return _LAYOUTS[layout_kind(G)](G, _parse_expand(expand), focus)
 
 
 def fabric_figure(G: nx.Graph, *, expand=None, title: str | None = None, dpi: float = 110) -> Figure:
@@ -1078,10 +1094,11 @@ def fabric_figure(G: nx.Graph, *, expand=None, title: str | None = None, dpi: fl
     ----------
     G : networkx.Graph
         A fabric graph (catalog, user file or a degraded copy).
-    expand : int, tuple, list or "all", optional
+    expand : int, tuple, list, str or "all", optional
         What to draw in full: a rack (or dragonfly/Boardfly group) value for layered
         and Boardfly fabrics, a slice index along the third ring dimension (or a tuple
-        of the remaining coordinates) for a torus.  The first by default.
+        of the remaining coordinates) for a torus.  The first by default.  Strings
+        as a command line gives them are read too: ``"3"``, ``"1,2"``, ``"all"``.
     title : str, optional
         Replaces the generated title.
     dpi : float
