@@ -20,8 +20,12 @@ asym-levels
     thousands of distinct bottleneck levels.  No closed form: the result is
     checked with :func:`check_maxmin`.
 asym-events
-    A 100 k-flow version of asym-levels through :func:`simulate` (every level
-    finishes at its own time, so events ~ levels).
+    100 k flows of asym-levels' shape, equal sizes and weights, through
+    :func:`simulate`: every level finishes at its own time (events ~ levels),
+    fastest first, so each event re-solves almost nothing.
+asym-mixed
+    2,000 such flows with mixed sizes and weights through :func:`simulate`:
+    finishing flows froze at middling levels, so events redo many rounds.
 """
 from __future__ import annotations
 
@@ -139,23 +143,27 @@ def run_case(name: str) -> dict:
         events, levels = res.events, res.n_levels
         rel = res.time_s / closed_s - 1
         verdict = f"time {res.time_s * 1e3:.4f} ms vs closed form {closed_s * 1e3:.4f} ms ({rel:+.1e})"
-    elif name in ("asym-levels", "asym-events"):
-        n = 1_000_000 if name == "asym-levels" else 100_000
-        fp, pl, cap, size, w = build_asym(n)
+    elif name == "asym-levels":
+        fp, pl, cap, size, w = build_asym(1_000_000)
         t1 = time.perf_counter()
-        if name == "asym-levels":
-            r = maxmin_rates(fp, pl, cap, weights=w)
-            t2 = time.perf_counter()
-            events, levels = 1, r.n_levels
-            rate = r.rate_Bps
-        else:
-            res = simulate(fp, pl, cap, size, weights=w)
-            t2 = time.perf_counter()
-            events, levels = res.events, res.n_levels
-            rate = res.first_rates_Bps
+        r = maxmin_rates(fp, pl, cap, weights=w)
+        t2 = time.perf_counter()
+        events, levels = "-", r.n_levels
         tc = time.perf_counter()
-        bad = check_maxmin(fp, pl, cap, rate, weights=w)
+        bad = check_maxmin(fp, pl, cap, r.rate_Bps, weights=w)
         verdict = f"check_maxmin: {len(bad)} findings ({time.perf_counter() - tc:.1f} s)"
+    elif name in ("asym-events", "asym-mixed"):
+        n = 100_000 if name == "asym-events" else 2_000
+        fp, pl, cap, size, w = build_asym(n)
+        if name == "asym-events":
+            size, w = np.full(n, SIZE_BYTES), None
+        t1 = time.perf_counter()
+        res = simulate(fp, pl, cap, size, weights=w)
+        t2 = time.perf_counter()
+        events, levels = res.events, res.n_levels
+        bound = res.time_s / res.bound_s
+        bad = check_maxmin(fp, pl, cap, res.first_rates_Bps, weights=w)
+        verdict = f"time / bound {bound:.3f}; first rates: {len(bad)} check_maxmin findings"
     else:
         raise ValueError(f"unknown case {name!r}; choose one of: {', '.join(CASES)}")
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -164,7 +172,7 @@ def run_case(name: str) -> dict:
             "rss_gib": rss_kib / 1024**2, "result": verdict}
 
 
-CASES = ("pod-a2a", "asym-levels", "asym-events")
+CASES = ("pod-a2a", "asym-levels", "asym-events", "asym-mixed")
 
 
 def main(argv: list[str]) -> None:

@@ -382,3 +382,9 @@ def test_simulate_many_events_matches_naive(seed, round_path):
     assert res.events > 50
     np.testing.assert_allclose(res.finish_s, naive_finish_times(fp, pl, cap, size, w, None),
                                rtol=1e-9)
+    # A link is busy until the last flow crossing it finishes.
+    A = (fp @ pl).toarray()
+    last = np.where(A > 0, res.finish_s[:, None], 0.0).max(axis=0)
+    np.testing.assert_allclose(res.link_busy_s, last, rtol=1e-12)
+    assert np.all(res.peak_utilization <= 1 + 1e-9)
+    assert np.all(res.peak_utilization >= res.utilization - 1e-9)

@@ -30,12 +30,13 @@ rate is per single flow.
 
 Progressive filling keeps, per link, the *active weight*
 ``aw[l] = sum over unfrozen f of m[f] w[f] A[f, l]`` (computed factored) and the
-load ``used[l]`` of the frozen flows, so the next saturation level is
-``(capacity - used) / aw``: one O(L) pass per level.  When links saturate, every
-flow of a piece touching one of them crosses it (all entries are nonnegative),
-so the solver freezes whole pieces, each exactly once, and subtracts the frozen
-flows' weight from ``aw`` through their rows of ``flow_piece`` and the pieces'
-rows of ``piece_link``.  Total work is about O(nnz + levels x L).
+load ``used[l]`` of the frozen flows, so a link saturates at level
+``(capacity - used) / aw``; these levels are cached and a round costs one O(L)
+minimum.  When links saturate, every flow of a piece touching one of them
+crosses it (all entries are nonnegative), so the solver freezes whole pieces,
+each exactly once, and subtracts the frozen flows' weight from ``aw`` through
+their rows of ``flow_piece`` and the pieces' rows of ``piece_link``.  Total
+work is about O(nnz + levels x L).
 """
 from __future__ import annotations
 
@@ -106,11 +107,13 @@ class FlowResult:
     events : int
         Retirement events (rate solves).
     n_levels : int
-        Bottleneck levels summed over all events.
+        Filling rounds computed over all events (rounds redone after a
+        retirement count again).
     link_bytes : ndarray, shape (L,)
         Bytes carried by each link over the phase.
     link_busy_s : ndarray, shape (L,)
-        Time during which each link carried traffic.
+        Time during which each link carried traffic (until the last flow
+        crossing it finished).
     peak_utilization : ndarray, shape (L,)
         Maximum over events of load / capacity (0 for unlimited links).
     utilization : ndarray, shape (L,)
@@ -170,21 +173,22 @@ def _as_csr(x, name: str) -> sp.csr_array:
             raise ValueError(f"{name} must be a 2-D sparse matrix; got shape {arr.shape}")
         m = sp.csr_array(arr)
     m = sp.csr_array(m, dtype=np.float64)
-    data = m.data
-    if data.size and not np.all(np.isfinite(data)):
-        raise ValueError(f"{name} has {int(np.sum(~np.isfinite(data)))} non-finite entries")
-    if data.size and data.min() < 0:
-        bad = int(np.sum(data < 0))
-        raise ValueError(f"{name} has {bad} negative entries (min {data.min():g}); splits are >= 0")
-    copied = False
+    if m.data.size == 0:
+        return m
+    # min and max see NaN and inf without a temporary the size of the matrix.
+    lo, hi = m.data.min(), m.data.max()
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError(f"{name} has {int(np.sum(~np.isfinite(m.data)))} non-finite entries")
+    if lo < 0:
+        bad = int(np.sum(m.data < 0))
+        raise ValueError(f"{name} has {bad} negative entries (min {lo:g}); splits are >= 0")
     if not m.has_canonical_format:
         m = m.copy()
-        copied = True
         m.sum_duplicates()
-    if data.size and np.any(m.data == 0):
-        if not copied:
-            m = m.copy()
+        lo = m.data.min() if m.data.size else 1.0
+    if lo == 0:
         # Stored zeros would make a flow "cross" a link it puts nothing on.
+        m = m.copy()
         m.eliminate_zeros()
     return m
 
@@ -241,6 +245,9 @@ def _check_routable(P: sp.csr_array, Q: sp.csr_array, cap: np.ndarray) -> None:
 
 def _row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Positions in ``indices``/``data`` of the given CSR rows, and each row's length."""
+    if rows.size == 1:  # the common small round: skip the vectorised bookkeeping
+        start, stop = int(indptr[rows[0]]), int(indptr[rows[0] + 1])
+        return np.arange(start, stop, dtype=np.int64), np.array([stop - start], dtype=np.int64)
     starts = indptr[rows].astype(np.int64, copy=False)
     counts = indptr[rows + 1].astype(np.int64, copy=False) - starts
     total = int(counts.sum())
@@ -255,6 +262,8 @@ def _row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np
 
 def _unique(ids: np.ndarray, n: int) -> np.ndarray:
     """Sorted unique ids in ``range(n)``: a mark array when dense, a sort when sparse."""
+    if ids.size < 2:
+        return ids
     if ids.size * 32 >= n:
         mark = np.zeros(n, dtype=bool)
         mark[ids] = True
@@ -271,6 +280,9 @@ def _group_sum(keys: np.ndarray, weights: np.ndarray | None, n: int):
     Dense key sets use bincount (O(n)), sparse ones a stable sort, so a small
     round never pays for all ``n`` keys; both add in the same order every run.
     """
+    if keys.size < 2 or (keys.size < 64 and np.all(keys[1:] > keys[:-1])):
+        # Already distinct and sorted (one CSR row): nothing to group.
+        return keys, weights, np.ones(keys.size, dtype=np.int64)
     if keys.size * 8 >= n:
         count = np.bincount(keys, minlength=n)
         uniq = np.flatnonzero(count)
@@ -335,6 +347,8 @@ class _Fill:
         self.inv_cap = np.zeros(self.L)
         np.divide(1.0, cap, out=self.inv_cap, where=self.limited & (cap > 0))
         self.peak = np.zeros(self.L)
+        # Time each link's last present flow finished (set by retire's caller clock).
+        self.busy_until = np.zeros(self.L)
         self._set_rows(P, w, m)
         self.gone = np.zeros(F, dtype=bool) if gone is None else gone.copy()
         self.frozen = self.gone.copy()  # retired rows count as frozen with rate 0
@@ -369,9 +383,17 @@ class _Fill:
         self.aw[self.link_cnt == 0] = 0.0
         # Same for every row still present, frozen or not: a link whose count
         # drops to 0 carries nothing, whatever roundoff ``used`` holds.
-        self.alive_piece_cnt = _count_alive(self.Pc, ~self.gone)
-        self.alive_link_cnt = self._link_count(self.alive_piece_cnt)
-        self.used = Q.T @ (P.T @ (self.m * self.rate))  # rate is 0 unless frozen and present
+        if self.gone.any():
+            self.alive_piece_cnt = _count_alive(self.Pc, ~self.gone)
+            self.alive_link_cnt = self._link_count(self.alive_piece_cnt)
+        else:
+            self.alive_piece_cnt = np.diff(self.Pc.indptr).astype(np.int64)
+            self.alive_link_cnt = self.link_cnt.copy() if is_open.all() else \
+                self._link_count(self.alive_piece_cnt)
+        if self.frozen.any():
+            self.used = Q.T @ (P.T @ (self.m * self.rate))  # rate is 0 unless frozen and present
+        else:
+            self.used = np.zeros(L)
         self.sat_at = np.full(L, np.inf)
         self._refresh(np.arange(L))
         self.work = 0  # incremental entries since this exact recomputation
@@ -428,8 +450,10 @@ class _Fill:
             pieces = self.Qc.indices[pos].astype(np.int64)
             plinks = np.repeat(sat, cnt)
             keep = self.piece_cnt[pieces] > 0
-            pieces, first = np.unique(pieces[keep], return_index=True)
-            plinks = plinks[keep][first]
+            pieces, plinks = pieces[keep], plinks[keep]
+            if pieces.size > 1:
+                pieces, first = np.unique(pieces, return_index=True)
+                plinks = plinks[first]
             n_entries = int(np.sum(self.Pc.indptr[pieces + 1] - self.Pc.indptr[pieces]))
             if n_entries >= self.big:
                 self._freeze_whole(pieces, plinks, rnd, level)
@@ -468,7 +492,7 @@ class _Fill:
         hit[pieces] = 1.0
         new_mask = (P @ hit > 0) & ~self.frozen
         new = np.flatnonzero(new_mask)
-        link_of = np.full(K, L, dtype=np.int64)
+        link_of = np.full(K, L, dtype=np.int32 if L < 2**31 - 1 else np.int64)
         link_of[pieces] = plinks
         first_link = _segment_reduce(np.minimum, P.indptr, link_of[P.indices], L, nonempty=True)
         self.bottleneck[new] = first_link[new]
@@ -500,8 +524,8 @@ class _Fill:
         self.changed = []
         return out
 
-    def retire(self, done: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Remove finished rows ``done`` and roll back the rounds they took part in.
+    def retire(self, done: np.ndarray, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """Remove rows ``done`` (finished at ``now``) and roll back the rounds they took part in.
 
         Returns the reopened rows and the rates they had until now.
         """
@@ -514,8 +538,10 @@ class _Fill:
         if n_entries >= self.big or self.work + n_entries >= self.P.nnz * _RESYNC_SHARE:
             # A large rollback, or enough incremental updates to owe an exact
             # recomputation: both cost O(nnz).
+            carried = self.alive_link_cnt > 0
             self._forget(done, reopen)
             self._resync()
+            self.busy_until[carried & (self.alive_link_cnt == 0)] = now
         else:
             # Retired and reopened rows both drop their frozen load; reopened ones
             # grow again, so their weight and counts come back.
@@ -527,7 +553,10 @@ class _Fill:
             old = self.alive_piece_cnt[pieces_d]
             self.alive_piece_cnt[pieces_d] -= dc
             self._pieces_changed(pieces_d, self.alive_piece_cnt, old, self.alive_link_cnt, -1)
-            self.used[links_load[self.alive_link_cnt[links_load] == 0]] = 0.0
+            # Links whose last present flow just left: idle from now on, load exactly 0.
+            idle = links_load[self.alive_link_cnt[links_load] == 0]
+            self.used[idle] = 0.0
+            self.busy_until[idle] = now
             links_open = np.zeros(0, dtype=np.int64)
             if reopen.size:
                 pieces_r, dw, dc = self._per_piece(reopen, self.mw[reopen])
@@ -692,9 +721,15 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     -----
     Rates are solved, time advances to the earliest finish, flows finishing
     within relative ``rel_tol`` of it retire together, and the survivors keep
-    their remaining bytes and are re-solved on their own.  Each event costs a
-    full solve, so phases whose flows finish at many distinct times are
-    expensive (events x solve).
+    their remaining bytes and are re-solved on their own.
+
+    The re-solve is not done from scratch.  A retired flow froze in some
+    filling round r and crossed no link that saturated earlier, so rounds
+    before the earliest such r replay identically without the retired flows:
+    only the flows frozen from that round on are reopened and filled again.
+    When flows of equal size and weight finish, they are the fastest, frozen
+    last, and an event costs little more than a scan of the flow vector; with
+    mixed sizes an event may redo many rounds (``n_levels`` counts them).
 
     Examples
     --------
@@ -719,7 +754,6 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     first_rates = np.zeros(F)
     # Empty flows finish at time 0 and never take part.
     fill = _Fill(P, Q, Qc, cap, w, m, rel_tol, gone=size <= 0)
-    Pc = fill.Pc  # of all rows, for the busy times at the end
     rows = None  # current row -> original flow; None while no row was dropped
     # Per current row: bytes left at time ``since`` and the projected finish
     # time; only rows whose rate changes are touched, so an event costs
@@ -756,15 +790,15 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
         finish_at[done] = np.inf
         n_alive -= done.size
         if n_alive:
-            reopen, old_rate = fill.retire(done)
+            reopen, old_rate = fill.retire(done, now)
             left_bytes[reopen] -= old_rate * (now - since[reopen])
             finish_at[reopen] = np.inf
     n_levels = fill.rounds
     peak = fill.peak
     # Every present flow has a positive rate, so a link is busy until the last
-    # flow crossing it finishes: max over its pieces of max over their flows.
-    piece_last = _segment_reduce(np.maximum, Pc.indptr, finish[Pc.indices], 0.0)
-    busy = _segment_reduce(np.maximum, Qc.indptr, piece_last[Qc.indices], 0.0)
+    # flow crossing it finishes; links still carrying flows ran to the end.
+    busy = fill.busy_until
+    busy[fill.alive_link_cnt > 0] = now
     limited = np.isfinite(cap) & (cap > 0)
 
     time_s = float(finish.max()) if F else 0.0
