@@ -73,7 +73,7 @@ def _table(rows: list[list], header: list[str]) -> str:
     cells = [[str(h) for h in header]] + [[_fmt(c) if not isinstance(c, str) else c for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.insert(1, "  ".join("-" * w for w in widths).rstrip())
     return "\n".join(lines)
 
 
@@ -241,6 +241,31 @@ def export_cmd(fabric, sets, output):
     click.echo(f"wrote {output}: {G.number_of_nodes():,} nodes, {G.number_of_edges():,} links", err=True)
 
 
+@main.command("draw")
+@click.argument("fabric")
+@_set_option
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
+              help="Output picture: .png or .svg (.pdf works too).")
+@click.option("--expand", default=None, help="Which rack / group / slice to draw in full: an index, '1,2' or "
+              "'all' (default: the first; big fabrics show the rest collapsed).")
+@click.option("--dpi", type=click.IntRange(40, 600), default=110, show_default=True, help="PNG resolution.")
+def draw_cmd(fabric, sets, output, expand, dpi):
+    """Draw a fabric: tiers as layers, NVL72 as planes, a torus slice, Boardfly groups.
+
+    Large fabrics are drawn at a level that stays readable: one rack (or group, or torus
+    slice) expanded and the others collapsed.  The legend gives tiers and link media.
+    """
+    if not output.lower().endswith((".png", ".svg", ".pdf")):
+        raise click.BadParameter(f"{output!r}: use a .png, .svg or .pdf file name", param_hint="--output")
+    G = load_fabric(fabric, sets)
+    from .topo.draw import draw_fabric
+    try:
+        draw_fabric(G, output, expand=expand, dpi=dpi)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--expand") from None
+    click.echo(f"wrote {output}", err=True)
+
+
 # --------------------------------------------------------------------------- pricing
 _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -400,7 +425,9 @@ def _fmt_bytes(b: float) -> str:
 @_set_option
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print the cost report as JSON (schema in README).")
-def price_cmd(collective, fabric, sets, as_json, **opts):
+@click.option("--plot", "plot", type=click.Path(dir_okay=False),
+              help="Also write a chart (.png/.svg): time per phase and link utilization by tier.")
+def price_cmd(collective, fabric, sets, as_json, plot, **opts):
     """Price a collective for every group of a placement at once.
 
     \b
@@ -418,6 +445,10 @@ def price_cmd(collective, fabric, sets, as_json, **opts):
     r = _price(G, collective, opts)
     if time.perf_counter() - t0 > 2:
         _progress(f"priced in {time.perf_counter() - t0:.1f} s")
+    if plot:
+        from .collectives.plots import plot_price
+        plot_price(r, plot, G=G)
+        _progress(f"wrote {plot}")
     if as_json:
         _emit_json(r.as_dict())
     else:
@@ -430,7 +461,9 @@ def price_cmd(collective, fabric, sets, as_json, **opts):
               help="Comma-separated catalog names or files, e.g. jalapeno-rack,nvl72,torus.")
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of cost reports.")
-def compare_cmd(collective, fabric_list, as_json, **opts):
+@click.option("--plot", "plot", type=click.Path(dir_okay=False),
+              help="Also write a chart (.png/.svg) of time and busbw per fabric.")
+def compare_cmd(collective, fabric_list, as_json, plot, **opts):
     """Price the same collective on several fabrics, one table.
 
     The same group size, size and algorithm choice apply on every fabric (auto picks
@@ -449,6 +482,10 @@ def compare_cmd(collective, fabric_list, as_json, **opts):
         _progress(f"pricing on {name} ...")
         G = load_fabric(name)
         reports.append(_price(G, collective, opts))
+    if plot:
+        from .collectives.plots import plot_compare
+        plot_compare(reports, plot)
+        _progress(f"wrote {plot}")
     if as_json:
         _emit_json([r.as_dict() for r in reports])
         return

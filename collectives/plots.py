@@ -81,8 +81,8 @@ def link_utilization(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[
 
     Notes
     -----
-    This re-solves the phases (the cost of one more ``price`` call); a link table
-    field on ``CostReport`` would make it free.
+    This prices the collective; a report in hand has the same array as
+    ``report.link_utilization``.
 
     Examples
     --------
@@ -93,30 +93,10 @@ def link_utilization(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[
     >>> round(float(u.max()), 6)
     1.0
     """
-    from ..topo import routing, solver
-    from .price import _in_network
-    table = routing.link_table(G)
-    cap = np.asarray(table.capacity_Bps, dtype=np.float64) * efficiency
-    link_bytes = np.zeros(len(cap))
-    groups = [tuple(int(r) for r in g) for g in groups]
-    present = {d["rank"] for _, d in G.nodes(data=True) if d.get("kind") == "chip"}
-    live = [g for g in groups if all(r in present for r in g)]
-    bw_total = 0.0
-    for ph in phases(collective, algorithm, live, size_bytes, view_of(G)):
-        if ph.in_network:
-            step, _, lb, *_ = _in_network(ph, G, table, cap)
-        else:
-            routes = routing.route(G, ph.src, ph.dst, split=split, tiers=tiers, links=table)
-            reach = np.asarray(routes.reachable, dtype=bool)
-            P = routes.flow_piece[np.nonzero(reach)[0]]
-            if P.shape[0] == 0:
-                continue
-            r = solver.simulate(P, routes.piece_link, cap, ph.size_bytes[reach])
-            step, lb = r.time_s, np.asarray(r.link_bytes)
-        link_bytes += ph.repeat * lb
-        bw_total += ph.repeat * step
-    denom = cap * bw_total
-    return np.divide(link_bytes, denom, out=np.zeros_like(link_bytes), where=denom > 0)
+    from .price import price
+    r = price(G, collective, groups=groups, size_bytes=size_bytes, algorithm=algorithm, split=split, tiers=tiers,
+              efficiency=efficiency)
+    return np.array(r.link_utilization)
 
 
 # ---------------------------------------------------------------------------------------
@@ -149,6 +129,8 @@ def plot_price(report: CostReport, path, *, G: nx.Graph | None = None, link_util
     fig = Figure(figsize=(12.5, 4.8), dpi=110)
     ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.05, 1]})
     _phase_panel(ax1, report)
+    if link_utilization is None and G is not None:
+        link_utilization = report.link_utilization
     if link_utilization is not None:
         if G is None:
             raise ValueError("link_utilization needs G, the fabric it was computed on (for the link tiers)")

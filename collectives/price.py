@@ -93,6 +93,10 @@ class CostReport:
     group_time_s: tuple = field(default=(), repr=False)   # per priced group, in input order
     group_ids: tuple = field(default=(), repr=False)      # index of each priced group in the input
     alternatives: dict = field(default_factory=dict)      # auto: algorithm -> time_s
+    # per directed link of topo.routing.link_table(G): bytes over the whole collective and
+    # utilization over its bandwidth time (what ``bottlenecks`` ranks); not in the JSON
+    link_bytes: Any = field(default=None, repr=False, compare=False)
+    link_utilization: Any = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in (
@@ -224,7 +228,8 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
         busbw_GBps=algbw * busbw_factor(collective, n), phases=tuple(res["phases"]),
         bottlenecks=tuple(res["bottlenecks"]), unreachable_pairs=res["unreachable"], broken_groups=broken_info,
         partial=partial, mode="link-load bound" if bound_only else "flow-level", notes=notes,
-        group_time_s=tuple(res["group_time_s"]), group_ids=tuple(ok_idx), alternatives=alts)
+        group_time_s=tuple(res["group_time_s"]), group_ids=tuple(ok_idx), alternatives=alts,
+        link_bytes=res["link_bytes"], link_utilization=res["link_utilization"])
 
 
 def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, split, tiers, efficiency,
@@ -296,6 +301,10 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
         reports.append(PhaseReport(ph.name, ph.repeat, int(reach.sum()), float(ph.size_bytes.max()),
                                    float(step_bw), float(step_lat), float(step_bound), int(events),
                                    float(ph.repeat * (step_bw + step_lat)), sat))
+    if any(ph.in_network for ph in plist):
+        notes.append("in-network reduction is priced at link rate (ideal switch reduction); public "
+                     "nccl-tests results on GB200 NVL72 reach 835-847 GB/s busbw at 4-8 GiB, so calibrate "
+                     "with --efficiency to match measurements")
     if view.domain is not None and cross_bytes > 0:
         per_chip = cross_bytes / max(1, len({r for g in groups for r in g}))
         notes.append(f"each chip sends {per_chip / size_bytes:.4g} x S across racks on average "
@@ -314,7 +323,14 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
             "bound_s": bound_total + lat_total, "phases": reports, "bottlenecks": bottlenecks,
             "unreachable": {"count": n_unreachable,
                             "examples": _examples(unreachable_pairs, by_rank)},
-            "group_time_s": group_t.tolist(), "notes": notes}
+            "group_time_s": group_t.tolist(), "notes": notes, "link_bytes": _frozen(link_bytes),
+            "link_utilization": _frozen(util)}
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a)
+    a.flags.writeable = False
+    return a
 
 
 def _cross_domain_bytes(ph: Phase, view, reach) -> float | None:

@@ -120,3 +120,26 @@ def test_sweep_ranks_and_summarises():
     assert len(s["scenarios"]) == 6 and s["summary"]["count"] == 6
     assert {round(x["bandwidth_slowdown"], 9) for x in s["scenarios"]} == {1.2}
     assert [x["failed"] for x in s["scenarios"]] == sorted(x["failed"] for x in s["scenarios"])
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_draw_writes_a_picture(tmp_path, suffix):
+    out = tmp_path / f"rack{suffix}"
+    res = run("draw", "jalapeno-rack", "-o", str(out))
+    assert res.exit_code == 0 and out.stat().st_size > 1000
+
+
+def test_price_and_compare_plots(tmp_path):
+    p, c = tmp_path / "p.png", tmp_path / "c.png"
+    assert run("price", "all-reduce", "--fabric", "jalapeno-rack", "--group-size", "8", "--size", "1MiB",
+               "--plot", str(p)).exit_code == 0
+    assert run("compare", "all-reduce", "--fabrics", "jalapeno-rack,nvl72", "--group-size", "8", "--size", "1MiB",
+               "--plot", str(c)).exit_code == 0
+    assert p.stat().st_size > 1000 and c.stat().st_size > 1000
+
+
+def test_report_link_utilization_matches_bottlenecks():
+    from fabricsim.collectives import by_size, price
+    G = build("jalapeno-rack")
+    r = price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2 ** 24, algorithm="ring")
+    assert float(r.link_utilization.max()) == pytest.approx(r.bottlenecks[0]["utilization"])
