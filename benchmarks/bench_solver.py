@@ -44,14 +44,6 @@ GB = 1e9
 SIZE_BYTES = 1e6  # one message per flow; times scale linearly with it
 
 
-def _csr_from_rows(cols_per_row: list[np.ndarray], n_cols: int) -> sp.csr_array:
-    """CSR with unit values from k equal-length column arrays (row i -> cols[j][i], sorted)."""
-    cols = np.stack(cols_per_row, axis=1)
-    n_rows, k = cols.shape
-    indptr = np.arange(0, n_rows * k + 1, k, dtype=np.int64)
-    return sp.csr_array((np.ones(n_rows * k), cols.ravel(), indptr), shape=(n_rows, n_cols))
-
-
 def build_pod_a2a(chips: int = 2048, racks: int = 16):
     per_rack = chips // racks
     # Link ids: up-local, down-local (6 per chip), up-global, down-global (4 per chip),
@@ -87,18 +79,31 @@ def build_pod_a2a(chips: int = 2048, racks: int = 16):
     piece_link = sp.csr_array((vals, (rows, np.concatenate(piece_cols))),
                               shape=(n_pieces, n_links))
 
-    # All ordered pairs s != d: d runs over 0..chips-2, skipping s.
-    s = np.repeat(c, chips - 1)
-    j = np.tile(np.arange(chips - 1), chips)
+    # All ordered pairs s != d (int32 throughout: 4 M pairs): d runs over
+    # 0..chips-2, skipping s.  Intra-rack rows first (2 pieces), then inter-rack (4).
+    s = np.repeat(c.astype(np.int32), chips - 1)
+    j = np.tile(np.arange(chips - 1, dtype=np.int32), chips)
     d = j + (j >= s)
+    del j
     intra = (s // per_rack) == (d // per_rack)
-    si, di = s[intra], d[intra]
+    n_in = int(intra.sum())
+    n_out = s.size - n_in
+    indices = np.empty(2 * n_in + 4 * n_out, dtype=np.int32)
+    rows_in = indices[:2 * n_in].reshape(n_in, 2)
+    rows_in[:, 0] = s[intra] + p_ul
+    rows_in[:, 1] = d[intra] + p_dl
+    # Columns sorted within each row: up-global < down-global < rackup < rackdown.
+    rows_out = indices[2 * n_in:].reshape(n_out, 4)
     so, do = s[~intra], d[~intra]
-    # Columns kept sorted within each row: up-global < down-global < rackup < rackdown.
-    fp_intra = _csr_from_rows([p_ul + si, p_dl + di], n_pieces)
-    fp_inter = _csr_from_rows([p_ug + so, p_dg + do, p_ru + so // per_rack,
-                               p_rd + do // per_rack], n_pieces)
-    flow_piece = sp.vstack([fp_intra, fp_inter], format="csr")
+    del s, d, intra
+    rows_out[:, 0] = so + p_ug
+    rows_out[:, 1] = do + p_dg
+    rows_out[:, 2] = so // per_rack + p_ru
+    rows_out[:, 3] = do // per_rack + p_rd
+    indptr = np.concatenate([np.arange(0, 2 * n_in, 2, dtype=np.int32),
+                             np.arange(2 * n_in, indices.size + 1, 4, dtype=np.int32)])
+    flow_piece = sp.csr_array((np.ones(indices.size), indices, indptr),
+                              shape=(n_in + n_out, n_pieces))
     size = np.full(flow_piece.shape[0], SIZE_BYTES)
     inter_per_chip = chips - per_rack
     closed_s = SIZE_BYTES * inter_per_chip / (n_glb * 50 * GB)

@@ -239,6 +239,22 @@ def test_zero_size_flows_finish_at_zero():
     assert res.finish_s.tolist() == [0.0, 2.0, 2.0]
 
 
+def test_simulate_without_bytes_or_flows():
+    fp, pl = one_link(3)
+    res = simulate(fp, pl, [1.0], [0.0, 0.0, 0.0])
+    assert res.time_s == 0.0 and res.events == 0 and res.finish_s.tolist() == [0.0] * 3
+    empty = simulate(sp.csr_array((0, 1)), pl, [1.0], np.zeros(0))
+    assert empty.time_s == 0.0 and empty.finish_s.shape == (0,)
+
+
+def test_unlimited_link_has_no_utilization():
+    A = np.array([[1.0, 1.0], [1.0, 0.0]])
+    res = simulate(sp.csr_array(A), sp.identity(2, format="csr"), [4.0, np.inf], [2.0, 2.0])
+    assert res.time_s == pytest.approx(1.0)
+    assert res.peak_utilization == pytest.approx([1.0, 0.0])
+    assert res.link_busy_s == pytest.approx([1.0, 1.0])
+
+
 def test_zero_capacity_flow_never_finishes():
     fp, pl = one_link(1)
     with pytest.raises(ValueError, match="1 flows get rate 0"):

@@ -580,6 +580,8 @@ class _Fill:
 
     def compact(self) -> np.ndarray:
         """Drop retired rows (once they are the majority); return the kept row ids."""
+        if self.changed:
+            raise RuntimeError("compact() before take_changed() would lose row ids")
         keep = np.flatnonzero(~self.gone)
         self._set_rows(self.P[keep], self.w[keep], self.m[keep])
         for name in ("gone", "frozen", "freeze_round", "rate", "bottleneck"):
