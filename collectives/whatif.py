@@ -47,6 +47,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 import networkx as nx
 import numpy as np
 
+from ..topo import routing as _routing, solver as _solver  # noqa: F401  (loaded before workers fork: one code version)
 from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput
 from ..topo.failures import apply_failures, chip_tier_bandwidth, domains
