@@ -168,7 +168,7 @@ def run_case(name: str) -> dict:
         events, levels = res.events, res.n_levels
         bound = res.time_s / res.bound_s
         bad = check_maxmin(fp, pl, cap, res.first_rates_Bps, weights=w)
-        verdict = f"time / bound {bound:.3f}; first rates: {len(bad)} check_maxmin findings"
+        verdict = f"time / bound {bound:.4f}; first rates: {len(bad)} check_maxmin findings"
     else:
         raise ValueError(f"unknown case {name!r}; choose one of: {', '.join(CASES)}")
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -257,7 +257,7 @@ def test_unlimited_link_has_no_utilization():
 
 def test_zero_capacity_flow_never_finishes():
     fp, pl = one_link(1)
-    with pytest.raises(ValueError, match="1 flows get rate 0"):
+    with pytest.raises(ValueError, match="1 flows get rate 0 .*zero-capacity link 0"):
         simulate(fp, pl, [0.0], [1.0])
 
 

@@ -336,8 +336,11 @@ class _Fill:
     flow left, so floating residue in ``aw`` never creates a spurious level.
     """
 
-    def __init__(self, P, Q, Qc, cap, w, m, rel_tol, *, gone=None):
+    def __init__(self, P, Q, Qc, cap, w, m, rel_tol, *, gone=None, bottlenecks=True):
         F = P.shape[0]
+        # simulate() reports no bottlenecks; skipping them saves a pass over all
+        # entries in every big round.
+        self.bottlenecks = bottlenecks
         self.Q, self.Qc, self.cap, self.rel_tol = Q, Qc, cap, rel_tol
         self.K, self.L = Q.shape
         self.q_len = np.diff(Q.indptr)
@@ -352,7 +355,7 @@ class _Fill:
         self._set_rows(P, w, m)
         self.gone = np.zeros(F, dtype=bool) if gone is None else gone.copy()
         self.frozen = self.gone.copy()  # retired rows count as frozen with rate 0
-        self.freeze_round = np.full(F, -1, dtype=np.int64)
+        self.freeze_round = np.full(F, -1, dtype=np.int32)  # rounds < 2**31: one per link at most
         self.rate = np.zeros(F)
         self.bottleneck = np.full(F, -1, dtype=np.int64)
         self.levels: list[float] = []
@@ -466,8 +469,9 @@ class _Fill:
         flows = self.Pc.indices[pos]
         keep = ~self.frozen[flows]
         flows = flows[keep]
-        # A flow under several spent pieces may take any of their links.
-        self.bottleneck[flows] = np.repeat(plinks, cnt)[keep]
+        if self.bottlenecks:
+            # A flow under several spent pieces may take any of their links.
+            self.bottleneck[flows] = np.repeat(plinks, cnt)[keep]
         new = _unique(flows, self.P.shape[0])
         self.frozen[new] = True
         self.freeze_round[new] = rnd
@@ -492,10 +496,12 @@ class _Fill:
         hit[pieces] = 1.0
         new_mask = (P @ hit > 0) & ~self.frozen
         new = np.flatnonzero(new_mask)
-        link_of = np.full(K, L, dtype=np.int32 if L < 2**31 - 1 else np.int64)
-        link_of[pieces] = plinks
-        first_link = _segment_reduce(np.minimum, P.indptr, link_of[P.indices], L, nonempty=True)
-        self.bottleneck[new] = first_link[new]
+        if self.bottlenecks:
+            link_of = np.full(K, L, dtype=np.int32 if L < 2**31 - 1 else np.int64)
+            link_of[pieces] = plinks
+            first_link = _segment_reduce(np.minimum, P.indptr, link_of[P.indices], L,
+                                         nonempty=True)
+            self.bottleneck[new] = first_link[new]
         self.frozen |= new_mask
         self.freeze_round[new] = rnd
         self.rate[new] = self.w[new] * level
@@ -510,7 +516,12 @@ class _Fill:
             self.aw[:] = 0.0
             self.sat_at[:] = np.inf
             return
-        self.piece_cnt = _count_alive(self.Pc, ~self.frozen)
+        if self.n_left * 4 < self.P.shape[0]:
+            # Few flows left: count their entries rather than scan every piece.
+            pos, _ = _row_positions(P.indptr, np.flatnonzero(~self.frozen))
+            self.piece_cnt = np.bincount(P.indices[pos], minlength=K).astype(np.int64)
+        else:
+            self.piece_cnt = _count_alive(self.Pc, ~self.frozen)
         self.link_cnt = self._link_count(self.piece_cnt)
         self.aw -= d_link
         self.aw[self.link_cnt == 0] = 0.0
@@ -755,7 +766,7 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     finish = np.zeros(F)
     first_rates = np.zeros(F)
     # Empty flows finish at time 0 and never take part.
-    fill = _Fill(P, Q, Qc, cap, w, m, rel_tol, gone=size <= 0)
+    fill = _Fill(P, Q, Qc, cap, w, m, rel_tol, gone=size <= 0, bottlenecks=False)
     rows = None  # current row -> original flow; None while no row was dropped
     # Per current row: bytes left at time ``since`` and the projected finish
     # time; only rows whose rate changes are touched, so an event costs
@@ -775,11 +786,15 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
         changed = fill.take_changed()
         rate = fill.rate[changed]
         if np.any(rate <= 0):
-            i = int(changed[np.flatnonzero(rate <= 0)[0]])
-            flow = i if rows is None else int(rows[i])
-            raise ValueError(f"{int(np.sum(rate <= 0))} flows get rate 0 (e.g. flow {flow} on "
-                             f"zero-capacity link {int(fill.bottleneck[i])}) and would never "
-                             f"finish")
+            flow = int(changed[np.flatnonzero(rate <= 0)[0]])
+            flow = flow if rows is None else int(rows[flow])
+            pieces = P.indices[P.indptr[flow]:P.indptr[flow + 1]]
+            pos, _ = _row_positions(Q.indptr, pieces)
+            links = np.unique(Q.indices[pos])
+            zero = links[cap[links] == 0]
+            where = f"zero-capacity link {int(zero[0])}" if zero.size else "a saturated link"
+            raise ValueError(f"{int(np.sum(rate <= 0))} flows get rate 0 (e.g. flow {flow}, "
+                             f"which crosses {where}) and would never finish")
         if events == 0:
             first_rates[slice(None) if rows is None else rows] = fill.rate
         since[changed] = now
