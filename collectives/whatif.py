@@ -64,6 +64,7 @@ REL_TOL = 1e-9
 # full enumeration of C(k, n) scenarios above this count is refused (use samples=)
 MAX_SCENARIOS = 100_000
 HIST_BINS = 10
+BOTTLENECKS_SHOWN = 10
 
 
 def _ratio(a: float, b: float) -> float:
@@ -123,9 +124,10 @@ class WhatIf:
     tier_bandwidth : dict
         Per tier, how many chips have each link capacity (GB/s) before and after.
     new_bottlenecks : tuple of dict
-        The degraded report's busiest links that are not among the baseline's busiest
-        (both reports list only their 10 busiest, so a link that was as busy at baseline
-        but not listed shows here too: symmetric fabrics have many equally busy links).
+        Links among the busiest after the failures (utilization within 1e-6 of the
+        degraded maximum) whose load, bytes / capacity, grew: they took diverted traffic
+        or lost capacity.  ``{link, tier, utilization, baseline_utilization,
+        load_growth, capacity_GBps}``, busiest first, at most 10.
     notes : tuple of str
     """
 
@@ -159,6 +161,31 @@ def _tier_hist(tb: dict[int, dict[str, float]], ranks: Iterable[int]) -> dict[st
             h = out.setdefault(t, {})
             h[_key(v)] = h.get(_key(v), 0) + 1
     return {t: dict(sorted(h.items(), key=lambda kv: -float(kv[0]))) for t, h in sorted(out.items())}
+
+
+def _new_bottlenecks(G: nx.Graph, H: nx.Graph, base: CostReport, deg: CostReport) -> tuple:
+    """Busiest links after the failures whose load (bytes / capacity) grew: they took diverted
+    traffic or lost capacity, so they pace the degraded collective (matched by link name)."""
+    ub, ud, bb, bd = base.link_utilization, deg.link_utilization, base.link_bytes, deg.link_bytes
+    if any(x is None for x in (ub, ud, bb, bd)) or not len(ud) or not np.max(ud) > 0:
+        return ()
+    lb, ld = _routing.link_table(G), _routing.link_table(H)
+    index_b = {(lb.nodes[u], lb.nodes[v]): i for i, (u, v) in enumerate(zip(lb.src, lb.dst))}
+    hot = np.flatnonzero(np.asarray(ud) >= (1 - 1e-6) * float(np.max(ud)))
+    out = []
+    for i in hot:
+        key = (ld.nodes[ld.src[i]], ld.nodes[ld.dst[i]])
+        j = index_b.get(key)
+        load_d = float(bd[i]) / float(ld.capacity_gbps[i])
+        load_b = float(bb[j]) / float(lb.capacity_gbps[j]) if j is not None else 0.0
+        if load_d <= load_b * (1 + 1e-6):
+            continue
+        out.append({"link": f"{key[0]} -> {key[1]}", "tier": str(ld.tier[i]), "utilization": float(ud[i]),
+                    "baseline_utilization": float(ub[j]) if j is not None else None,
+                    "load_growth": load_d / load_b if load_b > 0 else None,
+                    "capacity_GBps": float(ld.capacity_gbps[i] / 8)})
+    out.sort(key=lambda x: (-x["utilization"], -(x["load_growth"] or math.inf), x["link"]))
+    return tuple(out[:BOTTLENECKS_SHOWN])
 
 
 def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequence[Sequence[int]],
@@ -256,9 +283,7 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
         tiers[t] = {"before": h0.get(t, {}), "after": h1.get(t, {})}
     tiers_out = {"chips_lost": n_lost, "by_tier": tiers}
 
-    # bottlenecks
-    base_links = {b["link"] for b in base.bottlenecks}
-    new_bn = tuple(dict(b) for b in deg.bottlenecks if b["link"] not in base_links)
+    new_bn = _new_bottlenecks(G, H, base, deg)
 
     notes = []
     partial = bool(deg.partial)

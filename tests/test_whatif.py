@@ -50,6 +50,18 @@ def test_pod_switched_leaf_down_slows_all_to_all_by_four_thirds(pod4):
     assert w.bandwidth_slowdown == pytest.approx(4 / 3, rel=1e-9)
     assert w.tier_bandwidth["by_tier"]["global"]["after"] == {"200": 384, "150": 128}
     assert w.affected_chips["tier_bandwidth_changed"] == 128
+    # the rack's surviving global ASICs take the diverted third: their links now pace the collective
+    assert w.new_bottlenecks and all(b["link"].startswith("r01/") or "-> r01/" in b["link"]
+                                     for b in w.new_bottlenecks)
+    assert {round(b["load_growth"], 9) for b in w.new_bottlenecks} == {round(4 / 3, 9)}
+
+
+def test_new_bottleneck_is_the_link_that_lost_lanes(rack):
+    w = whatif(rack, ["lanes:r00/xpu000--r00/lsw0=2"], "all-reduce", groups=by_size(rack, 8), size_bytes=GiB,
+               algorithm="ring")
+    assert w.bandwidth_slowdown == pytest.approx(2.0, rel=1e-12)
+    assert [b["link"] for b in w.new_bottlenecks] == ["r00/lsw0 -> r00/xpu000", "r00/xpu000 -> r00/lsw0"]
+    assert all(b["load_growth"] == pytest.approx(2.0) and b["capacity_GBps"] == 50.0 for b in w.new_bottlenecks)
 
 
 @pytest.mark.slow
