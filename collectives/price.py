@@ -252,7 +252,7 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
             reach = np.ones(len(ph.src), dtype=bool)
             sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
         else:
-            routes = routing.route(G, ph.src, ph.dst, split=split, tiers=tiers)
+            routes = routing.route(G, ph.src, ph.dst, split=split, tiers=tiers, links=table)
             reach = np.asarray(routes.reachable, dtype=bool)
             if not reach.all():
                 bad = np.nonzero(~reach)[0]

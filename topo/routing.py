@@ -1165,6 +1165,9 @@ def _relays(net: _Net, s, d, lreach: _Reach, greach: _Reach):
     return m
 
 
+_MISSING = object()
+
+
 def _relay_plan(net: _Net, s, d, lreach: _Reach, greach: _Reach):
     """Relay chips ``(m1, m2)`` per pair of different racks without a global path (-1: none).
 
@@ -1201,8 +1204,10 @@ def _relay_plan(net: _Net, s, d, lreach: _Reach, greach: _Reach):
         if r1 < 0 or r2 < 0:
             continue
         key = (r1, r2, kidx[d[f]])
-        got = cache.get(key)
-        if got is None or not valid(f, *got):
+        got = cache.get(key, _MISSING)
+        # "no relay" is cached too: for a rack pair cut off from each other it holds for
+        # every pair of chips, and recomputing it per pair cost O(rack) Python calls each
+        if got is _MISSING or (got is not None and not valid(f, *got)):
             got = None
             A = table[r1][table[r1] >= 0]
             A = A[(A != s[f]) & lreach(np.full(len(A), s[f]), A)]
