@@ -192,7 +192,6 @@ def _torus_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> 
         raise BadInput("torus-rings needs chips with x, y, z coordinates (a torus fabric)")
     g, n = G.shape
     C = view.coords[G]                                   # (g, n, 3)
-    phases = []
     data = S
     lines_by_dim = []
     for axis in range(3):

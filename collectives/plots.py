@@ -31,7 +31,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from .algorithms import phases, view_of
 from .price import CostReport
 
 __all__ = ["plot_price", "plot_compare", "plot_sweep", "link_utilization"]

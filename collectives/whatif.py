@@ -12,8 +12,7 @@ Runner, LocalRunner
     How a sweep's scenarios are run: ``runner.map(fn, tasks)`` yields ``fn(task)``
     for every task, in any order, as each completes.  ``LocalRunner(workers=N)``
     runs them in-process (N = 1) or in a process pool.
-plot_sweep
-    A PNG/SVG of a sweep: ranked slowdowns and their histogram (matplotlib).
+(Pictures of a sweep: :func:`fabricsim.collectives.plots.plot_sweep`.)
 
 Notes
 -----
@@ -54,7 +53,7 @@ from ..topo.failures import apply_failures, chip_tier_bandwidth, domains
 from .placement import by_size, chip_ranks
 from .price import CostReport, price
 
-__all__ = ["WhatIf", "whatif", "Sweep", "sweep", "Runner", "LocalRunner", "plot_sweep", "PRICE_OPTIONS"]
+__all__ = ["WhatIf", "whatif", "Sweep", "sweep", "Runner", "LocalRunner", "PRICE_OPTIONS"]
 
 # price() options a whatif or sweep passes through
 PRICE_OPTIONS = ("algorithm", "split", "tiers", "efficiency", "step_overhead_ns", "bound_only",
@@ -613,23 +612,3 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
                      f"their slowdown covers what could be priced")
     return Sweep(fabric, json.loads(params_json), failure_class, n, samples, seed, collective, base.algorithm,
                  base, tuple(scen), summary, tuple(notes))
-
-
-def plot_sweep(s: Sweep, path: str | Path) -> Path:
-    """Write a figure of a sweep (ranked slowdowns and their histogram) to ``path`` (.png, .svg ...)."""
-    from matplotlib.figure import Figure
-    x = np.array([sc["slowdown"] for sc in s.scenarios], dtype=float)
-    fig = Figure(figsize=(9, 3.6), layout="constrained")
-    a, b = fig.subplots(1, 2)
-    a.plot(np.arange(1, len(x) + 1), x, marker=".", lw=1)
-    a.set_xlabel("scenario rank (worst first)")
-    a.set_ylabel("slowdown (degraded / baseline time)")
-    a.set_title(f"{s.fabric}: {s.failure_class} N-{s.n}, {s.collective}", fontsize=9)
-    ok = x[np.isfinite(x)]
-    if len(ok):
-        b.hist(ok, bins=max(1, min(HIST_BINS, s.summary["distinct"])))
-    b.set_xlabel("slowdown")
-    b.set_ylabel("scenarios")
-    path = Path(path)
-    fig.savefig(path)
-    return path

@@ -5,7 +5,8 @@ import math
 import pytest
 
 from fabricsim.collectives import by_size
-from fabricsim.collectives.whatif import LocalRunner, _scenarios, plot_sweep, sweep, whatif
+from fabricsim.collectives.plots import plot_sweep
+from fabricsim.collectives.whatif import LocalRunner, _scenarios, sweep, whatif
 from fabricsim.fabrics import build
 from fabricsim.topo.errors import BadInput
 

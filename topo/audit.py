@@ -241,7 +241,6 @@ def hop_stats(G: nx.Graph) -> HopStats:
     """
     H = forwarding_graph(G)
     chip_ids = chips(H)
-    n = len(chip_ids)
     forwarders = {v for v, d in H.nodes(data=True) if d.get(FORWARDS)}
     hist: Counter = Counter()
     relay = unreachable = 0
