@@ -2,7 +2,6 @@
 references (networkx shortest paths, an explicit DOR walk), degraded graphs, relays."""
 from __future__ import annotations
 
-import time
 from fractions import Fraction
 
 import networkx as nx
@@ -574,35 +573,27 @@ def test_dor_needs_coordinates():
 
 
 # ----------------------------------------------------------------------------------------
-# speed (slow)
+# the full catalog sizes (speed is measured in benchmarks/bench_engine.py, not here)
 # ----------------------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.parametrize("params", [{}, {"leaf": "static"}], ids=str)
-def test_pod_all_to_all_speed(params):
+def test_pod_all_to_all_routes_every_pair(params):
     G = build("jalapeno-pod", **params)
-    lt = link_table(G)
     s, d = all_pairs(2048)
-    # Best of two warm calls, in CPU time of this process (as timeit does): the 2 cores are
-    # shared (wall time measures the neighbours), and a fresh process's first touch of
-    # ~1 GB costs seconds of kernel page-fault time on this VM that is not the router's work.
-    route(G, s, d, links=lt)
-    elapsed = np.inf
-    for _ in range(2):
-        t = time.process_time()
-        r = route(G, s, d, links=lt)
-        elapsed = min(elapsed, time.process_time() - t)
+    r = route(G, s, d)
     assert r.reachable.all() and len(r) == 2048 * 2047
-    assert elapsed < 2.0, f"pod all-to-all routes took {elapsed:.2f} s of CPU"
+    cross = (s // 128) != (d // 128)
+    # switched: 4 links across racks; static: 4, or 6 when relayed through a rack-mate
+    assert set(np.unique(r.hops[cross])) <= {4, 6} and (r.hops[~cross] == 2).all()
+    assert (r.relayed == (r.hops == 6)).all()
 
 
 @pytest.mark.slow
-def test_torus_all_to_all_speed():
+def test_torus_all_to_all_mean_hops():
     from fabricsim.topo.builders import torus
     G = torus((8, 12, 12))
     s, d = all_pairs(1152)
-    t = time.process_time()
     r = route(G, s, d)
-    assert time.process_time() - t < 3.0
     assert r.hops.mean() == pytest.approx(8.0, rel=0.01)     # mean ring distance k/4 per dimension
 
 
