@@ -1,7 +1,6 @@
-import numpy as np
 import pytest
 
-from fabricsim.collectives import ALGORITHMS, algorithms_for, phases, view_of
+from fabricsim.collectives import algorithms_for, phases, view_of
 from fabricsim.fabrics import build
 from fabricsim.topo.errors import BadInput
 

@@ -1,6 +1,5 @@
 import json
 
-import click
 import pytest
 from click.testing import CliRunner
 

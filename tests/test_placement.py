@@ -1,6 +1,5 @@
 import json
 
-import numpy as np
 import pytest
 
 from fabricsim.collectives import by_mesh, by_size, from_file, parse_mesh
