@@ -291,6 +291,8 @@ def _price_options(fn):
                      "all-reduce, whole buffer for the others. 64MiB, 1GiB, 512KB ..."),
         click.option("--group-size", type=int, help="Chips per group; all groups run at once "
                      "(default: one group of every chip)."),
+        click.option("--count", type=click.IntRange(min=1), help="With --group-size: run only this many groups "
+                     "(the size then need not divide the chips), e.g. one 64-chip group on every fabric."),
         click.option("--placement", default="packed", show_default=True,
                      help="With --group-size: packed | spread | random[:SEED]."),
         click.option("--mesh", help="A parallelism mesh over chip ranks, TP innermost, e.g. tp=8,ep=32,dp=8."),
@@ -341,7 +343,7 @@ def _calibration(efficiency, step_latency_us, calibration):
     return (1.0 if eff is None else float(eff)), (None if step is None else float(step) * 1000.0)
 
 
-def _groups_for(G, group_size, placement, mesh, over, groups_file):
+def _groups_for(G, group_size, placement, mesh, over, groups_file, count=None):
     from . import collectives as C
     from .topo.errors import BadInput
     chosen = [x for x in (group_size, mesh, groups_file) if x]
@@ -355,7 +357,7 @@ def _groups_for(G, group_size, placement, mesh, over, groups_file):
         if groups_file:
             return C.from_file(G, groups_file)
         size = group_size or len(C.placement.chip_ranks(G))
-        return C.by_size(G, size, placement)
+        return C.by_size(G, size, placement, count=count)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="placement") from None
 
@@ -367,7 +369,7 @@ def _price(G, collective, opts, groups=None):
     size = parse_size(opts["size"])
     if groups is None:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
-                             opts["groups_file"])
+                             opts["groups_file"], opts["count"])
     try:
         return C.price(G, collective, groups=groups, size_bytes=size, algorithm=opts["algorithm"],
                        split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
@@ -560,7 +562,8 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     if not fails:
         raise click.UsageError("give at least one --fail SPEC (see `fabricsim domains FABRIC`)")
     G = load_fabric(fabric, sets)
-    groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"], opts["groups_file"])
+    groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"], opts["groups_file"],
+                         opts["count"])
     eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
     try:
         w = whatif(G, list(fails), collective, groups=groups, size_bytes=parse_size(opts["size"]),
@@ -644,8 +647,9 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
     from .topo.errors import BadInput
     G = load_fabric(fabric, sets)   # checks the fabric and --set before any work is shipped
     groups = None
-    if opts["mesh"] or opts["groups_file"]:
-        groups = _groups_for(G, None, "packed", opts["mesh"], opts["over"], opts["groups_file"])
+    if opts["mesh"] or opts["groups_file"] or opts["count"]:
+        groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
+                             opts["groups_file"], opts["count"])
     eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
 
     def progress(done, total, result):
@@ -654,7 +658,8 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
 
     try:
         s = sweep(fabric, _parse_sets(sets), failure_class, n=n, samples=samples, seed=seed, collective=collective,
-                  size_bytes=parse_size(opts["size"]), group_size=opts["group_size"], placement=opts["placement"],
+                  size_bytes=parse_size(opts["size"]), group_size=None if groups else opts["group_size"],
+                  placement=opts["placement"],
                   groups=groups, runner=LocalRunner(workers), progress=progress, algorithm=opts["algorithm"],
                   split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
                   bound_only=opts["bound_only"])

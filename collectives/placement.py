@@ -49,8 +49,13 @@ def parse_placement(spec: str) -> tuple[str, int | None]:
         raise BadInput(f"random placement seed {seed!r} is not an integer") from None
 
 
-def by_size(G: nx.Graph, group_size: int, placement: str = "packed") -> tuple[tuple[int, ...], ...]:
+def by_size(G: nx.Graph, group_size: int, placement: str = "packed", *,
+            count: int | None = None) -> tuple[tuple[int, ...], ...]:
     """Split the fabric's chips into groups of ``group_size``.
+
+    With ``count``, only the first ``count`` groups are kept (the other chips stay idle),
+    and ``group_size`` need not divide the chip count: the same work on fabrics of
+    different sizes.
 
     packed: consecutive ranks (a TP group in one tray, then one rack ...);
     spread: group g takes ranks g, g + N/size, g + 2N/size ... (across racks);
@@ -59,19 +64,28 @@ def by_size(G: nx.Graph, group_size: int, placement: str = "packed") -> tuple[tu
     n = _n_chips(G)
     if group_size < 2:
         raise BadInput(f"group size {group_size} must be at least 2")
-    if group_size > n or n % group_size:
+    if count is not None and not 1 <= count <= n // max(group_size, 1):
+        raise BadInput(f"count {count} groups of {group_size} do not fit the {n:,} chips of "
+                       f"{G.graph.get('name', 'this fabric')!r}; at most {n // max(group_size, 1)}")
+    if group_size > n or (count is None and n % group_size):
         raise BadInput(f"group size {group_size} does not divide the {n:,} chips of "
                        f"{G.graph.get('name', 'this fabric')!r}; divisors near it: "
                        f"{', '.join(map(str, _near_divisors(n, group_size)))}")
     strategy, seed = parse_placement(placement)
     ranks = np.arange(n)
-    if strategy == "spread":
-        order = ranks.reshape(group_size, n // group_size).T.ravel()
-    elif strategy == "random":
+    if strategy == "random":
         order = np.random.default_rng(seed).permutation(n)
     else:
         order = ranks
-    return tuple(tuple(int(r) for r in g) for g in order.reshape(n // group_size, group_size))
+    if strategy == "spread":
+        # stride by the number of groups, so each group spans the fabric
+        order = ranks.reshape(group_size, n // group_size).T.ravel() if n % group_size == 0 else \
+            ranks[: n - n % group_size].reshape(group_size, -1).T.ravel()
+    usable = (n // group_size) * group_size
+    groups = order[:usable].reshape(n // group_size, group_size)
+    if count is not None:
+        groups = groups[:count]
+    return tuple(tuple(int(r) for r in g) for g in groups)
 
 
 def _near_divisors(n: int, k: int) -> list[int]:

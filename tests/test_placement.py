@@ -86,3 +86,12 @@ def test_groups_file_not_json(tmp_path):
     f.write_text("[[0, 1],\n oops]")
     with pytest.raises(BadInput, match="line 2"):
         from_file(build("jalapeno-rack"), f)
+
+
+def test_count_keeps_the_first_groups_without_divisibility():
+    G = build("nvl72")
+    assert by_size(G, 64, count=1) == (tuple(range(64)),)
+    with pytest.raises(BadInput, match="at most 1"):
+        by_size(G, 64, count=2)
+    with pytest.raises(BadInput, match="does not divide"):
+        by_size(G, 64)
