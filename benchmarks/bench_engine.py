@@ -1,0 +1,166 @@
+"""Benchmark the engine and the CLI against the targets in issues 4 and 5.
+
+Each case runs in its own process (so peak RSS is the case's own) and prints one row:
+case, flows, non-zeros (flow x piece + piece x link), build s (fabric + routes), solve s,
+events, levels, peak RSS, and the result against its closed form.  Not a test: run it
+by hand on a quiet machine (wall times on a shared 2-core VM vary by 2x; first-touch
+page faults on this VM cost up to ~2 s per GB).
+
+    python benchmarks/bench_engine.py [--skip-big]
+"""
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+
+CASES = ["pod-a2a", "pod-a2a-static", "torus-9216-bound", "torus-9216-flow", "asym-torus", "cli-price-pod",
+         "cli-compare-catalog"]
+BIG = {"torus-9216-flow"}
+
+
+def _all_pairs(n):
+    import numpy as np
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    return i.astype(np.int64), j.astype(np.int64)
+
+
+def _flow_case(fabric, params, *, bound_only=False, degrade=None):
+    import numpy as np
+    from fabricsim.fabrics import build
+    from fabricsim.topo import routing, solver
+    t0 = time.perf_counter()
+    G = build(fabric, **params)
+    if degrade:
+        degrade(G)
+    n = sum(1 for _, d in G.nodes(data=True) if d["kind"] == "chip")
+    s, d = _all_pairs(n)
+    r = routing.route(G, s, d)
+    del s, d
+    t1 = time.perf_counter()
+    cap = r.links.capacity_Bps
+    P, Q = r.flow_piece, r.piece_link
+    size = np.full(P.shape[0], float(2 ** 30) / n)          # an all-to-all of S = 1 GiB per rank
+    row = {"flows": P.shape[0], "nnz": int(P.nnz + Q.nnz), "build_s": t1 - t0}
+    if bound_only:
+        b = solver.link_load_bound(P, Q, cap, size)
+        row.update(solve_s=time.perf_counter() - t1, events="-", levels="-", time_s=b.time_s)
+    else:
+        res = solver.simulate(P, Q, cap, size)
+        row.update(solve_s=time.perf_counter() - t1, events=res.events, levels=res.n_levels, time_s=res.time_s)
+    return row
+
+
+def _torus_closed_form(dims, link_GBps):
+    """All-to-all on a torus under DOR: the busiest dimension's ring links pace it.
+
+    Per ring of k chips (k even), the shorter-arc traffic per direction on one link is
+    k^2/8 flows' worth of lines ... computed by walking one ring exactly."""
+    import numpy as np
+    n = int(np.prod(dims))
+    worst = 0.0
+    for k in dims:
+        # load on link (0 -> 1) of one ring: pairs (a, b) whose + arc crosses it, ties split
+        load = 0.0
+        for a in range(k):
+            for b in range(k):
+                dist = (b - a) % k
+                if dist == 0:
+                    continue
+                share = 1.0 if dist < k - dist else (0.5 if dist == k - dist else 0.0)
+                if share and (0 - a) % k < dist:
+                    load += share
+        # every chip pair whose coordinates differ in this dimension rides one of the
+        # rings of this dimension: (n / k) lines x (n / k) choices of the other coordinates
+        worst = max(worst, load * (n / k))
+    return worst * (2 ** 30 / n) / (link_GBps * 1e9)
+
+
+def run_case(name):
+    if name == "pod-a2a":
+        row = _flow_case("jalapeno-pod", {})
+        row["closed"] = 1920 / 2048 * 2 ** 30 / 200e9
+    elif name == "pod-a2a-static":
+        row = _flow_case("jalapeno-pod", {"leaf": "static"})
+        row["closed"] = 1920 / 2048 * 2 ** 30 / 200e9
+    elif name in ("torus-9216-bound", "torus-9216-flow"):
+        row = _flow_case("ironwood", {}, bound_only=name.endswith("bound"))
+        row["closed"] = _torus_closed_form((16, 24, 24), 90.0)
+    elif name == "asym-torus":
+        import numpy as np
+
+        def degrade(G):
+            # a third of the links lose 1-3 of their 4 lanes (seeded): thousands of levels
+            rng = np.random.default_rng(7)
+            for u, v, e in G.edges(data=True):
+                if rng.random() < 0.33:
+                    e["lanes"] = int(e["lanes"] - rng.integers(1, e["lanes"]))
+                    e["capacity_gbps"] = e["lanes"] * e["lane_gbps"]
+                    e["port_gbps"] = e["capacity_gbps"]
+        row = _flow_case("torus", {}, degrade=degrade)
+        row["closed"] = None
+    elif name == "cli-price-pod":
+        t = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "fabricsim.cli", "price", "all-to-all", "--fabric",
+                              "jalapeno-pod", "--group-size", "2048", "--size", "1GiB", "--json"],
+                             capture_output=True, text=True, check=True)
+        rep = json.loads(out.stdout)
+        row = {"flows": 2048 * 2047, "nnz": "-", "build_s": "-", "solve_s": time.perf_counter() - t,
+               "events": "-", "levels": "-", "time_s": rep["bandwidth_time_s"],
+               "closed": 1920 / 2048 * 2 ** 30 / 200e9, "note": f"process wall, auto picked {rep['algorithm']}"}
+    elif name == "cli-compare-catalog":
+        from fabricsim.fabrics import FABRICS
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "fabricsim.cli", "compare", "all-reduce", "--fabrics",
+                        ",".join(sorted(FABRICS)), "--group-size", "64", "--count", "1", "--size", "64MiB"],
+                       capture_output=True, text=True, check=True)
+        row = {"flows": "-", "nnz": "-", "build_s": "-", "solve_s": time.perf_counter() - t, "events": "-",
+               "levels": "-", "time_s": None, "closed": None, "note": "process wall, 7 fabrics"}
+    else:
+        raise SystemExit(f"unknown case {name!r}; choose one of: {', '.join(CASES)}")
+    row["peak_rss_GiB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2 ** 20
+    row["peak_rss_GiB"] = max(row["peak_rss_GiB"], kids)
+    return row
+
+
+def main(argv):
+    if len(argv) > 1 and argv[1] == "--case":
+        print(json.dumps(run_case(argv[2])))
+        return 0
+    skip_big = "--skip-big" in argv
+    header = f"{'case':<22}{'flows':>12}{'nnz':>13}{'build s':>9}{'solve s':>9}{'events':>8}{'levels':>8}" \
+             f"{'RSS GiB':>9}  result"
+    print(header)
+    print("-" * len(header))
+    for case in CASES:
+        if skip_big and case in BIG:
+            continue
+        t = time.perf_counter()
+        out = subprocess.run([sys.executable, __file__, "--case", case], capture_output=True, text=True)
+        wall = time.perf_counter() - t
+        if out.returncode:
+            print(f"{case:<22} FAILED: {out.stderr.strip().splitlines()[-1]}")
+            continue
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        res = "-"
+        if r.get("time_s") is not None and r.get("closed"):
+            res = f"{r['time_s'] * 1e3:.4f} ms vs closed form {r['closed'] * 1e3:.4f} ms " \
+                  f"(rel {abs(r['time_s'] / r['closed'] - 1):.1e})"
+        elif r.get("time_s") is not None:
+            res = f"{r['time_s'] * 1e3:.4f} ms"
+        if r.get("note"):
+            res += f"; {r['note']}"
+
+        def f(x, fmt):
+            return format(x, fmt) if isinstance(x, (int, float)) else str(x)
+        print(f"{case:<22}{f(r['flows'], ',d'):>12}{f(r['nnz'], ',d'):>13}{f(r['build_s'], '.2f'):>9}"
+              f"{f(r['solve_s'], '.2f'):>9}{f(r['events'], 'd'):>8}{f(r['levels'], 'd'):>8}"
+              f"{r['peak_rss_GiB']:>9.2f}  {res}  [process {wall:.1f} s]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
