@@ -1,0 +1,301 @@
+"""Sweep runners beyond the local process pool: a Dask cluster, and resuming from a results file.
+
+Public names
+------------
+DaskRunner
+    ``DaskRunner("tcp://HOST:PORT")`` runs a sweep's tasks on an existing Dask
+    distributed scheduler: one small task per scenario (the fabric's name and
+    parameters, never a graph; each worker builds the fabric once and caches it),
+    results yielded as each completes.  A task on a worker that dies is re-run
+    elsewhere by the scheduler; a task that raises is retried ``retries`` times.
+ResumableRunner
+    ``ResumableRunner(inner, path)`` appends every scenario result to ``path`` as one
+    JSON line as it arrives; run again with the same file, it yields the results
+    already there and gives ``inner`` only the rest.
+sweep_runner
+    The runner the CLI builds from ``--workers``, ``--scheduler`` and ``--resume``.
+
+Dask is optional (``pip install 'fabricsim[dask]'``): it is imported only when a
+:class:`DaskRunner` connects.
+
+Examples
+--------
+>>> from fabricsim.collectives.whatif import sweep
+>>> runner = sweep_runner(scheduler="tcp://10.0.0.5:8786", results_file="sweep.jsonl")  # doctest: +SKIP
+>>> s = sweep("jalapeno-pod", {"racks": 4}, "rail-switch", collective="all-to-all",
+...           size_bytes=2**30, group_size=512, algorithm="direct", runner=runner)  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from ..topo.errors import BadInput
+
+__all__ = ["DaskRunner", "ResumableRunner", "sweep_runner"]
+
+INSTALL_HINT = "pip install 'fabricsim[dask]'"
+
+
+class DaskRunner:
+    """Run a sweep's tasks on a Dask distributed scheduler at ``address``.
+
+    Parameters
+    ----------
+    address : str
+        The scheduler, ``tcp://HOST:PORT``.
+    timeout_s : float
+        Give up connecting after this long: :class:`BadInput` naming the address.
+    retries : int
+        Times a task that raised is re-run (``client.map(retries=)``).  A task lost
+        with its worker is re-run by the scheduler on its own (up to its
+        ``distributed.scheduler.allowed-failures``, 3 by default).
+
+    The client connects on the first :meth:`map` (and closes after it), or at
+    :meth:`connect` / ``with DaskRunner(...)`` (and closes at :meth:`close` / exit),
+    which checks the address before any work starts.
+    """
+
+    def __init__(self, address: str, *, timeout_s: float = 5, retries: int = 3):
+        if not isinstance(address, str) or not address.strip():
+            raise BadInput(f"scheduler address {address!r} must be a string like tcp://HOST:PORT")
+        if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+            raise BadInput(f"timeout_s {timeout_s!r} must be a positive number of seconds")
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise BadInput(f"retries {retries!r} must be a non-negative integer")
+        self.address = address.strip()
+        self.timeout_s = float(timeout_s)
+        self.retries = retries
+        self._client = None
+
+    def __repr__(self) -> str:
+        return f"DaskRunner({self.address!r}, timeout_s={self.timeout_s:g}, retries={self.retries})"
+
+    # -- connection -------------------------------------------------------------------
+    def connect(self):
+        """Connect (once) and return the :class:`distributed.Client`; BadInput if it cannot."""
+        if self._client is not None:
+            return self._client
+        try:
+            from distributed import Client
+        except ImportError:
+            raise BadInput(f"--scheduler {self.address} needs Dask: {INSTALL_HINT}") from None
+        self._check_address()
+        try:
+            self._client = Client(self.address, timeout=f"{self.timeout_s}s", set_as_default=False)
+        except (OSError, TimeoutError, ValueError, TypeError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise BadInput(f"cannot reach the Dask scheduler at {self.address} within {self.timeout_s:g} s "
+                           f"({first[:160]})") from None
+        return self._client
+
+    def _check_address(self) -> None:
+        # a malformed address makes Client fail at once but leave a client that hangs the exit: check first
+        from distributed.comm.addressing import parse_address, parse_host_port
+        from distributed.comm.registry import get_backend
+        try:
+            scheme, loc = parse_address(self.address, strict=False)
+            get_backend(scheme)
+            if scheme in ("tcp", "tls", "ws", "wss"):
+                host, port = parse_host_port(loc)
+                if not host or not port or not 0 < int(port) < 65536:
+                    raise ValueError("needs HOST:PORT")
+        except (ValueError, TypeError) as exc:
+            raise BadInput(f"bad Dask scheduler address {self.address!r} ({str(exc).splitlines()[0][:120]}); "
+                           f"give tcp://HOST:PORT") from None
+
+    def close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            try:
+                client.close()
+            except Exception:   # pragma: no cover - closing a broken connection
+                pass
+
+    def __enter__(self):
+        self.connect()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- the Runner protocol ------------------------------------------------------------
+    def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
+        tasks = list(tasks)
+        if not tasks:
+            return
+        owned = self._client is None
+        client = self.connect()
+        from distributed import as_completed
+        futures = client.map(fn, tasks, retries=self.retries, pure=False)
+        pending = set(futures)
+        try:
+            for fut in as_completed(futures):
+                res = fut.result()
+                pending.discard(fut)
+                fut.release()
+                yield res
+        finally:
+            # an error or an abandoned iteration: drop what has not finished
+            if pending:
+                try:
+                    client.cancel(list(pending))
+                except Exception:   # pragma: no cover
+                    pass
+            if owned:
+                self.close()
+
+
+# ---------------------------------------------------------------------------------------
+# Resume from a results file
+# ---------------------------------------------------------------------------------------
+def _task_key(task: Any) -> tuple[int, tuple]:
+    return int(task.index), tuple(task.specs)
+
+
+def _fingerprint(fn: Callable, task: Any) -> str:
+    """What, besides index and specs, determines a task's result: the function and the
+    sweep's inputs (fabric, parameters, collective, groups, size, price options)."""
+    if dataclasses.is_dataclass(task):
+        rest = tuple((f.name, getattr(task, f.name)) for f in dataclasses.fields(task)
+                     if f.name not in ("index", "specs"))
+    else:
+        rest = repr(task)
+    text = repr((getattr(fn, "__module__", ""), getattr(fn, "__qualname__", repr(fn)), rest))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class ResumableRunner:
+    """Wrap a runner so results persist to ``path`` (JSON lines) and a rerun skips them.
+
+    Each result is appended as ``{"index", "specs", "sweep", "result"}`` and flushed
+    the moment it arrives.  On a run, tasks whose ``(index, specs)`` and sweep
+    fingerprint (fabric, parameters, collective, groups, size, price options) match a
+    line are not run again: their stored results are yielded first.  Python's JSON
+    writes floats by their shortest round-trip text, so a stored result equals the
+    computed one exactly (NaN and inf are written as ``NaN`` / ``Infinity``).
+
+    Results that are not plain JSON (the sweep's baseline, a cost report) are not
+    stored and always recomputed.  A truncated last line (a killed run) is ignored.
+    A file holding another sweep's results is refused (BadInput) rather than mixed.
+    """
+
+    def __init__(self, inner, path: str | os.PathLike):
+        self.inner = inner
+        self.path = Path(path)
+        self.reused = 0     # results taken from the file on the last map
+        self.computed = 0   # results computed (and stored when JSON) on the last map
+
+    def __repr__(self) -> str:
+        return f"ResumableRunner({self.inner!r}, {str(self.path)!r})"
+
+    def _load(self) -> tuple[dict, set]:
+        done: dict[tuple, tuple[str, Any]] = {}
+        prints: set[str] = set()
+        if not self.path.exists():
+            return done, prints
+        try:
+            text = self.path.read_text()
+        except OSError as exc:
+            raise BadInput(f"cannot read results file {self.path}: {exc.strerror or exc}") from None
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                key = (int(rec["index"]), tuple(rec["specs"]))
+                fp = str(rec["sweep"])
+                res = rec["result"]
+            except (ValueError, KeyError, TypeError):
+                continue                       # a line cut short by an interrupted run
+            done[key] = (fp, res)
+            prints.add(fp)
+        return done, prints
+
+    def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
+        tasks = list(tasks)
+        self.reused = self.computed = 0
+        done, prints = self._load()
+        todo, cached, key_of = [], [], {}
+        mine = {_fingerprint(fn, t) for t in tasks}
+        if prints and not (prints & mine):
+            raise BadInput(f"results file {self.path} holds the results of a different sweep "
+                           f"(another fabric, collective, size or options); give a new file")
+        for t in tasks:
+            k, fp = _task_key(t), _fingerprint(fn, t)
+            hit = done.get(k)
+            if hit is not None and hit[0] == fp:
+                cached.append(hit[1])
+            else:
+                todo.append(t)
+                key_of[k] = fp
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a+", encoding="utf-8") as fh:
+            # start on a fresh line if the last run was cut mid-line
+            if fh.tell() > 0:
+                fh.seek(fh.tell() - 1)
+                if fh.read(1) != "\n":
+                    fh.write("\n")
+            for res in cached:
+                self.reused += 1
+                yield res
+            for res in self.inner.map(fn, todo):
+                self.computed += 1
+                line = self._line(res, key_of)
+                if line is not None:
+                    fh.write(line + "\n")
+                    fh.flush()
+                yield res
+
+    @staticmethod
+    def _line(res: Any, key_of: dict) -> str | None:
+        if not isinstance(res, dict) or "index" not in res or "failed" not in res:
+            return None
+        key = (int(res["index"]), tuple(res["failed"]))
+        fp = key_of.get(key)
+        if fp is None:
+            return None
+        try:
+            text = json.dumps(res)
+        except (TypeError, ValueError):
+            return None
+        if not _same(json.loads(text), res):   # not exactly JSON (tuples, numpy ...): do not store
+            return None
+        return json.dumps({"index": key[0], "specs": list(key[1]), "sweep": fp, "result": res})
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of the same types all the way down (NaN equals NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b or (a != a and b != b)
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+# ---------------------------------------------------------------------------------------
+# What the CLI calls
+# ---------------------------------------------------------------------------------------
+def sweep_runner(workers: int = 1, scheduler: str | None = None, results_file: str | os.PathLike | None = None,
+                 *, timeout_s: float = 5, retries: int = 3):
+    """The runner for ``sweep --workers N [--scheduler ADDR] [--resume FILE]``.
+
+    With ``scheduler`` a connected :class:`DaskRunner` (a bad address fails here, in
+    about ``timeout_s``, with BadInput); otherwise ``LocalRunner(workers)``.  With
+    ``results_file`` wrapped in a :class:`ResumableRunner`.
+    """
+    from .whatif import LocalRunner
+    if scheduler:
+        runner = DaskRunner(scheduler, timeout_s=timeout_s, retries=retries)
+        runner.connect()
+    else:
+        runner = LocalRunner(workers)
+    return ResumableRunner(runner, results_file) if results_file else runner
