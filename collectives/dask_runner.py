@@ -134,7 +134,7 @@ class DaskRunner:
         futures = client.map(fn, tasks, retries=self.retries, pure=False)
         pending = set(futures)
         try:
-            for fut in as_completed(futures):
+            for fut in as_completed(futures, loop=client.loop):
                 res = fut.result()
                 pending.discard(fut)
                 fut.release()
