@@ -264,6 +264,10 @@ ALGORITHMS: dict[str, dict[str, AlgorithmFn]] = {
 }
 
 
+# These apply to any grouping: auto need not build their phases to know it.
+ALWAYS = ("ring", "direct", "pairwise")
+
+
 def _check_collective(collective: str) -> None:
     if collective not in ALGORITHMS:
         from ..topo.errors import close_matches
@@ -277,6 +281,9 @@ def algorithms_for(collective: str, groups: Sequence[Sequence[int]], view: Fabri
     G = _groups_array(groups)
     ok = []
     for name, fn in ALGORITHMS[collective].items():
+        if name in ALWAYS:
+            ok.append(name)
+            continue
         try:
             fn(collective, G, 1.0, view)   # every group must fit the algorithm, not just the first
         except BadInput:

@@ -211,3 +211,12 @@ def test_compare_runs_the_same_work_on_each_fabric():
     rows = json.loads(res.output.split("\n", 0)[0] if False else res.stdout)
     assert [r["fabric"] for r in rows] == ["jalapeno-rack", "nvl72"]
     assert all(r["group_size"] == 8 for r in rows)
+
+
+def test_memory_guard_refuses_before_routing_and_names_the_bound():
+    from fabricsim.topo.errors import TooLarge
+    G = build("jalapeno-rack")
+    with pytest.raises(TooLarge, match="--bound-only"):
+        price(G, "all-to-all", groups=by_size(G, 128), size_bytes=S, memory_limit_bytes=10 ** 6)
+    with pytest.raises(TooLarge, match="even the link-load bound"):
+        price(G, "all-to-all", groups=by_size(G, 128), size_bytes=S, bound_only=True, memory_limit_bytes=10 ** 5)
