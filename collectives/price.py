@@ -321,6 +321,13 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
                      f"they are not wired to (rail-only, PXN); the relay's local traffic is priced")
     util = np.divide(link_bytes, cap * bw_total, out=np.zeros_like(link_bytes), where=cap * bw_total > 0)
     top = np.argsort(-util, kind="stable")[:BOTTLENECKS_SHOWN]
+    if bw_total > 0:
+        # ties hide how widespread the bottleneck is: count the saturated links per tier
+        full = util >= 1 - 1e-9
+        if full.any():
+            tiers_, counts = np.unique(np.asarray(table.tier)[full].astype(str), return_counts=True)
+            notes.append("saturated for the whole bandwidth time: " + ", ".join(
+                f"{c:,} {t} links" for t, c in zip(tiers_, counts)))
     nodes = table.nodes
     bottlenecks = [{"link": f"{nodes[table.src[i]]} -> {nodes[table.dst[i]]}", "tier": str(table.tier[i]),
                     "utilization": float(util[i]), "bytes": float(link_bytes[i]),

@@ -51,7 +51,7 @@ from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput
 from ..topo.failures import apply_failures, chip_tier_bandwidth, domains
 from .placement import by_size, chip_ranks
-from .price import CostReport, price
+from .price import CostReport, _finite, price
 
 __all__ = ["WhatIf", "whatif", "Sweep", "sweep", "Runner", "LocalRunner", "PRICE_OPTIONS"]
 
@@ -76,17 +76,6 @@ def _check_price_kwargs(kw: dict) -> None:
     bad = [k for k in kw if k not in PRICE_OPTIONS]
     if bad:
         raise BadInput(f"unknown price option(s) {', '.join(map(repr, bad))}; valid: {', '.join(PRICE_OPTIONS)}")
-
-
-def _finite(obj):
-    """JSON has no NaN or inf: null for them (as the cost report's own JSON does)."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def _key(v: float) -> str:

@@ -20,7 +20,7 @@ from .contract import (CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, ME
 from .devices import DEVICES, Device
 
 __all__ = ["Finding", "Audit", "audit", "budget_findings", "hop_stats", "HopStats", "bisection",
-           "Bisection", "totals"]
+           "Bisection", "totals", "tier_levels"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def _ports(e: dict) -> float:
     return e[LANES] / (e[PORT_GBPS] / e[LANE_GBPS])
 
 
-def _levels(G: nx.Graph) -> dict[Any, int]:
+def tier_levels(G: nx.Graph) -> dict[Any, int]:
     """Tier level of every node: chips 0, a switch 1 + the lowest level among its neighbours.
 
     Down links go to a lower level, up links to a higher one; this is how the audit
@@ -82,7 +82,7 @@ def budget_findings(G: nx.Graph, *, devices: dict[str, Device] | None = None) ->
     * ``lane rate``: a link's lane rate against the lane rate each end supports.
     """
     devices = DEVICES if devices is None else devices
-    level = _levels(G)
+    level = tier_levels(G)
     out: list[Finding] = []
     for n, d in G.nodes(data=True):
         dev = devices.get(d.get(MODEL))

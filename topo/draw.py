@@ -137,20 +137,9 @@ def _short(node) -> str:
 
 
 def _levels(G: nx.Graph) -> dict:
-    """Chips 0; a switch 1 + the lowest level among its neighbours (breadth-first from chips)."""
-    level = {n: 0 for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}
-    frontier = list(level)
-    while frontier:
-        nxt = []
-        for n in frontier:
-            for m in G[n]:
-                if m not in level:
-                    level[m] = level[n] + 1
-                    nxt.append(m)
-        frontier = nxt
-    for n in G:
-        level.setdefault(n, 1)
-    return level
+    """Chips 0; a switch 1 + the lowest level among its neighbours (the audit's tiers)."""
+    from .audit import tier_levels
+    return tier_levels(G)
 
 
 def _chip_nodes(G: nx.Graph) -> list:
