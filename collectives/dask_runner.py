@@ -185,7 +185,7 @@ def _task_key(task: Any) -> tuple[int, tuple]:
     return int(task.index), tuple(task.specs)
 
 
-def _fingerprint(fn: Callable, task: Any) -> str:
+def _fingerprint(fn: Callable, task: Any, memo: dict | None = None) -> str:
     """What, besides index and specs, determines a task's result: the function and the
     sweep's inputs (fabric, parameters, collective, groups, size, price options)."""
     if dataclasses.is_dataclass(task):
@@ -193,8 +193,13 @@ def _fingerprint(fn: Callable, task: Any) -> str:
                      if f.name not in ("index", "specs"))
     else:
         rest = repr(task)
+    if memo is not None and rest in memo:       # a sweep's tasks share everything but index and specs
+        return memo[rest]
     text = repr((getattr(fn, "__module__", ""), getattr(fn, "__qualname__", repr(fn)), rest))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    fp = hashlib.sha256(text.encode()).hexdigest()[:16]
+    if memo is not None:
+        memo[rest] = fp
+    return fp
 
 
 class ResumableRunner:
@@ -249,20 +254,26 @@ class ResumableRunner:
         self.reused = self.computed = 0
         done, prints = self._load()
         todo, cached, key_of = [], [], {}
-        mine = {_fingerprint(fn, t) for t in tasks}
+        memo: dict = {}
+        fps = [_fingerprint(fn, t, memo) for t in tasks]
+        mine = set(fps)
         if prints and not (prints & mine):
             raise BadInput(f"results file {self.path} holds the results of a different sweep "
                            f"(another fabric, collective, size or options); give a new file")
-        for t in tasks:
-            k, fp = _task_key(t), _fingerprint(fn, t)
+        for t, fp in zip(tasks, fps):
+            k = _task_key(t)
             hit = done.get(k)
             if hit is not None and hit[0] == fp:
                 cached.append(hit[1])
             else:
                 todo.append(t)
                 key_of[k] = fp
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a+", encoding="utf-8") as fh:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(self.path, "a+", encoding="utf-8")
+        except OSError as exc:
+            raise BadInput(f"cannot write results file {self.path}: {exc.strerror or exc}") from None
+        with fh:
             # start on a fresh line if the last run was cut mid-line
             if fh.tell() > 0:
                 fh.seek(fh.tell() - 1)
