@@ -35,11 +35,16 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from ..topo.errors import BadInput
+from ..topo.errors import BadInput, FabricError
 
-__all__ = ["DaskRunner", "ResumableRunner", "sweep_runner"]
+__all__ = ["DaskRunner", "ClusterError", "ResumableRunner", "sweep_runner"]
 
 INSTALL_HINT = "pip install 'fabricsim[dask]'"
+
+
+class ClusterError(FabricError):
+    """The Dask cluster lost a sweep: the scheduler went away, or a task's workers kept
+    dying (more than the scheduler's ``allowed-failures``).  One line, naming the address."""
 
 
 class DaskRunner:
@@ -131,12 +136,20 @@ class DaskRunner:
             return
         owned = self._client is None
         client = self.connect()
-        from distributed import as_completed
+        from concurrent.futures import CancelledError
+        from distributed import KilledWorker, as_completed
+        from distributed.comm.core import CommClosedError
         futures = client.map(functools.partial(_on_worker, fn), tasks, retries=self.retries, pure=False)
         pending = set(futures)
         try:
             for fut in as_completed(futures, loop=client.loop):
-                res = fut.result()
+                try:
+                    res = fut.result()
+                except (CancelledError, KilledWorker, CommClosedError) as exc:
+                    why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+                    raise ClusterError(f"the Dask cluster at {self.address} lost the sweep after "
+                                       f"{len(tasks) - len(pending)}/{len(tasks)} task(s): {type(exc).__name__}: "
+                                       f"{why} (a results file keeps what finished for a rerun)") from None
                 pending.discard(fut)
                 fut.release()
                 yield res

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fabricsim.collectives.dask_runner import DaskRunner, ResumableRunner, sweep_runner
+from fabricsim.collectives.dask_runner import ClusterError, DaskRunner, ResumableRunner, sweep_runner
 from fabricsim.collectives.whatif import LocalRunner, sweep
 from fabricsim.topo.errors import BadInput
 
@@ -125,7 +125,10 @@ def _cluster(**kw):
 
 @pytest.fixture(scope="module")
 def cluster():
-    with _cluster() as c:
+    import dask
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):   # a task that kills its worker fails
+        c = _cluster()                                                   # (read when the scheduler starts)
+    with c:
         yield c
 
 
@@ -163,6 +166,21 @@ def test_dask_resume(cluster, tmp_path, reference):
     assert len(_stored(path)) == 5
     runner = ResumableRunner(DaskRunner(cluster.scheduler_address), path)
     assert _sweep(runner).as_dict() == reference.as_dict() and runner.reused == 5
+
+
+def _always_die(fn, task):
+    if task.index == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return fn(task)
+
+
+def test_task_that_kills_its_workers_is_one_line_error(cluster, tmp_path):
+    import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    path = tmp_path / "sweep.jsonl"
+    with pytest.raises(ClusterError, match=r"lost the sweep after \d+/21 task\(s\): KilledWorker") as exc:
+        _sweep(ResumableRunner(_Wrapped(DaskRunner(cluster.scheduler_address), _always_die), path))
+    assert "\n" not in str(exc.value) and cluster.scheduler_address in str(exc.value)
 
 
 KILL_INDEX = 3
