@@ -239,6 +239,18 @@ class ResumableRunner:
     def __repr__(self) -> str:
         return f"ResumableRunner({self.inner!r}, {str(self.path)!r})"
 
+    def close(self) -> None:
+        """Close the inner runner (a DaskRunner's client), if it has anything to close."""
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
     def _load(self) -> tuple[dict, set]:
         done: dict[tuple, tuple[str, Any]] = {}
         prints: set[str] = set()
@@ -342,7 +354,8 @@ def sweep_runner(workers: int = 1, scheduler: str | None = None, results_file: s
 
     With ``scheduler`` a connected :class:`DaskRunner` (a bad address fails here, in
     about ``timeout_s``, with BadInput); otherwise ``LocalRunner(workers)``.  With
-    ``results_file`` wrapped in a :class:`ResumableRunner`.
+    ``results_file`` wrapped in a :class:`ResumableRunner`.  A DaskRunner or ResumableRunner
+    has ``close()`` (and works as a context manager); a LocalRunner has nothing to close.
     """
     from .whatif import LocalRunner
     if scheduler:

@@ -164,8 +164,10 @@ def test_dask_resume(cluster, tmp_path, reference):
     with pytest.raises(_Stop):
         _sweep(ResumableRunner(_StopAfter(DaskRunner(cluster.scheduler_address), 5), path))
     assert len(_stored(path)) == 5
-    runner = ResumableRunner(DaskRunner(cluster.scheduler_address), path)
-    assert _sweep(runner).as_dict() == reference.as_dict() and runner.reused == 5
+    with sweep_runner(scheduler=cluster.scheduler_address, results_file=path) as runner:
+        assert _sweep(runner).as_dict() == reference.as_dict() and runner.reused == 5
+        assert runner.inner._client is not None       # connected by sweep_runner, kept until closed
+    assert runner.inner._client is None
 
 
 def _always_die(fn, task):
