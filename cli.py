@@ -629,13 +629,18 @@ def _hist(h: dict) -> str:
 @click.option("--samples", type=click.IntRange(min=1), help="Price this many random scenarios instead of all.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --samples.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Local worker processes.")
+              help="Local worker processes (ignored with --scheduler).")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run the scenarios on an existing Dask distributed "
+              "scheduler (pip install 'fabricsim[dask]'); each worker builds the fabric once.")
+@click.option("--resume", "results_file", type=click.Path(dir_okay=False), help="Append each scenario's result "
+              "to this file as it arrives; rerun with the same file to skip what is already done.")
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print the ranked scenarios and summary as JSON.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Scenarios shown in the table.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write sorted slowdowns and their "
               "distribution to a PNG or SVG.")
-def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, as_json, top, plot, **opts):
+def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, scheduler, results_file, as_json,
+              top, plot, **opts):
     """Price every failure of a class (or pairs, or random samples), ranked worst first.
 
     \b
@@ -643,7 +648,8 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
       fabricsim sweep all-to-all --fabric jalapeno-pod --class rail-switch --group-size 2048 \\
           --size 1GiB --algorithm direct --workers 2
     """
-    from .collectives.whatif import LocalRunner, sweep
+    from .collectives.dask_runner import sweep_runner
+    from .collectives.whatif import sweep
     from .topo.errors import BadInput
     G = load_fabric(fabric, sets)   # checks the fabric and --set before any work is shipped
     groups = None
@@ -657,14 +663,22 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
             _progress(f"{done:,}/{total:,} scenarios")
 
     try:
+        runner = sweep_runner(workers, scheduler=scheduler, results_file=results_file)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--scheduler" if scheduler else "--resume") from None
+    if scheduler:
+        _progress(f"connected to {scheduler}")
+    try:
         s = sweep(fabric, _parse_sets(sets), failure_class, n=n, samples=samples, seed=seed, collective=collective,
                   size_bytes=parse_size(opts["size"]), group_size=None if groups else opts["group_size"],
                   placement=opts["placement"],
-                  groups=groups, runner=LocalRunner(workers), progress=progress, algorithm=opts["algorithm"],
+                  groups=groups, runner=runner, progress=progress, algorithm=opts["algorithm"],
                   split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
                   bound_only=opts["bound_only"])
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="options") from None
+    finally:
+        getattr(runner, "close", lambda: None)()
     if plot:
         from .collectives.plots import plot_sweep
         plot_sweep(s, plot)

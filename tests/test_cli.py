@@ -142,3 +142,20 @@ def test_report_link_utilization_matches_bottlenecks():
     G = build("jalapeno-rack")
     r = price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2 ** 24, algorithm="ring")
     assert float(r.link_utilization.max()) == pytest.approx(r.bottlenecks[0]["utilization"])
+
+
+def test_sweep_bad_scheduler_is_one_line():
+    res = CliRunner().invoke(main, ["sweep", "all-reduce", "--fabric", "jalapeno-rack", "--class", "local-switch",
+                                    "--group-size", "8", "--size", "1MiB", "--scheduler", "not-an-address"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "not-an-address" in [ln for ln in res.output.splitlines() if ln.startswith("Error:")][0]
+
+
+def test_sweep_resume_file_gives_the_same_result(tmp_path):
+    f = tmp_path / "r.jsonl"
+    args = ["sweep", "all-reduce", "--fabric", "jalapeno-rack", "--class", "local-switch", "--group-size", "8",
+            "--size", "1MiB", "--algorithm", "ring", "--json", "--resume", str(f)]
+    first = json.loads(run(*args).stdout)
+    assert len(f.read_text().splitlines()) == 6
+    again = json.loads(run(*args).stdout)
+    assert first["scenarios"] == again["scenarios"]
