@@ -21,17 +21,10 @@ import sys
 import time
 
 from fabricsim.collectives.dask_runner import DaskRunner
+from fabricsim.cli import parse_size
 from fabricsim.collectives.whatif import LocalRunner, sweep
 
-SIZES = {"kib": 2**10, "mib": 2**20, "gib": 2**30}
-
-
-def _size(text: str) -> float:
-    t = text.lower()
-    for unit, k in SIZES.items():
-        if t.endswith(unit):
-            return float(t[: -len(unit)]) * k
-    return float(t)
+_size = parse_size   # the CLI's: B, KiB, MiB, GiB, KB, MB, GB
 
 
 def main(argv=None) -> int:

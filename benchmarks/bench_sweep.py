@@ -17,17 +17,10 @@ import resource
 import sys
 import time
 
+from fabricsim.cli import parse_size
 from fabricsim.collectives.whatif import LocalRunner, sweep
 
-SIZES = {"kib": 2**10, "mib": 2**20, "gib": 2**30}
-
-
-def _size(text: str) -> float:
-    t = text.lower()
-    for unit, k in SIZES.items():
-        if t.endswith(unit):
-            return float(t[: -len(unit)]) * k
-    return float(t)
+_size = parse_size   # the CLI's: B, KiB, MiB, GiB, KB, MB, GB
 
 
 def _cpu() -> float:

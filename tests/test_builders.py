@@ -3,48 +3,12 @@ from __future__ import annotations
 
 import math
 
-import networkx as nx
 import numpy as np
 import pytest
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 from fabricsim.topo.builders import torus
 from fabricsim.topo.contract import validate
-
-
-def hop_matrix(G: nx.Graph, sources) -> tuple[np.ndarray, list]:
-    """Hops (links traversed) from each source to every node; only ``forwards`` nodes relay.
-
-    Rows of non-forwarding nodes are removed from the adjacency, so such a node can end a
-    path but never continue one; a source leaves through its own links first.
-    """
-    nodes = list(G)
-    index = {n: i for i, n in enumerate(nodes)}
-    fwd = np.array([bool(G.nodes[n]["forwards"]) for n in nodes])
-    rows, cols = [], []
-    for u, v in G.edges():
-        i, j = index[u], index[v]
-        if fwd[i]:
-            rows.append(i); cols.append(j)
-        if fwd[j]:
-            rows.append(j); cols.append(i)
-    A = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(nodes),) * 2)
-    nbrs = sorted({index[m] for s in sources for m in G[s]})
-    D = shortest_path(A, directed=True, unweighted=True, indices=nbrs)
-    pos = {k: i for i, k in enumerate(nbrs)}
-    out = np.empty((len(sources), len(nodes)))
-    for r, s in enumerate(sources):
-        out[r] = 1 + D[[pos[index[m]] for m in G[s]]].min(axis=0)
-        out[r, index[s]] = 0
-    return out, nodes
-
-
-def chip_diameter(G: nx.Graph, sources=None) -> int:
-    chips = [n for n, d in G.nodes(data=True) if d["kind"] == "chip"]
-    D, nodes = hop_matrix(G, chips if sources is None else sources)
-    cols = [i for i, n in enumerate(nodes) if G.nodes[n]["kind"] == "chip"]
-    return int(D[:, cols].max())
+from hops_reference import chip_diameter, hop_matrix
 
 
 # --- torus ------------------------------------------------------------------------------

@@ -5,47 +5,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-import networkx as nx
-import numpy as np
 import pytest
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 from fabricsim.fabrics import FABRICS, build
 from fabricsim.fabrics.userfile import export_fabric, load_fabric
 from fabricsim.topo.contract import validate
 from fabricsim.topo.devices import device
-
-
-def hop_matrix(G: nx.Graph, sources) -> tuple[np.ndarray, list]:
-    """Hops from each source to every node; only ``forwards`` nodes relay (their rows are kept)."""
-    nodes = list(G)
-    index = {n: i for i, n in enumerate(nodes)}
-    rows, cols = [], []
-    for u, v in G.edges():
-        for a, b in ((u, v), (v, u)):
-            if G.nodes[a]["forwards"]:
-                rows.append(index[a]); cols.append(index[b])
-    A = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(nodes),) * 2)
-    nbrs = sorted({index[m] for s in sources for m in G[s]})
-    D = shortest_path(A, directed=True, unweighted=True, indices=nbrs)
-    pos = {k: i for i, k in enumerate(nbrs)}
-    out = np.empty((len(sources), len(nodes)))
-    for r, s in enumerate(sources):
-        out[r] = 1 + D[[pos[index[m]] for m in G[s]]].min(axis=0)
-        out[r, index[s]] = 0
-    return out, nodes
-
-
-def chip_ids(G):
-    return [n for n, d in G.nodes(data=True) if d["kind"] == "chip"]
-
-
-def chip_diameter(G, sources=None) -> int:
-    chips = chip_ids(G)
-    D, nodes = hop_matrix(G, chips if sources is None else sources)
-    cols = [i for i, n in enumerate(nodes) if G.nodes[n]["kind"] == "chip"]
-    return int(D[:, cols].max())
+from hops_reference import chip_diameter, chip_ids
 
 
 def lanes_at(G, n) -> int:

@@ -92,7 +92,7 @@ import networkx as nx
 __all__ = [
     "KIND", "MODEL", "ROLE", "FORWARDS", "PATCH", "RANK", "LANES", "LANE_GBPS", "PORT_GBPS",
     "CAPACITY_GBPS", "MEDIUM", "TIER", "LATENCY_NS", "CHIP", "SWITCH", "MEDIA", "DOMAIN_TAGS",
-    "Violation", "validate", "chips", "switches", "chip_order", "params_of", "forwarding_graph",
+    "Violation", "validate", "chips", "switches", "params_of", "forwarding_graph",
     "add_bundle",
 ]
 
@@ -136,11 +136,6 @@ def chips(G: nx.Graph) -> list:
 def switches(G: nx.Graph) -> list:
     """Switch node ids in graph order."""
     return [n for n, d in G.nodes(data=True) if d.get(KIND) == SWITCH]
-
-
-def chip_order(G: nx.Graph) -> list:
-    """Alias of :func:`chips`: node ids indexed by rank."""
-    return chips(G)
 
 
 def params_of(G: nx.Graph) -> dict[str, Any]:
