@@ -8,7 +8,8 @@ steps, such as the 2(n-1) steps of a ring all-reduce, are solved once and repeat
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Callable, Sequence
 
 import networkx as nx
@@ -24,15 +25,114 @@ COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 
 @dataclass(frozen=True)
 class Phase:
-    """Concurrent flows of one step pattern, repeated ``repeat`` times."""
+    """Concurrent flows of one step pattern, repeated ``repeat`` times.
+
+    Flows are given by structure, not listed: ``rows`` holds chip ranks (one row per
+    set of chips exchanging together: a group, or a sub-group such as a rack's share of
+    it), and every row runs the same pattern of member pairs: ``pairs[:, i] = (a, b)``
+    means member ``a`` sends ``flow_bytes`` to member ``b``; ``pairs=None`` means every
+    ordered pair of distinct members (an all-to-all exchange).  Flow
+    ``f = row * pairs_per_row + i``, with all-pairs in row-major (a, b) order.  The
+    per-flow arrays (``src``, ``dst``, ``size_bytes``, ``group``) are built on first
+    use; the symmetry-aware engine prices a large phase without ever building them.
+    """
 
     name: str
-    src: np.ndarray          # chip ranks (F,)
-    dst: np.ndarray          # chip ranks (F,)
-    size_bytes: np.ndarray   # bytes per flow per step (F,)
-    group: np.ndarray        # index of the flow's group (F,)
+    rows: np.ndarray                 # (R, m) chip ranks
+    flow_bytes: float                # bytes per flow per step
+    row_group: np.ndarray            # (R,) collective group of each row
     repeat: int = 1
-    in_network: bool = False  # flows are chip -> reducing switches -> chips (NVLS): see pricing
+    in_network: bool = False         # flows are chip -> reducing switches -> chips (NVLS): see pricing
+    pairs: np.ndarray | None = None  # (2, p) member pairs; None: every ordered pair
+
+    @property
+    def unordered(self) -> bool:
+        """Every ordered pair of members: the members' order within a row is immaterial."""
+        return self.pairs is None
+
+    @property
+    def pairs_per_row(self) -> int:
+        m = self.rows.shape[1]
+        return m * (m - 1) if self.pairs is None else self.pairs.shape[1]
+
+    @property
+    def n_flows(self) -> int:
+        return self.rows.shape[0] * self.pairs_per_row
+
+    @cached_property
+    def _pair_ab(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.pairs is None:
+            return np.nonzero(~np.eye(self.rows.shape[1], dtype=bool))
+        return self.pairs[0], self.pairs[1]
+
+    @property
+    def pair_a(self) -> np.ndarray:
+        """Sending member of each pair, shape (p,)."""
+        return self._pair_ab[0]
+
+    @property
+    def pair_b(self) -> np.ndarray:
+        """Receiving member of each pair, shape (p,)."""
+        return self._pair_ab[1]
+
+    @cached_property
+    def src(self) -> np.ndarray:
+        """Sending chip rank of each flow, shape (F,)."""
+        return self.rows[:, self.pair_a].ravel()
+
+    @cached_property
+    def dst(self) -> np.ndarray:
+        """Receiving chip rank of each flow, shape (F,)."""
+        return self.rows[:, self.pair_b].ravel()
+
+    @cached_property
+    def size_bytes(self) -> np.ndarray:
+        """Bytes of each flow per step, shape (F,)."""
+        return np.full(self.n_flows, self.flow_bytes)
+
+    @cached_property
+    def group(self) -> np.ndarray:
+        """Collective group of each flow, shape (F,)."""
+        return np.repeat(self.row_group, self.pairs_per_row)
+
+    @cached_property
+    def rows_disjoint(self) -> bool:
+        """No chip is in two rows."""
+        flat = self.rows.ravel()
+        return bool(flat.size == 0 or np.bincount(flat).max() <= 1)
+
+    def messages_per_rank(self) -> int:
+        """Most flows any one chip sends in the step."""
+        if self.n_flows == 0:
+            return 0
+        if self.pairs is None:
+            return self.rows.shape[1] - 1
+        if self.rows_disjoint:
+            return int(np.bincount(self.pairs[0]).max())
+        return int(np.bincount(self.src).max())
+
+    def bytes_across(self, domain: np.ndarray, reach: np.ndarray | None = None) -> float:
+        """Bytes of one step whose two ends lie in different ``domain`` values (racks)."""
+        if reach is None and self.unordered:
+            # every ordered pair of a row: m(m-1) pairs less those inside one domain
+            R, m = self.rows.shape
+            dom = np.sort(domain[self.rows], axis=1)
+            same = 0
+            if m:
+                starts = np.ones((R, m), bool)
+                starts[:, 1:] = dom[:, 1:] != dom[:, :-1]
+                run_id = np.cumsum(starts.ravel()) - 1
+                counts = np.bincount(run_id)
+                same = int((counts * (counts - 1)).sum())
+            return float((R * m * (m - 1) - same) * self.flow_bytes)
+        across = domain[self.src] != domain[self.dst]
+        if reach is not None:
+            across &= reach
+        return float(np.count_nonzero(across) * self.flow_bytes)
+
+    def with_(self, **changes) -> "Phase":
+        """A copy with some fields changed (the per-flow arrays are rebuilt on use)."""
+        return replace(self, **changes)
 
 
 @dataclass(frozen=True)
@@ -83,18 +183,13 @@ def _groups_array(groups: Sequence[Sequence[int]]) -> np.ndarray:
 def _shift(G: np.ndarray, k: int, size: float, name: str, repeat: int) -> Phase:
     """Every member i of every group sends ``size`` bytes to member (i + k) mod n."""
     g, n = G.shape
-    src = G.ravel()
-    dst = np.roll(G, -k, axis=1).ravel()
-    return Phase(name, src, dst, np.full(src.size, size), np.repeat(np.arange(g), n), repeat)
+    a = np.arange(n)
+    return Phase(name, G, float(size), np.arange(g), repeat, pairs=np.stack([a, (a + k) % n]))
 
 
 def _all_pairs(G: np.ndarray, size: float, name: str, repeat: int) -> Phase:
     """Every member sends ``size`` bytes to every other member of its group."""
-    g, n = G.shape
-    i, j = np.nonzero(~np.eye(n, dtype=bool))
-    src = G[:, i].ravel()
-    dst = G[:, j].ravel()
-    return Phase(name, src, dst, np.full(src.size, size), np.repeat(np.arange(g), i.size), repeat)
+    return Phase(name, G, float(size), np.arange(G.shape[0]), repeat)
 
 
 # ----------------------------------------------------------------------------- ring, direct, rhd
@@ -123,11 +218,8 @@ def _halving_doubling(collective: str, G: np.ndarray, S: float, view: FabricView
     # all-gather retraces the same partners and sizes in reverse, hence repeat 2
     repeat = 2 if collective == "all-reduce" else 1
     while k >= 1:
-        partner = idx ^ k
-        src = G.ravel()
-        dst = G[:, partner].ravel()
-        out.append(Phase(f"exchange with rank xor {k}", src, dst, np.full(src.size, size),
-                         np.repeat(np.arange(G.shape[0]), n), repeat))
+        out.append(Phase(f"exchange with rank xor {k}", G, float(size), np.arange(G.shape[0]), repeat,
+                         pairs=np.stack([idx, idx ^ k])))
         k //= 2
         size /= 2
     return out
@@ -183,7 +275,7 @@ def _hierarchical(collective: str, G: np.ndarray, S: float, view: FabricView) ->
 
 def _regroup(p: Phase, g: int, sub: int) -> Phase:
     """Sub-groups were numbered group*sub + k; report flows under their collective group."""
-    return Phase(p.name, p.src, p.dst, p.size_bytes, p.group // sub, p.repeat, p.in_network)
+    return p.with_(row_group=p.row_group // sub)
 
 
 # ----------------------------------------------------------------------------- torus rings
@@ -209,26 +301,24 @@ def _torus_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> 
         if k < 2:
             continue
         other = [a for a in range(3) if a != axis]
-        src_all, dst_f, dst_b, grp = [], [], [], []
+        lines, grp = [], []
         for gi in range(g):
             members, cc = G[gi], C[gi]
             order = np.lexsort((cc[:, axis], cc[:, other[1]], cc[:, other[0]]))
             rings = members[order].reshape(-1, k)        # one row per line along this axis
-            src_all.append(rings.ravel())
-            dst_f.append(np.roll(rings, -1, axis=1).ravel())
-            dst_b.append(np.roll(rings, 1, axis=1).ravel())
-            grp.append(np.full(rings.size, gi))
-        src = np.concatenate(src_all + src_all)
-        dst = np.concatenate(dst_f + dst_b)
-        groups = np.concatenate(grp + grp)
+            lines.append(rings)
+            grp.append(np.full(len(rings), gi))
+        a = np.arange(k)
         size = data / k / 2
         steps = k - 1
-        rs_phases.append(Phase(f"axis {'xyz'[axis]}: bidirectional ring of {k}", src, dst,
-                               np.full(src.size, size), groups, steps))
+        # each member sends to both ring neighbours (forward i+1 and backward i-1)
+        rs_phases.append(Phase(f"axis {'xyz'[axis]}: bidirectional ring of {k}", np.concatenate(lines),
+                               float(size), np.concatenate(grp), steps,
+                               pairs=np.stack([np.concatenate([a, a]), np.concatenate([(a + 1) % k, (a - 1) % k])])))
         data /= k
     if collective == "all-reduce":
         # the all-gather retraces the reduce-scatter's rings in reverse order: same sizes
-        return [Phase(p.name, p.src, p.dst, p.size_bytes, p.group, 2 * p.repeat) for p in rs_phases]
+        return [p.with_(repeat=2 * p.repeat) for p in rs_phases]
     if collective in ("reduce-scatter", "all-gather"):
         # S is the whole buffer: reduce-scatter of S ends with S/n per rank
         return rs_phases
@@ -242,9 +332,9 @@ def _nvls(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Ph
     g, n = G.shape
     # each rank pushes its S bytes into the switches, which reduce and multicast S back:
     # priced in pricing from the chips' links to the switches (src == dst marks the rank)
-    src = G.ravel()
-    return [Phase("push to switches, reduce, multicast back", src, src.copy(), np.full(src.size, S),
-                  np.repeat(np.arange(g), n), 1, in_network=True)]
+    a = np.arange(n)
+    return [Phase("push to switches, reduce, multicast back", G, float(S), np.arange(g), 1, in_network=True,
+                  pairs=np.stack([a, a]))]
 
 
 def _pairwise(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:

@@ -132,7 +132,7 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
           algorithm: str = "auto", split: str = "equal", tiers: str = "rule", efficiency: float = 1.0,
           step_overhead_ns: float | None = None, message_overhead_ns: float | None = None,
           bound_only: bool = False,
-          memory_limit_bytes: int | None = None) -> CostReport:
+          memory_limit_bytes: int | None = None, symmetry: bool = True) -> CostReport:
     """Price ``collective`` of ``size_bytes`` for every group of ``groups`` at once on ``G``.
 
     Parameters
@@ -149,6 +149,11 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
     message_overhead_ns : cost of each message beyond the first a rank sends in one step;
         the graph's ``message_overhead_ns`` or 200 ns by default.
     bound_only : price by the link-load bound alone (cheap; no fairness, no events).
+    memory_limit_bytes : refuse (:class:`TooLarge`) a phase whose estimate exceeds this
+        (default: the memory available).
+    symmetry : solve translation classes of flows where the fabric and the phase allow it
+        (an intact DOR torus whose groups tile it): exact, and far smaller.  ``False``
+        routes and solves every flow (a cross-check).
 
     Returns
     -------
@@ -190,13 +195,8 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
         G.graph.get("message_overhead_ns", DEFAULT_MESSAGE_OVERHEAD_NS))
     common = dict(split=split, tiers=tiers, efficiency=efficiency, overhead_s=overhead_ns * 1e-9,
                   message_s=msg_ns * 1e-9,
-                  bound_only=bound_only, memory_limit_bytes=memory_limit_bytes)
+                  bound_only=bound_only, memory_limit_bytes=memory_limit_bytes, symmetry=symmetry)
     n = len(groups[0])
-    if live and (collective == "all-to-all" or algorithm == "direct"):
-        # the widest phase any algorithm builds is the all-pairs exchange: refuse a problem
-        # that cannot fit before building even its flow arrays
-        from ..topo import solver
-        _guard_before_routing(solver, len(live) * n * (n - 1), 0, bound_only, memory_limit_bytes)
     if not live:
         nan = float("nan")
         return CostReport(collective, algorithm, G.graph.get("name", "?"), n, len(groups), float(size_bytes),
@@ -238,7 +238,7 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
 
 
 def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, split, tiers, efficiency,
-               overhead_s, message_s, bound_only, memory_limit_bytes) -> dict:
+               overhead_s, message_s, bound_only, memory_limit_bytes, symmetry) -> dict:
     from ..topo import routing, solver
     plist = phases(collective, algorithm, groups, size_bytes, view)
     table = routing.link_table(G)
@@ -251,13 +251,35 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
     n_unreachable = 0
     relayed = 0
     cross_bytes = 0.0
+    sym_notes: set[str] = set()
     for ph in plist:
+        q = None if ph.in_network else _quotient(G, ph, table, split, symmetry)
         if ph.in_network:
             step_bw, step_bound, lb, finish, lat_ns, events = _in_network(ph, G, table, cap)
             reach = np.ones(len(ph.src), dtype=bool)
             sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
+        elif q is not None:
+            # translation classes: every flow of a class has the class's rate and finish
+            sym_notes.add(f"period {'x'.join(map(str, q.period))}: {q.n_flows:,} flows solved as "
+                          f"{q.n_classes:,} classes of {q.multiplicity:,}")
+            reach = None
+            P, Q, capO = q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(cap)
+            sizes = np.full(q.n_classes, ph.flow_bytes)
+            if bound_only:
+                b = solver.link_load_bound(P, Q, capO, sizes, multiplicity=q.multiplicity)
+                step_bw = step_bound = b.time_s
+                lb = q.per_link(b.link_bytes)
+                finish = np.full(q.n_classes, step_bw)
+                events = 0
+            else:
+                r = solver.simulate(P, Q, capO, sizes, multiplicity=q.multiplicity)
+                step_bw, step_bound, lb = r.time_s, r.bound_s, q.per_link(r.link_bytes)
+                finish = np.asarray(r.finish_s)
+                events = r.events
+            lat_ns = float(np.max(q.routes.latency_ns))
+            sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
         else:
-            _guard_before_routing(solver, len(ph.src), len(cap), bound_only, memory_limit_bytes)
+            _guard_before_routing(solver, ph.n_flows, len(cap), bound_only, memory_limit_bytes)
             routes = routing.route(G, ph.src, ph.dst, split=split, tiers=tiers, links=table)
             reach = np.asarray(routes.reachable, dtype=bool)
             if not reach.all():
@@ -290,21 +312,26 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
                 events = r.events
             lat_ns = float(np.max(np.asarray(routes.latency_ns)[reach])) if reach.any() else 0.0
             sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
-        messages = int(np.bincount(ph.src).max()) if ph.src.size else 0
+        messages = ph.messages_per_rank()
         step_lat = lat_ns * 1e-9 + overhead_s + max(messages - 1, 0) * message_s
         # per group: its slowest flow in each step, plus the step latency
         g_fin = np.zeros(len(groups))
-        if finish.size:
-            np.maximum.at(g_fin, ph.group[reach], finish)
+        if q is not None:
+            # rows of one orbit are translates: each finishes with its orbit's slowest class
+            orbit_fin = np.zeros(int(q.row_orbit.max()) + 1)
+            np.maximum.at(orbit_fin, q.row_orbit[q.rep_row], finish)
+            np.maximum.at(g_fin, ph.row_group, orbit_fin[q.row_orbit])
+        elif finish.size:
+            np.maximum.at(g_fin, ph.group if reach is None else ph.group[reach], finish)
         group_t += ph.repeat * (g_fin + step_lat)
         link_bytes += ph.repeat * lb
         bw_total += ph.repeat * step_bw
         lat_total += ph.repeat * step_lat
         bound_total += ph.repeat * step_bound
-        cross = _cross_domain_bytes(ph, view, reach)
-        if cross is not None:
-            cross_bytes += ph.repeat * cross
-        reports.append(PhaseReport(ph.name, ph.repeat, int(reach.sum()), float(ph.size_bytes.max()),
+        if view.domain is not None and not ph.in_network:
+            cross_bytes += ph.repeat * ph.bytes_across(view.domain, reach)
+        n_flows = ph.n_flows if reach is None else int(reach.sum())
+        reports.append(PhaseReport(ph.name, ph.repeat, n_flows, float(ph.flow_bytes),
                                    float(step_bw), float(step_lat), float(step_bound), int(events),
                                    float(ph.repeat * (step_bw + step_lat)), sat))
     if any(ph.in_network for ph in plist):
@@ -316,6 +343,8 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
         notes.append(f"each chip sends {per_chip / size_bytes:.4g} x S across racks on average "
                      f"({algorithm}); no algorithm moves less than the cross-rack share of the data, so "
                      f"the slower tier paces every cross-rack collective")
+    if sym_notes:
+        notes.append("translation symmetry (exact): " + "; ".join(sorted(sym_notes)))
     if relayed:
         notes.append(f"{relayed:,} flows (per step) relay through a chip in their own rack to reach a rail "
                      f"they are not wired to (rail-only, PXN); the relay's local traffic is priced")
@@ -369,12 +398,12 @@ def _guard_before_routing(solver, n_flows: int, n_links: int, bound_only: bool, 
     solver.guard_memory(max(est, routing_bytes), limit_bytes=limit, n_flows=n_flows)
 
 
-def _cross_domain_bytes(ph: Phase, view, reach) -> float | None:
-    """Bytes of one step that leave their rack (None where the fabric has no racks)."""
-    if view.domain is None or ph.in_network:
+def _quotient(G, ph: Phase, table, split: str, enabled: bool):
+    """The phase's translation classes (see :mod:`fabricsim.topo.symmetry`), or None."""
+    if not enabled or not ph.rows_disjoint:
         return None
-    across = (view.domain[ph.src] != view.domain[ph.dst]) & reach
-    return float(ph.size_bytes[across].sum())
+    from ..topo import symmetry
+    return symmetry.translation_quotient(G, ph.rows, ph.pairs, links=table, split=split)
 
 
 def _in_network(ph: Phase, G, table, cap):

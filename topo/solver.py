@@ -197,8 +197,10 @@ def _per_flow(x, n: int, name: str, *, positive: bool) -> np.ndarray:
     if x is None:
         return np.ones(n)
     a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 0:
+        a = np.full(n, float(a))             # one value for every row
     if a.shape != (n,):
-        raise ValueError(f"{name} must have shape ({n},) (one per flow row); got {a.shape}")
+        raise ValueError(f"{name} must be a number or have shape ({n},) (one per flow row); got {a.shape}")
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} has {int(np.sum(~np.isfinite(a)))} non-finite values")
     bad = a <= 0 if positive else a < 0

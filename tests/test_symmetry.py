@@ -1,0 +1,110 @@
+"""Translation classes on a torus give the per-flow answers, exactly."""
+import numpy as np
+import pytest
+
+from fabricsim.collectives import by_size, price
+from fabricsim.fabrics import build
+from fabricsim.topo import routing, solver, symmetry
+
+
+def _same(a, b):
+    """Two CostReports agree on every priced figure (relative 1e-12)."""
+    for f in ("time_s", "bandwidth_time_s", "latency_s", "bound_s"):
+        assert getattr(a, f) == pytest.approx(getattr(b, f), rel=1e-12, abs=0), f
+    assert np.allclose(a.link_bytes, b.link_bytes, rtol=1e-12, atol=1e-6)
+    assert np.allclose(a.group_time_s, b.group_time_s, rtol=1e-12, atol=0)
+    for pa, pb in zip(a.phases, b.phases):
+        assert (pa.flows, pa.repeat, pa.events, pa.saturated_links) == (pb.flows, pb.repeat, pb.events,
+                                                                        pb.saturated_links)
+
+
+@pytest.mark.parametrize("dims,group,collective,algorithm", [
+    ("4x6x8", 192, "all-to-all", "direct"),
+    ("4x6x8", 8, "all-to-all", "direct"),
+    ("4x6x8", 24, "all-to-all", "pairwise"),
+    ("2x3x4", 24, "all-to-all", "direct"),
+    ("5x5x2", 10, "all-to-all", "direct"),
+    ("4x4x4", 16, "all-reduce", "ring"),
+    ("4x4x4", 16, "all-reduce", "halving-doubling"),
+    ("4x4x4", 64, "all-reduce", "torus-rings"),
+    ("6x4x4", 12, "reduce-scatter", "direct"),
+])
+@pytest.mark.parametrize("bound_only", [False, True])
+def test_classes_equal_every_flow(dims, group, collective, algorithm, bound_only):
+    G = build("torus", dims=dims)
+    groups = by_size(G, group)
+    kw = dict(groups=groups, size_bytes=2**24, algorithm=algorithm, bound_only=bound_only)
+    fast = price(G, collective, **kw)
+    slow = price(G, collective, symmetry=False, **kw)
+    _same(fast, slow)
+    assert not any("translation symmetry" in n for n in slow.notes)
+
+
+def test_full_torus_all_to_all_is_one_class_per_offset():
+    G = build("torus", dims="4x6x8")
+    r = price(G, "all-to-all", groups=by_size(G, 192), size_bytes=2**30, algorithm="direct")
+    note = next(n for n in r.notes if n.startswith("translation symmetry"))
+    assert "36,672 flows solved as 191 classes of 192" in note
+    assert r.phases[0].flows == 192 * 191
+
+
+def test_quotient_matches_the_solver_on_every_flow():
+    G = build("torus", dims="4x4x6")
+    lt = routing.link_table(G)
+    cap = lt.capacity_Bps
+    rows = np.arange(96).reshape(-1, 8)
+    q = symmetry.translation_quotient(G, rows, links=lt)
+    assert q is not None and q.n_flows == 12 * 8 * 7
+    i, j = np.nonzero(~np.eye(8, dtype=bool))
+    r = routing.route(G, rows[:, i].ravel(), rows[:, j].ravel(), links=lt)
+    a = solver.simulate(r.flow_piece, r.piece_link, cap, np.full(len(r), 1e6))
+    b = solver.simulate(q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(cap), np.full(q.n_classes, 1e6),
+                        multiplicity=q.multiplicity)
+    assert b.time_s == pytest.approx(a.time_s, rel=1e-12)
+    assert np.allclose(q.per_link(b.link_bytes), a.link_bytes, rtol=1e-12)
+    # the per-flow rates of the first event: each class's rate is its flows' rate
+    fa = dict(zip(zip(r.src.tolist(), r.dst.tolist()), a.first_rates_Bps))
+    for s, d, rate in zip(q.rep_src, q.rep_dst, b.first_rates_Bps):
+        assert rate == pytest.approx(fa[(int(s), int(d))], rel=1e-12)
+
+
+def test_ordered_pattern_needs_order_kept():
+    G = build("torus", dims="4x4x4")
+    rows = np.arange(64).reshape(16, 4)
+    ring = np.stack([np.arange(4), (np.arange(4) + 1) % 4])
+    q = symmetry.translation_quotient(G, rows, ring)
+    # z-lines: steps along x and y map lines to lines in order; a step along z rotates a
+    # line's members, which an ordered pattern does not allow (compression lost, not exactness)
+    assert q is not None and q.period == (1, 1, 4) and q.n_classes == 4
+    # reverse every other row's member order: a step along y now changes the ring's direction
+    rows2 = rows.copy()
+    rows2[1::2] = rows2[1::2, ::-1]
+    q2 = symmetry.translation_quotient(G, rows2, ring)
+    assert q2 is not None and q2.period == (1, 2, 4)
+
+
+@pytest.mark.parametrize("case", ["ecmp fabric", "failed link", "partial rows", "overlapping rows"])
+def test_no_symmetry_gives_none(case):
+    G = build("torus", dims="4x4x4")
+    rows = np.arange(64)[None, :]
+    if case == "ecmp fabric":
+        G = build("jalapeno-rack")
+        rows = np.arange(128)[None, :]
+    elif case == "failed link":
+        G = G.copy()
+        G.remove_edge(*next(iter(G.edges())))
+    elif case == "partial rows":
+        rows = np.array([[0, 1, 2, 5]])
+    else:
+        rows = np.array([[0, 1], [1, 2]])
+    assert symmetry.translation_quotient(G, rows) is None
+
+
+def test_degraded_torus_still_prices_every_flow():
+    G = build("torus", dims="4x4x4")
+    H = G.copy()
+    H.remove_edge(*next(iter(H.edges())))
+    r = price(H, "all-to-all", groups=by_size(H, 64), size_bytes=2**24, algorithm="direct")
+    assert not any("translation symmetry" in n for n in r.notes)
+    full = price(G, "all-to-all", groups=by_size(G, 64), size_bytes=2**24, algorithm="direct")
+    assert r.time_s > full.time_s

@@ -1,0 +1,281 @@
+"""Translation symmetry on a torus: solve classes of flows instead of every flow.
+
+On an intact torus under dimension-order routing, moving every chip by a translation
+``tau`` maps links to links of the same capacity and routes to routes.  When a phase's
+flows are mapped onto themselves too (the groups tile the torus the same way after the
+move), the max-min fair allocation -- unique, hence invariant -- gives every translate
+of a flow the same rate and every translate of a link the same load.  So the engine
+solves one *class* per orbit of flows (its representative: the flow whose source lies
+in the fundamental cell of the translations) on one *link orbit* per orbit of links:
+
+* a class row stands for ``multiplicity = |T|`` flows (the solver's ``multiplicity``),
+* a link orbit's capacity is the sum over its ``|T|`` links, and a class's share on it
+  is the sum of the representative's shares on the orbit's links,
+
+so every load and rate is the per-flow problem's, exactly, while the sizes shrink by
+``|T|``: the 9,216-chip all-to-all (85 M flows) becomes 9,215 classes on 6 link orbits.
+
+The translations used are the lattice ``T = t_1 Z x t_2 Z x ...`` with the smallest
+step ``t_i`` (a divisor of the ring length ``k_i``) under which the phase is invariant
+along each axis; diagonal-only symmetries are not searched (that loses compression,
+never exactness).  Anything that breaks the symmetry -- a failed link or chip, unequal
+capacities or latencies, groups that do not tile, an ECMP or tiered fabric -- returns
+``None`` and the caller routes every flow.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from .contract import CHIP, KIND, RANK
+
+__all__ = ["Quotient", "translation_quotient"]
+
+_AXES = ("x", "y", "z", "w")
+
+
+@dataclass(frozen=True)
+class Quotient:
+    """A phase's flows folded into translation classes (see the module docstring).
+
+    Attributes
+    ----------
+    period : tuple of int
+        Translation step per torus axis (``t_i``); ``multiplicity = prod(k_i / t_i)``.
+    multiplicity : int
+        Flows per class, and links per link orbit.
+    rep_src, rep_dst : numpy.ndarray of int64, shape (C,)
+        Chip ranks of each class's representative flow.
+    rep_row : numpy.ndarray of int64, shape (C,)
+        Row (of the phase's ``rows``) holding the representative.
+    routes : routing.Routes
+        Routes of the representatives on the real links.
+    piece_orbit : scipy.sparse.csr_matrix, shape (K, O)
+        ``routes.piece_link`` with each link's column added onto its orbit's.
+    link_orbit : numpy.ndarray of int64, shape (L,)
+        Orbit of each link.
+    row_orbit : numpy.ndarray of int64, shape (R,)
+        Orbit of each row under the translations (rows of one orbit finish together).
+    """
+
+    period: tuple
+    multiplicity: int
+    rep_src: np.ndarray
+    rep_dst: np.ndarray
+    rep_row: np.ndarray
+    routes: object
+    piece_orbit: sp.csr_matrix
+    link_orbit: np.ndarray
+    row_orbit: np.ndarray
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.rep_src)
+
+    @property
+    def n_flows(self) -> int:
+        return self.n_classes * self.multiplicity
+
+    def orbit_capacity(self, capacity_Bps: np.ndarray) -> np.ndarray:
+        """Capacity of each link orbit: the sum over its links."""
+        return np.bincount(self.link_orbit, weights=capacity_Bps, minlength=self.piece_orbit.shape[1])
+
+    def per_link(self, orbit_values: np.ndarray) -> np.ndarray:
+        """An orbit's total (bytes, load) spread back over its links: each carries 1/|T| of it."""
+        return np.asarray(orbit_values)[self.link_orbit] / self.multiplicity
+
+
+def _dims(G: nx.Graph):
+    raw = G.graph.get("dims")
+    try:
+        dims = tuple(int(p) for p in str(raw).lower().split("x"))
+    except ValueError:
+        return None
+    return dims if 0 < len(dims) <= len(_AXES) and all(k >= 1 for k in dims) else None
+
+
+def _divisors(k: int) -> list[int]:
+    return [t for t in range(1, k + 1) if k % t == 0]
+
+
+def translation_quotient(G: nx.Graph, rows, pairs=None, *, links=None,
+                         split: str = "equal") -> Quotient | None:
+    """Fold a phase into translation classes on an intact DOR torus, or ``None``.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric with ``routing == "dor"`` and ``dims`` (other fabrics give ``None``).
+    rows : array_like of int, shape (R, m)
+        Chip ranks, one row per set of chips exchanging together; rows must be disjoint.
+    pairs : array_like of int, shape (2, p), optional
+        In every row, member ``pairs[0, i]`` sends one flow to member ``pairs[1, i]``;
+        a translation must then keep the members' order.  ``None`` (default): every
+        ordered pair of distinct members (an all-to-all), which a translation may
+        permute.
+    links : routing.LinkTable, optional
+    split : str
+        Passed to :func:`routing.route` for the representatives.
+
+    Returns
+    -------
+    Quotient or None
+        ``None`` when the fabric or the phase lacks a translation symmetry (then every
+        flow must be routed), or when the only symmetry is the identity.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fabricsim.fabrics import build
+    >>> G = build("torus", dims="4x4x4")
+    >>> q = translation_quotient(G, np.arange(64)[None, :])
+    >>> q.n_classes, q.multiplicity, q.n_flows == 64 * 63
+    (63, 64, True)
+    """
+    from . import routing
+    if G.graph.get("routing") != "dor":
+        return None
+    dims = _dims(G)
+    if dims is None:
+        return None
+    nd, N = len(dims), int(np.prod(dims))
+    rows = np.asarray(rows, dtype=np.int64)
+    unordered = pairs is None
+    if not unordered:
+        pair_a, pair_b = (np.asarray(x, dtype=np.int64) for x in pairs)
+    if rows.ndim != 2 or rows.size == 0 or (unordered and rows.shape[1] < 2) or (not unordered and not len(pair_a)):
+        return None
+    lt = routing.link_table(G) if links is None else links
+    # chips: every grid position exactly once, and nothing but chips
+    n_nodes = len(lt.nodes)
+    if G.number_of_nodes() != N or n_nodes != N:
+        return None
+    coords = np.full((n_nodes, nd), -1, np.int64)
+    rank = np.full(n_nodes, -1, np.int64)
+    for i, v in enumerate(lt.nodes):
+        d = G.nodes[v]
+        if d.get(KIND) != CHIP:
+            return None
+        rank[i] = d.get(RANK, -1)
+        for a in range(nd):
+            c = d.get(_AXES[a])
+            if not isinstance(c, (int, np.integer)) or not 0 <= c < dims[a]:
+                return None
+            coords[i, a] = c
+    flat = np.ravel_multi_index(tuple(coords.T), dims)
+    if np.bincount(flat, minlength=N).max() != 1 or rank.min() < 0 or rank.max() >= N \
+            or np.bincount(rank, minlength=N).max() != 1:
+        return None
+    pos_of_rank = np.empty(N, np.int64)
+    pos_of_rank[rank] = flat
+    rank_of_pos = np.empty(N, np.int64)
+    rank_of_pos[flat] = rank
+    node_of_pos = np.empty(N, np.int64)
+    node_of_pos[flat] = np.arange(n_nodes)
+    # links: every unit ring step from every position, once
+    u, v = lt.src.astype(np.int64), lt.dst.astype(np.int64)
+    disp = (coords[v] - coords[u]) % np.array(dims)
+    moved = disp != 0
+    if not (moved.sum(axis=1) == 1).all():
+        return None
+    axis = np.argmax(moved, axis=1)
+    step = disp[np.arange(len(u)), axis]
+    k_of = np.array(dims)[axis]
+    if not ((step == 1) | (step == k_of - 1)).all():
+        return None
+    expected = sum(N * (2 if k > 2 else 1 if k == 2 else 0) for k in dims)
+    dcode = axis * 2 + (step != 1)              # direction code: +1 or -1 along an axis (k = 2: +1 only)
+    key = flat[u] * (2 * nd) + dcode
+    if len(u) != expected or len(np.unique(key)) != expected:
+        return None
+    # the phase: rows of distinct, present chips
+    if rows.min() < 0 or rows.max() >= N:
+        return None
+    if not unordered and (min(pair_a.min(), pair_b.min()) < 0 or max(pair_a.max(), pair_b.max()) >= rows.shape[1]):
+        return None
+    X = pos_of_rank[rows]                       # (R, m) grid positions
+    if np.bincount(X.ravel(), minlength=N).max() > 1:
+        return None
+    R, m = rows.shape
+    lab = np.full(N, -1, np.int64)
+    lab[X] = np.arange(R)[:, None]
+    mem = np.full(N, -1, np.int64)
+    mem[X] = np.arange(m)[None, :]
+    grid = np.arange(N).reshape(dims)
+
+    def moved_by(a: int, t: int) -> np.ndarray:
+        """Flat position of each position after a step of t along axis a."""
+        return np.roll(grid, -t, axis=a).ravel()
+
+    def invariant(shift: np.ndarray) -> bool:
+        L2 = lab[shift[X]]
+        if (L2 < 0).any() or not (L2 == L2[:, :1]).all():
+            return False
+        return unordered or bool((mem[shift[X]] == np.arange(m)[None, :]).all())
+
+    period, gens = [], []
+    for a, k in enumerate(dims):
+        for t in _divisors(k):
+            if t == k:
+                period.append(k)
+                break
+            shift = moved_by(a, t)
+            if invariant(shift):
+                period.append(t)
+                gens.append(shift)
+                break
+    mult = int(np.prod([k // t for k, t in zip(dims, period)]))
+    if mult == 1:
+        return None
+    # link orbits: (position in the cell, direction); each holds exactly mult links
+    cell_pos = np.ravel_multi_index(tuple((coords % np.array(period)).T), tuple(period))
+    okey = cell_pos[u] * (2 * nd) + dcode
+    link_orbit = np.unique(okey, return_inverse=True)[1].astype(np.int64)
+    O = int(link_orbit.max()) + 1
+    if (np.bincount(link_orbit, minlength=O) != mult).any():
+        return None
+    for values in (lt.capacity_gbps, lt.latency_ns, lt.hops):
+        first = np.zeros(O, np.asarray(values).dtype)
+        first[link_orbit] = values
+        if not np.array_equal(first[link_orbit], values):
+            return None                          # unequal capacities or latencies break the symmetry
+    # class representatives: the pairs whose sender sits in the fundamental cell
+    in_cell = np.all(coords[node_of_pos] < np.array(period), axis=1)     # by flat position
+    cell_x = np.flatnonzero(in_cell & (lab >= 0))
+    j = mem[cell_x]                                      # member index of each cell chip
+    if unordered:
+        # every other member of the row, in member order
+        rep_row = np.repeat(lab[cell_x], m - 1)
+        others = np.ones((len(cell_x), m), bool)
+        others[np.arange(len(cell_x)), j] = False
+        rep_src = np.repeat(rows[lab[cell_x], j], m - 1)
+        rep_dst = rows[lab[cell_x]][others]
+    else:
+        by_sender = np.argsort(pair_a, kind="stable")    # pattern pairs grouped by sending member
+        first = np.searchsorted(pair_a[by_sender], np.arange(m))
+        c = np.bincount(pair_a, minlength=m)[j]
+        before = np.cumsum(c) - c
+        p = by_sender[np.repeat(first[j] - before, c) + np.arange(int(c.sum()))]
+        rep_row = np.repeat(lab[cell_x], c)
+        rep_src = rows[rep_row, pair_a[p]]
+        rep_dst = rows[rep_row, pair_b[p]]
+    if (rep_src == rep_dst).any():
+        return None
+    routes = routing.route(G, rep_src, rep_dst, split=split, links=lt)
+    if not np.all(routes.reachable):
+        return None
+    fold = sp.csr_matrix((np.ones(len(u)), (np.arange(len(u)), link_orbit)), shape=(len(u), O))
+    piece_orbit = (routes.piece_link @ fold).tocsr()
+    # row orbits: rows joined by a generator step are one orbit
+    if gens:
+        src_rows = np.concatenate([np.arange(R)] * len(gens))
+        dst_rows = np.concatenate([lab[g[X[:, 0]]] for g in gens])
+        A = sp.csr_matrix((np.ones(len(src_rows)), (src_rows, dst_rows)), shape=(R, R))
+        row_orbit = csgraph.connected_components(A, directed=False)[1].astype(np.int64)
+    else:
+        row_orbit = np.arange(R, dtype=np.int64)
+    return Quotient(tuple(period), mult, rep_src, rep_dst, rep_row, routes, piece_orbit, link_orbit, row_orbit)
