@@ -128,16 +128,18 @@ def ironwood(*, dims: tuple[int, int, int] = (16, 24, 24), link_GBps: float = 90
         d.update(cube=cube, rack=cube,  # one cube is one rack (F2)
                  tray=((x % CUBE // TRAY[0]) * 2 + y % CUBE // TRAY[1]) * CUBE + z % CUBE)
     axes = "xyz"
+    node = dict(G.nodes(data=True))
     for u, v, e in G.edges(data=True):
         a = axes.index(e["axis"])
-        lo = G.nodes[u][e["axis"]]
-        if G.nodes[v][e["axis"]] != (lo + 1) % dims[a]:
-            lo = G.nodes[v][e["axis"]]
+        du, dv = node[u], node[v]
+        lo = du[e["axis"]]
+        if dv[e["axis"]] != (lo + 1) % dims[a]:
+            lo = dv[e["axis"]]
         if lo % CUBE == CUBE - 1:
             # the link leaves the cube's + face: through an OCS
-            i, j = (G.nodes[u][axes[b]] % CUBE for b in range(3) if b != a)
+            i, j = (du[axes[b]] % CUBE for b in range(3) if b != a)
             e.update(medium="optical", ocs=16 * a + CUBE * i + j)
-        elif (G.nodes[u]["rack"], G.nodes[u]["tray"]) == (G.nodes[v]["rack"], G.nodes[v]["tray"]):
+        elif (du["rack"], du["tray"]) == (dv["rack"], dv["tray"]):
             e["medium"] = "pcb"
     G.graph["cube"] = "x".join([str(CUBE)] * 3)
     return G

@@ -165,24 +165,25 @@ def torus(dims, *, lanes_per_link: int = 1, lane_gbps: float = 200.0, link_gbps:
     width = max(2, len(str(max(dims) - 1)))
     G = nx.Graph(dims="x".join(map(str, dims)), routing="dor")
     # rank: row-major over coordinates, last dimension fastest (product() yields this order)
-    for rank, coords in enumerate(product(*(range(k) for k in dims))):
-        G.add_node(torus_node_id(coords, width), kind=CHIP, model=chip_model, forwards=True, rank=rank,
-                   **dict(zip(AXES, coords)))
+    positions = list(product(*(range(k) for k in dims)))
+    ids = [torus_node_id(coords, width) for coords in positions]
+    for rank, coords in enumerate(positions):
+        G.add_node(ids[rank], kind=CHIP, model=chip_model, forwards=True, rank=rank, **dict(zip(AXES, coords)))
     port_gbps = lanes * lane_rate
-    for coords in product(*(range(k) for k in dims)):
-        u = torus_node_id(coords, width)
+    strides = [math.prod(dims[a + 1:]) for a in range(len(dims))]
+    for rank, coords in enumerate(positions):
         for axis, k in enumerate(dims):
             if k == 1:
                 continue  # a ring of one chip has no neighbour
-            if k == 2 and coords[axis] == 1:
+            c = coords[axis]
+            if k == 2 and c == 1:
                 continue  # the pair's single bundle is added from position 0
-            nxt = list(coords)
-            nxt[axis] = (coords[axis] + 1) % k
+            nxt = rank + ((c + 1) % k - c) * strides[axis]
             # k == 2: the +1 and -1 links both reach the other chip -> one bundle, doubled lanes
             n_links = 2 if k == 2 else 1
-            add_bundle(G, u, torus_node_id(nxt, width), lanes=n_links * lanes, lane_gbps=lane_rate,
+            add_bundle(G, ids[rank], ids[nxt], lanes=n_links * lanes, lane_gbps=lane_rate,
                        port_gbps=port_gbps, medium=medium, tier=tier, latency_ns=latency_ns,
-                       axis=AXES[axis], wrap=(k == 2 or coords[axis] == k - 1))
+                       axis=AXES[axis], wrap=(k == 2 or c == k - 1))
     return G
 
 
