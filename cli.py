@@ -314,6 +314,8 @@ def _price_options(fn):
         click.option("--calibration", type=click.Path(), help="TOML file with efficiency and/or "
                      "step_latency_us (measured nccl-tests fits)."),
         click.option("--bound-only", is_flag=True, help="Price by the link-load bound only (fast, no fairness)."),
+        click.option("--per-flow", is_flag=True, help="Route and solve every flow even where translation "
+                     "symmetry lets a torus be solved as classes (exact either way; a slower cross-check)."),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -373,7 +375,7 @@ def _price(G, collective, opts, groups=None):
     try:
         return C.price(G, collective, groups=groups, size_bytes=size, algorithm=opts["algorithm"],
                        split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
-                       bound_only=opts["bound_only"])
+                       bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="options") from None
 
@@ -568,7 +570,7 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     try:
         w = whatif(G, list(fails), collective, groups=groups, size_bytes=parse_size(opts["size"]),
                    algorithm=opts["algorithm"], split=opts["split"], tiers=opts["tiers"], efficiency=eff,
-                   step_overhead_ns=step_ns, bound_only=opts["bound_only"])
+                   step_overhead_ns=step_ns, bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--fail") from None
     if as_json:
@@ -674,7 +676,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
                   placement=opts["placement"],
                   groups=groups, runner=runner, progress=progress, algorithm=opts["algorithm"],
                   split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
-                  bound_only=opts["bound_only"])
+                  bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="options") from None
     finally:

@@ -57,7 +57,7 @@ __all__ = ["WhatIf", "whatif", "Sweep", "sweep", "Runner", "LocalRunner", "PRICE
 
 # price() options a whatif or sweep passes through
 PRICE_OPTIONS = ("algorithm", "split", "tiers", "efficiency", "step_overhead_ns", "bound_only",
-                 "memory_limit_bytes")
+                 "memory_limit_bytes", "symmetry")
 # a group whose time moved by less than this (relative) is unaffected: float noise of the solver
 REL_TOL = 1e-9
 # full enumeration of C(k, n) scenarios above this count is refused (use samples=)

@@ -159,3 +159,13 @@ def test_sweep_resume_file_gives_the_same_result(tmp_path):
     assert len(f.read_text().splitlines()) == 6
     again = json.loads(run(*args).stdout)
     assert first["scenarios"] == again["scenarios"]
+
+
+def test_per_flow_cross_check_agrees_with_translation_classes():
+    args = ["price", "all-to-all", "--fabric", "torus", "--set", "dims=4x4x6", "--size", "64MiB", "--json"]
+    fast = json.loads(run(*args).output)
+    slow = json.loads(run(*args, "--per-flow").output)
+    assert any("translation symmetry" in n for n in fast["notes"])
+    assert not any("translation symmetry" in n for n in slow["notes"])
+    assert fast["time_s"] == pytest.approx(slow["time_s"], rel=1e-12)
+    assert fast["phases"][0]["flows"] == slow["phases"][0]["flows"] == 96 * 95
