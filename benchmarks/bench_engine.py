@@ -6,7 +6,9 @@ events, levels, peak RSS, and the result against its closed form.  Not a test: r
 by hand on a quiet machine (wall times on a shared 2-core VM vary by 2x; first-touch
 page faults on this VM cost up to ~2 s per GB).
 
-    python benchmarks/bench_engine.py [--skip-big]
+    python benchmarks/bench_engine.py [--skip-big] [CASE ...]
+
+``--skip-big`` leaves out the per-flow 9,216-chip torus (~18 GiB, over a minute).
 """
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ import subprocess
 import sys
 import time
 
-CASES = ["pod-a2a", "pod-a2a-static", "torus-9216-bound", "torus-9216-flow", "asym-torus", "cli-price-pod",
-         "cli-compare-catalog"]
-BIG = {"torus-9216-flow"}
+CASES = ["pod-a2a", "pod-a2a-static", "torus-9216-bound", "torus-9216-flow", "torus-9216-flow-per-flow",
+         "asym-torus", "cli-price-pod", "cli-price-ironwood", "cli-compare-catalog"]
+BIG = {"torus-9216-flow-per-flow"}
 
 
 def _all_pairs(n):
@@ -49,6 +51,30 @@ def _flow_case(fabric, params, *, bound_only=False, degrade=None):
         row.update(solve_s=time.perf_counter() - t1, events="-", levels="-", time_s=b.time_s)
     else:
         res = solver.simulate(P, Q, cap, size)
+        row.update(solve_s=time.perf_counter() - t1, events=res.events, levels=res.n_levels, time_s=res.time_s)
+    return row
+
+
+def _class_case(fabric, params, *, bound_only=False):
+    """All-to-all over every chip solved as translation classes (the engine's default on a torus)."""
+    import numpy as np
+    from fabricsim.fabrics import build
+    from fabricsim.topo import routing, solver, symmetry
+    t0 = time.perf_counter()
+    G = build(fabric, **params)
+    lt = routing.link_table(G)
+    n = G.number_of_nodes()
+    q = symmetry.translation_quotient(G, np.arange(n)[None, :], links=lt)
+    t1 = time.perf_counter()
+    P, Q, cap = q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(lt.capacity_Bps)
+    size = np.full(q.n_classes, float(2 ** 30) / n)
+    row = {"flows": q.n_flows, "nnz": int(P.nnz + Q.nnz), "build_s": t1 - t0,
+           "note": f"{q.n_classes:,} classes x {q.multiplicity:,} flows"}
+    if bound_only:
+        b = solver.link_load_bound(P, Q, cap, size, multiplicity=q.multiplicity)
+        row.update(solve_s=time.perf_counter() - t1, events="-", levels="-", time_s=b.time_s)
+    else:
+        res = solver.simulate(P, Q, cap, size, multiplicity=q.multiplicity)
         row.update(solve_s=time.perf_counter() - t1, events=res.events, levels=res.n_levels, time_s=res.time_s)
     return row
 
@@ -86,8 +112,12 @@ def run_case(name):
         row = _flow_case("jalapeno-pod", {"leaf": "static"})
         row["closed"] = 1920 / 2048 * 2 ** 30 / 200e9
     elif name in ("torus-9216-bound", "torus-9216-flow"):
-        row = _flow_case("ironwood", {}, bound_only=name.endswith("bound"))
+        row = _class_case("ironwood", {}, bound_only=name.endswith("bound"))
         row["closed"] = _torus_closed_form((16, 24, 24), 90.0)
+    elif name == "torus-9216-flow-per-flow":
+        row = _flow_case("ironwood", {})
+        row["closed"] = _torus_closed_form((16, 24, 24), 90.0)
+        row["note"] = "every flow routed (price --per-flow)"
     elif name == "asym-torus":
         import numpy as np
 
@@ -110,6 +140,15 @@ def run_case(name):
         row = {"flows": 2048 * 2047, "nnz": "-", "build_s": "-", "solve_s": time.perf_counter() - t,
                "events": "-", "levels": "-", "time_s": rep["bandwidth_time_s"],
                "closed": 1920 / 2048 * 2 ** 30 / 200e9, "note": f"process wall, auto picked {rep['algorithm']}"}
+    elif name == "cli-price-ironwood":
+        t = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "fabricsim.cli", "price", "all-to-all", "--fabric",
+                              "ironwood", "--size", "1GiB", "--algorithm", "direct", "--json"],
+                             capture_output=True, text=True, check=True)
+        rep = json.loads(out.stdout)
+        row = {"flows": 9216 * 9215, "nnz": "-", "build_s": "-", "solve_s": time.perf_counter() - t,
+               "events": "-", "levels": "-", "time_s": rep["bandwidth_time_s"],
+               "closed": _torus_closed_form((16, 24, 24), 90.0), "note": "process wall, flow-level"}
     elif name == "cli-compare-catalog":
         from fabricsim.fabrics import FABRICS
         t = time.perf_counter()
@@ -131,12 +170,16 @@ def main(argv):
         print(json.dumps(run_case(argv[2])))
         return 0
     skip_big = "--skip-big" in argv
+    chosen = [a for a in argv[1:] if not a.startswith("--")]
+    unknown = [c for c in chosen if c not in CASES]
+    if unknown:
+        raise SystemExit(f"unknown case(s) {', '.join(unknown)}; choose from: {', '.join(CASES)}")
     header = f"{'case':<22}{'flows':>12}{'nnz':>13}{'build s':>9}{'solve s':>9}{'events':>8}{'levels':>8}" \
              f"{'RSS GiB':>9}  result"
     print(header)
     print("-" * len(header))
-    for case in CASES:
-        if skip_big and case in BIG:
+    for case in chosen or CASES:
+        if skip_big and case in BIG and not chosen:
             continue
         t = time.perf_counter()
         out = subprocess.run([sys.executable, __file__, "--case", case], capture_output=True, text=True)
