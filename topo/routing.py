@@ -298,16 +298,25 @@ def _empty_part(P: int, L: int) -> _Part:
                  np.zeros(P))
 
 
-def _compact(keys: np.ndarray, size: int | None = None):
-    """(inverse, unique) of integer ``keys``; dense counting when ``size`` is small, else a sort."""
+def _itype(bound: int):
+    """The integer dtype for values in ``[-1, bound]``: int32 when it fits (half the memory traffic), else int64."""
+    return np.int32 if bound < 2**31 - 1 else np.int64
+
+
+def _compact(keys: np.ndarray, size: int | None = None, dtype=np.int64):
+    """(inverse, unique) of integer ``keys``; dense counting when ``size`` is small, else a sort.
+
+    ``dtype`` is the inverse's dtype (int32 halves its memory where the caller's sums stay small).
+    """
     if size is not None and 0 < size <= max(4 * len(keys), 1 << 22):
         used = np.zeros(size, bool)
         used[keys] = True
         uniq = np.flatnonzero(used)
-        remap = np.cumsum(used) - 1
+        remap = np.cumsum(used, dtype=dtype)
+        remap -= 1
         return remap[keys], uniq
     uniq, inv = np.unique(keys, return_inverse=True)
-    return inv, uniq
+    return inv.astype(dtype, copy=False), uniq
 
 
 def _row_ids(M: np.ndarray):
@@ -331,8 +340,12 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(starts - (ends - counts), counts) + np.arange(total)
 
 
-def _assemble(F: int, L: int, parts: list[_Part], contrib: list[tuple[int, np.ndarray, np.ndarray]]):
+def _assemble(F: int, L: int, parts: list[_Part], contrib: list[tuple], disjoint: bool = False):
     """Stack parts' pieces; flow ``f`` sums rows ``r`` of part ``k`` for each (k, f, r) in ``contrib``.
+
+    ``r`` may be ``None``: rows ``0 .. len(f) - 1`` in order (the part routes exactly the
+    flows ``f``), which spares an identity index array.  ``disjoint``: no flow is in two
+    contributions, so each one writes at its rows' starts (no running cursor).
 
     Built as a direct CSR scatter (no COO sort): a flow takes each contribution's row in
     turn.  A flow never takes two rows of one part, so no column repeats within a row.
@@ -340,54 +353,73 @@ def _assemble(F: int, L: int, parts: list[_Part], contrib: list[tuple[int, np.nd
     offs = np.cumsum([0] + [p.K for p in parts])
     K = int(offs[-1])
     pl = sp.vstack([p.pl for p in parts], format="csr") if parts else sp.csr_matrix((0, L))
-    contrib = [(k, np.asarray(f, np.int64), np.asarray(r, np.int64)) for k, f, r in contrib if len(f)]
+    contrib = [(k, np.asarray(f), None if r is None else np.asarray(r)) for k, f, r in contrib if len(f)]
     if len(contrib) == 1:
         k, f, r = contrib[0]
-        if len(f) == F == parts[k].P and np.array_equal(f, np.arange(F)) and np.array_equal(r, np.arange(F)):
+        if (len(f) == F == parts[k].P and (r is None or np.array_equal(r, np.arange(F)))
+                and np.array_equal(f, np.arange(F))):
             fp = parts[k].csr()
             if offs[k] or fp.shape[1] != K:
                 fp = sp.csr_matrix((fp.data, fp.indices + offs[k], fp.indptr), shape=(F, K))
             return fp, pl
-    counts = np.zeros(F, np.int64)
+    # entries per contribution: a fixed count for factored parts, else per row
     lens = []
+    nnz = 0
     for k, f, r in contrib:
         part = parts[k]
         if part.cols:
             c = len(part.cols)
+            nnz += c * len(f)
         else:
-            ip = part.fp.indptr
-            c = (ip[r + 1] - ip[r]).astype(np.int64)
-        counts[f] += c                      # f holds each flow at most once
+            ip = part.fp.indptr.astype(np.int64, copy=False)
+            c = ip[1:len(f) + 1] - ip[:len(f)] if r is None else ip[r + 1] - ip[r]
+            nnz += int(c.sum())
         lens.append(c)
-    indptr = np.zeros(F + 1, np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    nnz = int(indptr[-1])
-    idx_t = np.int32 if max(nnz, K) < 2**31 - 1 else np.int64
+    idx_t = _itype(max(nnz, K))
+    counts = np.zeros(F, idx_t)
+    for (k, f, r), c in zip(contrib, lens):
+        counts[f] += c                      # f holds each flow at most once
+    indptr = np.empty(F + 1, idx_t)
+    indptr[0] = 0
+    np.cumsum(counts, dtype=idx_t, out=indptr[1:])
+    del counts
     indices = np.empty(nnz, idx_t)
     all_unit = all(parts[k].cols or np.all(parts[k].fp.data == 1.0) for k, _, _ in contrib)
     data = np.ones(nnz) if all_unit else np.empty(nnz)
-    cursor = indptr[:-1].copy()
-    for (k, f, r), c in zip(contrib, lens):
+    # where each flow's next entry goes; read-only when every flow has one contribution
+    cursor = indptr[:-1] if disjoint or len(contrib) == 1 else indptr[:-1].copy()
+    for i, ((k, f, r), c) in enumerate(zip(contrib, lens)):
         part = parts[k]
+        last = disjoint or i == len(contrib) - 1
         if part.cols:
-            # factored rows: one copy per column, no nnz-sized index temporaries
-            pos = cursor[f]
-            ident = len(r) == part.P and np.array_equal(r, np.arange(len(r)))
+            # factored rows: one scatter per column, no nnz-sized index temporaries; the
+            # positions are intp (numpy would convert narrower ones on every scatter)
+            pos = cursor[f].astype(np.intp, copy=False)
+            shifted = np.empty(len(f), indices.dtype) if offs[k] else None
             for j, col in enumerate(part.cols):
-                col = col if ident else col[r]
-                indices[pos + j] = col + offs[k] if offs[k] else col
+                if j:
+                    pos += 1
+                col = col if r is None else col[r]
+                if offs[k]:
+                    col = np.add(col, offs[k], out=shifted, casting="unsafe")
+                indices[pos] = col
                 if not all_unit:
-                    data[pos + j] = 1.0
+                    data[pos] = 1.0
+            if not last:
+                pos += 1
+                cursor[f] = pos
         else:
             fp = part.fp
-            dest = _ranges(cursor[f], c)
-            srcp = _ranges(fp.indptr[r].astype(np.int64), c)
+            starts = fp.indptr[:len(f)] if r is None else fp.indptr[r]
+            dest = _ranges(cursor[f].astype(np.int64), c)
+            srcp = _ranges(starts.astype(np.int64), c)
             indices[dest] = fp.indices[srcp] + offs[k]
             if not all_unit:
                 data[dest] = fp.data[srcp]
-        cursor[f] += c
+            if not last:
+                cursor[f] += c
     out = sp.csr_matrix((F, K), dtype=float)
-    out.data, out.indices, out.indptr = data, indices, indptr.astype(idx_t)
+    out.data, out.indices, out.indptr = data, indices, indptr
     out.has_sorted_indices = False
     return out, pl
 
@@ -398,7 +430,7 @@ def _merge(P: int, L: int, pieces: list[tuple[np.ndarray, _Part]]) -> _Part:
     if not pieces:
         return _empty_part(P, L)
     parts = [p for _, p in pieces]
-    fp, pl = _assemble(P, L, parts, [(k, i, np.arange(len(i))) for k, (i, _) in enumerate(pieces)])
+    fp, pl = _assemble(P, L, parts, [(k, i, None) for k, (i, _) in enumerate(pieces)], disjoint=True)
     reach = np.zeros(P, bool)
     hops = np.zeros(P, np.int32)
     lat = np.zeros(P)
@@ -463,6 +495,11 @@ class _Reach:
         nf = ~fwd[u] & ~fwd[v]
         self.adj = np.unique(u[nf] * n + v[nf])
         self.n = n
+
+    def joins(self, nodes: np.ndarray) -> bool:
+        """Whether every two of ``nodes`` are joined (then no pair of them needs a test)."""
+        u = np.unique(self.sid[nodes])
+        return bool(self.table[np.ix_(u, u)].all())
 
     def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a = np.asarray(a, np.int64)
@@ -663,7 +700,7 @@ def _switched(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: 
     fs = sw[u] & chip[v]
     down[sidx[u[fs]], cidx[v[fs]]] = la[fs]
     handled, part = _common(lt, up, down, cidx[s], cidx[d], split, hmax[sws])
-    return [(np.flatnonzero(handled), part)]
+    return [(None if handled.all() else np.flatnonzero(handled), part)]
 
 
 def _common(lt: LinkTable, up: np.ndarray, down: np.ndarray, sc: np.ndarray, dc: np.ndarray, split: str,
@@ -810,7 +847,13 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     ls, lsfirst = _row_ids((LC >= 0).T)
     sc, dc = ix[s], ix[d]
     ncp, nls = len(cpfirst), len(lsfirst)
-    comb_inv, combs = _compact(cp[sc] * nls + ls[dc], ncp * nls)
+    # combo key per flow, cp[sc] * nls + ls[dc], built in place (per-flow arrays used as
+    # indices stay int64: numpy converts narrower index arrays on every use)
+    key = cp[sc]
+    key *= nls
+    key += ls[dc]
+    comb_inv, combs = _compact(key, ncp * nls)
+    del key
     nK = len(combs)
     ok = np.zeros(nK, bool)
     shared = np.zeros(nK, bool)
@@ -860,14 +903,16 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     out = []
     if shared.any():
         two = np.flatnonzero(shared[comb_inv])
-        handled2, part2 = _common(lt, CL, LC, sc[two], dc[two], split, np.full(NL, h))
+        handled2, part2 = _common(lt, CL, LC, sc[two].astype(np.int64), dc[two].astype(np.int64), split,
+                                  np.full(NL, h))
         out.append((two[handled2], part2))
     if not ok.any():
         return out
-    handled = ok[comb_inv]
+    handled = None if ok.all() else ok[comb_inv]          # None: every flow
     comb = comb_inv
-    if not ok.all():
+    if handled is not None:
         sc, dc, comb = sc[handled], dc[handled], comb_inv[handled]
+    del comb_inv
     F = len(sc)
     # compact the combos actually used, then the up/down pieces keyed by their share vectors
     kept = np.flatnonzero(ok)
@@ -875,9 +920,10 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     kmap[kept] = np.arange(len(kept))
     wid, wfirst = _row_ids(np.round(wvec[kept], 12))
     aid, afirst = _row_ids(np.round(arrive[kept], 12))
-    kc = kmap[comb]
-    up_inv, up_keys = _compact(sc * len(wfirst) + wid[kc], Nc * len(wfirst))
-    dn_inv, dn_keys = _compact(dc * len(afirst) + aid[kc], Nc * len(afirst))
+    kc = comb if len(kept) == nK else kmap[comb]           # kmap is the identity when every combo is kept
+    del comb
+    up_inv, up_keys = _piece_ids(sc, Nc, wid, len(wfirst), kc)
+    dn_inv, dn_keys = _piece_ids(dc, Nc, aid, len(afirst), kc)
     Ku, Km = len(up_keys), len(kept)
     K = Ku + Km + len(dn_keys)
     # up pieces: chip -> its usable leaves
@@ -901,7 +947,13 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
         const = (np.all((np.nanmin(latCL, axis=1) == a_c) | np.isnan(a_c))
                  and np.all((np.nanmin(latLC, axis=0) == b_c) | np.isnan(b_c)))
     if const:
-        lat = a_c[sc] + mlat[kept][kc] + b_c[dc]
+        # a_c[sc] + mlat[kc] + b_c[dc], summed in that order in place
+        lat = a_c[sc]
+        term = mlat[kept][kc]
+        lat += term
+        np.take(b_c, dc, out=term, mode="clip")            # "clip": unbuffered; dc is in range
+        lat += term
+        del term
     else:
         lat = np.empty(F)
         order = np.argsort(kc, kind="stable")
@@ -913,9 +965,21 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
             l1, l2, pair_lat = mlat_pairs[int(np.searchsorted(ok_idx, kept[k]))]
             tot = latCL[sc[sel]][:, l1][:, :, None] + pair_lat[None] + latLC[l2][:, dc[sel]].T[:, None, :]
             lat[sel] = np.nanmax(tot.reshape(len(sel), -1), axis=1)
-    out.append((np.flatnonzero(handled), _Part(None, pl, np.ones(F, bool), np.full(F, 4 * h, np.int32), lat,
-                                                (up_inv, Ku + kc, Ku + Km + dn_inv))))
+    del sc, dc
+    mid_col = kc                                           # kc is ours: shifted in place
+    mid_col += Ku
+    dn_col = dn_inv.astype(_itype(K), copy=False)
+    dn_col += Ku + Km
+    out.append((None if handled is None else np.flatnonzero(handled),
+                _Part(None, pl, np.ones(F, bool), np.full(F, 4 * h, np.int32), lat, (up_inv, mid_col, dn_col))))
     return out
+
+
+def _piece_ids(chip_idx: np.ndarray, Nc: int, vec_id: np.ndarray, nv: int, kc: np.ndarray):
+    """``_compact(chip_idx * nv + vec_id[kc])``: a piece per (chip, share vector), the key built in place."""
+    key = chip_idx * nv
+    key += vec_id[kc]
+    return _compact(key, Nc * nv, dtype=_itype(Nc * nv))
 
 
 # ---------------------------------------------------------------------------------------
@@ -926,29 +990,37 @@ def _route_on(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: 
     L, P = len(net.lt), len(s)
     if P == 0:
         return _empty_part(0, L)
-    rest = np.arange(P)
-    done: list[tuple[np.ndarray, _Part]] = []
+    rest = None                              # pairs not yet routed; None: all P, in order
+    done: list[tuple[np.ndarray | None, _Part]] = []
     if fast:
         for path in (_switched, _leafspine):
-            if not len(rest):
+            if rest is not None and not len(rest):
                 break
-            full = len(rest) == P
-            got = path(net, mask, s if full else s[rest], d if full else d[rest], split)
+            got = path(net, mask, s if rest is None else s[rest], d if rest is None else d[rest], split)
             if got is None:
                 continue
-            left = np.ones(len(rest), bool)
+            left = np.ones(P if rest is None else len(rest), bool)
             for idx, part in got:
-                done.append((rest[idx] if not (full and len(idx) == P) else rest, part))
-                left[idx] = False
-            rest = rest[left]
-    if len(rest):
+                # a fast path reports the pairs it routed, None for all it was given
+                if idx is None:
+                    done.append((rest, part))
+                    left[:] = False
+                else:
+                    done.append((idx if rest is None else rest[idx], part))
+                    left[idx] = False
+            rest = np.flatnonzero(left) if rest is None else rest[left]
+    if rest is None or len(rest):
         reach = reach or _Reach(net, mask)
-        ok = reach(s[rest], d[rest])
-        if ok.any():
-            done.append((rest[ok], _generic(net, mask, s[rest[ok]], d[rest[ok]], split)))
-    if len(done) == 1 and len(done[0][0]) == P:
+        sr, dr = (s, d) if rest is None else (s[rest], d[rest])
+        ok = reach(sr, dr)
+        if ok.all():
+            done.append((rest, _generic(net, mask, sr, dr, split)))
+        elif ok.any():
+            ok = np.flatnonzero(ok)
+            done.append((ok if rest is None else rest[ok], _generic(net, mask, sr[ok], dr[ok], split)))
+    if len(done) == 1 and (done[0][0] is None or len(done[0][0]) == P):
         return done[0][1]
-    return _merge(P, L, done)
+    return _merge(P, L, [(np.arange(P) if i is None else i, p) for i, p in done])
 
 
 # ---------------------------------------------------------------------------------------
@@ -1237,7 +1309,12 @@ def _tiered(net: _Net, s, d, split: str, tiers: str):
     all_links = np.ones(L, bool)
     if tiers == "rule":
         rack = net.attr.get("rack", np.full(net.n, -1, np.int64))
-        intra = (rack[s] == rack[d]) & (rack[s] >= 0)
+        if len(rack) and -2**31 < rack.min() and rack.max() < 2**31 - 1:
+            rack = rack.astype(np.int32)                   # the per-flow gathers below: half the bytes
+        rack_s = rack[s]
+        intra = rack_s == rack[d]
+        intra &= rack_s >= 0
+        del rack_s
         lmask, gmask = lt.tier == "local", lt.tier == "global"
         lreach, greach = _Reach(net, lmask), _Reach(net, gmask)
     else:
@@ -1245,19 +1322,30 @@ def _tiered(net: _Net, s, d, split: str, tiers: str):
         lmask = gmask = all_links
         lreach = greach = _Reach(net, all_links)
     inter = ~intra
-    direct = intra.copy()
-    direct[inter] = greach(s[inter], d[inter])
-    need = inter & ~direct
-    m1 = np.full(F, -1, np.int64)
-    m2 = np.full(F, -1, np.int64)
+    # an inter-rack pair goes direct where the global tier joins it: every pair when it
+    # joins all chips (an intact pod), else by the per-pair test
+    if greach.joins(net.node_of_rank[net.node_of_rank >= 0]):
+        need = np.zeros(F, bool)
+    else:
+        need = inter & ~greach(s, d)
     if need.any():
+        m1 = np.full(F, -1, np.int64)
+        m2 = np.full(F, -1, np.int64)
         m1[need], m2[need] = _relay_plan(net, s[need], d[need], lreach, greach)
-    relay = np.where(m1 >= 0, m1, m2)
-    fr = np.flatnonzero(relay >= 0)
-    f1, f2 = np.flatnonzero(m1 >= 0), np.flatnonzero(m2 >= 0)
-    fi, fg = np.flatnonzero(intra), np.flatnonzero(direct & inter)
-    ga = np.where(m1[fr] >= 0, m1[fr], s[fr])
-    gb = np.where(m2[fr] >= 0, m2[fr], d[fr])
+        relay = np.where(m1 >= 0, m1, m2)
+        fr = np.flatnonzero(relay >= 0)
+        f1, f2 = np.flatnonzero(m1 >= 0), np.flatnonzero(m2 >= 0)
+    else:
+        m1 = m2 = relay = None                             # no relays: skip their bookkeeping
+        fr = f1 = f2 = np.zeros(0, np.int64)
+    fi, fg = np.flatnonzero(intra), np.flatnonzero(inter & ~need)
+    del inter, need
+    if relay is not None:
+        ga = np.where(m1[fr] >= 0, m1[fr], s[fr])
+        gb = np.where(m2[fr] >= 0, m2[fr], d[fr])
+        m2_f2, m1_f1 = m2[f2], m1[f1]
+    else:
+        ga = gb = m2_f2 = m1_f1 = fr
     # every leg once: pairs on the local links (intra, relay legs in either rack), on the
     # global links (inter, relay middle legs); duplicates (an all-to-all's relay legs are
     # also direct pairs) are routed once
@@ -1266,20 +1354,22 @@ def _tiered(net: _Net, s, d, split: str, tiers: str):
         arrs = [x for x in arrs if len(x)]
         return arrs[0] if len(arrs) == 1 else np.concatenate(arrs) if arrs else np.zeros(0, np.int64)
 
-    legs = [(lmask, lreach, cat(s[fi], s[f1], m2[f2]), cat(d[fi], m1[f1], d[f2])),
+    legs = [(lmask, lreach, cat(s[fi], s[f1], m2_f2), cat(d[fi], m1_f1, d[f2])),
             (gmask, greach, cat(s[fg], ga), cat(d[fg], gb))]
     n_local = len(legs[0][2])
     if tiers == "any":
         legs = [(all_links, lreach, cat(legs[0][2], legs[1][2]), cat(legs[0][3], legs[1][3]))]
+    # rows[i]: the row of each leg in its tier's part; None: row i (no duplicates to merge)
     parts, rows = [], []
     for mask, reach_fn, a, b in legs:
         if len(fr):
             inv, keys = _compact(a * net.n + b, net.n * net.n)
             a, b = keys // net.n, keys % net.n
         else:
-            inv = np.arange(len(a))
+            inv = None if tiers == "rule" else np.arange(len(a))
         parts.append(_route_on(net, mask, a, b, split, reach_fn))
         rows.append(inv)
+    del legs, a, b
     if tiers == "any":
         k_l = k_g = 0
         r_l, r_g = rows[0][:n_local], rows[0][n_local:]
@@ -1288,13 +1378,21 @@ def _tiered(net: _Net, s, d, split: str, tiers: str):
         r_l, r_g = rows
     nI, n1, nG = len(fi), len(f1), len(fg)
     lp, gp = parts[k_l], parts[k_g]
-    rl_i, rl_1, rl_2 = r_l[:nI], r_l[nI:nI + n1], r_l[nI + n1:]
-    rg_d, rg_r = r_g[:nG], r_g[nG:]
+    if r_l is None:                                        # no relays: the parts route fi and fg in order
+        rl_i = rg_d = None
+        rl_1 = rl_2 = rg_r = fr
+    else:
+        rl_i, rl_1, rl_2 = r_l[:nI], r_l[nI:nI + n1], r_l[nI + n1:]
+        rg_d, rg_r = r_g[:nG], r_g[nG:]
+
+    def rows_of(x, r):
+        return x if r is None else x[r]
+
     reach = np.zeros(F, bool)
     hops = np.zeros(F, np.int32)
     lat = np.zeros(F)
-    reach[fi], hops[fi], lat[fi] = lp.reach[rl_i], lp.hops[rl_i], lp.lat[rl_i]
-    reach[fg], hops[fg], lat[fg] = gp.reach[rg_d], gp.hops[rg_d], gp.lat[rg_d]
+    reach[fi], hops[fi], lat[fi] = rows_of(lp.reach, rl_i), rows_of(lp.hops, rl_i), rows_of(lp.lat, rl_i)
+    reach[fg], hops[fg], lat[fg] = rows_of(gp.reach, rg_d), rows_of(gp.hops, rg_d), rows_of(gp.lat, rg_d)
     reach[fr], hops[fr], lat[fr] = gp.reach[rg_r], gp.hops[rg_r], gp.lat[rg_r]
     reach[f1] &= lp.reach[rl_1]
     hops[f1] += lp.hops[rl_1]
@@ -1312,15 +1410,19 @@ def _tiered(net: _Net, s, d, split: str, tiers: str):
         if len(rest):
             ap = _route_on(net, all_links, s[rest], d[rest], split, allr)
             parts.append(ap)
-            contrib.append((len(parts) - 1, rest, np.arange(len(rest))))
+            contrib.append((len(parts) - 1, rest, None))
             reach[rest], hops[rest], lat[rest] = ap.reach, ap.hops, ap.lat
-            relay[rest] = -1
+            if relay is not None:
+                relay[rest] = -1
     # drop rows of flows that stayed unreachable or were rerouted by the fallback
-    keep = reach.copy()
-    keep[rest] = False
-    contrib = [(k, f[keep[f]], r[keep[f]]) for k, f, r in contrib[:n_contrib]] + contrib[n_contrib:]
-    fp, pl = _assemble(F, L, parts, contrib)
-    relay[~reach] = -1
+    if len(rest) or not reach.all():
+        keep = reach.copy()
+        keep[rest] = False
+        contrib = [(k, f[keep[f]], (np.arange(len(f)) if r is None else r)[keep[f]])
+                   for k, f, r in contrib[:n_contrib]] + contrib[n_contrib:]
+    fp, pl = _assemble(F, L, parts, contrib, disjoint=relay is None)
+    if relay is not None:
+        relay[~reach] = -1
     return fp, pl, reach, relay, hops, lat
 
 
@@ -1384,6 +1486,8 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
     L, F = len(lt), len(src_r)
 
     def node(r):
+        if len(r) and r.max() < len(net.node_of_rank):
+            return net.node_of_rank[r]          # every rank has a slot (-1 where no chip carries it)
         out = np.full(len(r), -1, np.int64)
         inside = r < len(net.node_of_rank)
         out[inside] = net.node_of_rank[r[inside]]
@@ -1409,7 +1513,8 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
         fp = part.csr()
         reach, hops, lat = part.reach, part.hops.astype(np.int32, copy=False), part.lat
         if relay_a is not None:
-            relay_rank = np.where(relay_a >= 0, net.rank[np.maximum(relay_a, 0)], -1).astype(np.int32)
+            on = relay_a >= 0
+            relay_rank[on] = net.rank[relay_a[on]]
     else:
         fp, _ = _assemble(F, L, [part], [(0, alive, np.arange(len(alive)))])
         reach = np.zeros(F, bool)
