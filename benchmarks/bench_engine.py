@@ -69,7 +69,7 @@ def _class_case(fabric, params, *, bound_only=False):
     P, Q, cap = q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(lt.capacity_Bps)
     size = np.full(q.n_classes, float(2 ** 30) / n)
     row = {"flows": q.n_flows, "nnz": int(P.nnz + Q.nnz), "build_s": t1 - t0,
-           "note": f"{q.n_classes:,} classes x {q.multiplicity:,} flows"}
+           "note": q.describe()}
     if bound_only:
         b = solver.link_load_bound(P, Q, cap, size, multiplicity=q.multiplicity)
         row.update(solve_s=time.perf_counter() - t1, events="-", levels="-", time_s=b.time_s)

@@ -253,15 +253,14 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
     cross_bytes = 0.0
     sym_notes: set[str] = set()
     for ph in plist:
-        q = None if ph.in_network else _quotient(G, ph, table, split, symmetry)
+        q = None if ph.in_network else _quotient(G, ph, table, split, tiers, symmetry)
         if ph.in_network:
             step_bw, step_bound, lb, finish, lat_ns, events = _in_network(ph, G, table, cap)
             reach = np.ones(len(ph.src), dtype=bool)
             sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
         elif q is not None:
-            # translation classes: every flow of a class has the class's rate and finish
-            sym_notes.add(f"period {'x'.join(map(str, q.period))}: {q.n_flows:,} flows solved as "
-                          f"{q.n_classes:,} classes of {q.multiplicity:,}")
+            # symmetry classes: every flow of a class has the class's rate and finish
+            sym_notes.add(q.describe())
             reach = None
             P, Q, capO = q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(cap)
             sizes = np.full(q.n_classes, ph.flow_bytes)
@@ -344,7 +343,7 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
                      f"({algorithm}); no algorithm moves less than the cross-rack share of the data, so "
                      f"the slower tier paces every cross-rack collective")
     if sym_notes:
-        notes.append("translation symmetry (exact): " + "; ".join(sorted(sym_notes)))
+        notes.append("symmetry (exact): " + "; ".join(sorted(sym_notes)))
     if relayed:
         notes.append(f"{relayed:,} flows (per step) relay through a chip in their own rack to reach a rail "
                      f"they are not wired to (rail-only, PXN); the relay's local traffic is priced")
@@ -398,12 +397,13 @@ def _guard_before_routing(solver, n_flows: int, n_links: int, bound_only: bool, 
     solver.guard_memory(max(est, routing_bytes), limit_bytes=limit, n_flows=n_flows)
 
 
-def _quotient(G, ph: Phase, table, split: str, enabled: bool):
-    """The phase's translation classes (see :mod:`fabricsim.topo.symmetry`), or None."""
+def _quotient(G, ph: Phase, table, split: str, tiers: str, enabled: bool):
+    """The phase's symmetry classes (see :mod:`fabricsim.topo.symmetry`), or None."""
     if not enabled or not ph.rows_disjoint:
         return None
     from ..topo import symmetry
-    return symmetry.translation_quotient(G, ph.rows, ph.pairs, links=table, split=split)
+    return (symmetry.translation_quotient(G, ph.rows, ph.pairs, links=table, split=split)
+            or symmetry.twin_quotient(G, ph.rows, ph.pairs, links=table, split=split, tiers=tiers))
 
 
 def _in_network(ph: Phase, G, table, cap):

@@ -165,7 +165,7 @@ def test_per_flow_cross_check_agrees_with_translation_classes():
     args = ["price", "all-to-all", "--fabric", "torus", "--set", "dims=4x4x6", "--size", "64MiB", "--json"]
     fast = json.loads(run(*args).output)
     slow = json.loads(run(*args, "--per-flow").output)
-    assert any("translation symmetry" in n for n in fast["notes"])
-    assert not any("translation symmetry" in n for n in slow["notes"])
+    assert any("symmetry (exact)" in n for n in fast["notes"])
+    assert not any("symmetry (exact)" in n for n in slow["notes"])
     assert fast["time_s"] == pytest.approx(slow["time_s"], rel=1e-12)
     assert fast["phases"][0]["flows"] == slow["phases"][0]["flows"] == 96 * 95

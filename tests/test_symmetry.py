@@ -37,14 +37,14 @@ def test_classes_equal_every_flow(dims, group, collective, algorithm, bound_only
     fast = price(G, collective, **kw)
     slow = price(G, collective, symmetry=False, **kw)
     _same(fast, slow)
-    assert not any("translation symmetry" in n for n in slow.notes)
+    assert not any("symmetry (exact)" in n for n in slow.notes)
 
 
 def test_full_torus_all_to_all_is_one_class_per_offset():
     G = build("torus", dims="4x6x8")
     r = price(G, "all-to-all", groups=by_size(G, 192), size_bytes=2**30, algorithm="direct")
-    note = next(n for n in r.notes if n.startswith("translation symmetry"))
-    assert "36,672 flows solved as 191 classes of 192" in note
+    note = next(n for n in r.notes if n.startswith("symmetry (exact)"))
+    assert "period 1x1x1: 36,672 flows solved as 191 classes" in note
     assert r.phases[0].flows == 192 * 191
 
 
@@ -105,6 +105,65 @@ def test_degraded_torus_still_prices_every_flow():
     H = G.copy()
     H.remove_edge(*next(iter(H.edges())))
     r = price(H, "all-to-all", groups=by_size(H, 64), size_bytes=2**24, algorithm="direct")
-    assert not any("translation symmetry" in n for n in r.notes)
+    assert not any("symmetry (exact)" in n for n in r.notes)
     full = price(G, "all-to-all", groups=by_size(G, 64), size_bytes=2**24, algorithm="direct")
     assert r.time_s > full.time_s
+
+
+# --------------------------------------------------------------------------- twins
+def _degraded(name, specs, **params):
+    from fabricsim.topo.failures import apply_failures
+    return apply_failures(build(name, **params), specs)[0]
+
+
+@pytest.mark.parametrize("make,group,placement,collective,algorithm", [
+    (lambda: build("jalapeno-rack"), 128, "packed", "all-to-all", "direct"),
+    (lambda: build("jalapeno-rack"), 16, "packed", "all-reduce", "direct"),
+    (lambda: build("jalapeno-pod", racks=2), 256, "packed", "all-to-all", "direct"),
+    (lambda: build("jalapeno-pod", racks=2), 256, "packed", "all-to-all", "hierarchical"),
+    (lambda: build("jalapeno-pod", racks=3), 32, "random:4", "all-to-all", "direct"),
+    (lambda: build("jalapeno-pod", racks=2), 64, "spread", "all-to-all", "direct"),
+    (lambda: build("nvl72"), 72, "packed", "all-to-all", "direct"),
+    (lambda: build("helios"), 72, "packed", "all-to-all", "direct"),
+    (lambda: _degraded("jalapeno-pod", ["node:r00/lsw0", "lanes:r01/xpu003--r01/lsw2=1"], racks=2), 256,
+     "packed", "all-to-all", "direct"),
+    (lambda: _degraded("jalapeno-pod", ["rail:1"], racks=2), 256, "packed", "all-to-all", "direct"),
+])
+@pytest.mark.parametrize("bound_only", [False, True])
+def test_twin_classes_equal_every_flow(make, group, placement, collective, algorithm, bound_only):
+    G = make()
+    groups = by_size(G, group, placement)
+    kw = dict(groups=groups, size_bytes=2**24, algorithm=algorithm, bound_only=bound_only)
+    fast = price(G, collective, **kw)
+    slow = price(G, collective, symmetry=False, **kw)
+    _same(fast, slow)
+    assert fast.unreachable_pairs == slow.unreachable_pairs
+    assert any("interchangeable chips" in n for n in fast.notes) or placement.startswith("random")
+
+
+def test_twins_of_a_switched_rack_are_one_class():
+    G = build("jalapeno-pod", racks=2)
+    q = symmetry.twin_quotient(G, np.arange(256)[None, :])
+    # same rack (x2) and across racks (x2): four classes of 128 x 127 and 128 x 128 flows
+    assert q.n_classes == 4 and sorted(q.multiplicity.tolist()) == [128 * 127] * 2 + [128 * 128] * 2
+    # a chip that lost a lane is no longer anyone's twin: its pairs become classes of their own
+    H = _degraded("jalapeno-pod", ["lanes:r00/xpu003--r00/lsw2=1"], racks=2)
+    qh = symmetry.twin_quotient(H, np.arange(256)[None, :])
+    assert qh.n_classes > q.n_classes and qh.n_flows == q.n_flows
+
+
+@pytest.mark.parametrize("case", ["ordered pattern", "torus", "no twins", "lost chip"])
+def test_no_twins_gives_none(case):
+    G = build("jalapeno-rack")
+    rows, pairs = np.arange(128)[None, :], None
+    if case == "ordered pattern":
+        pairs = np.stack([np.arange(128), (np.arange(128) + 1) % 128])
+    elif case == "torus":
+        G = build("torus", dims="4x4x4")
+        rows = np.arange(64)[None, :]
+    elif case == "no twins":
+        G = build("boardfly")
+        rows = np.arange(64)[None, :]
+    else:
+        G = _degraded("jalapeno-rack", ["chip:r00/xpu005"])
+    assert symmetry.twin_quotient(G, rows, pairs) is None

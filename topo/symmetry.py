@@ -33,21 +33,24 @@ from scipy.sparse import csgraph
 
 from .contract import CHIP, KIND, RANK
 
-__all__ = ["Quotient", "translation_quotient"]
+__all__ = ["Quotient", "translation_quotient", "twin_quotient"]
 
 _AXES = ("x", "y", "z", "w")
 
 
 @dataclass(frozen=True)
 class Quotient:
-    """A phase's flows folded into translation classes (see the module docstring).
+    """A phase's flows folded into classes under a symmetry of fabric and phase.
 
     Attributes
     ----------
+    symmetry : str
+        ``"translation"`` (a torus, :func:`translation_quotient`) or ``"twins"``
+        (interchangeable chips, :func:`twin_quotient`).
     period : tuple of int
-        Translation step per torus axis (``t_i``); ``multiplicity = prod(k_i / t_i)``.
-    multiplicity : int
-        Flows per class, and links per link orbit.
+        Translations: the step per torus axis (``t_i``); empty for twins.
+    multiplicity : numpy.ndarray of int64, shape (C,)
+        Flows in each class.
     rep_src, rep_dst : numpy.ndarray of int64, shape (C,)
         Chip ranks of each class's representative flow.
     rep_row : numpy.ndarray of int64, shape (C,)
@@ -58,18 +61,22 @@ class Quotient:
         ``routes.piece_link`` with each link's column added onto its orbit's.
     link_orbit : numpy.ndarray of int64, shape (L,)
         Orbit of each link.
+    orbit_size : numpy.ndarray of int64, shape (O,)
+        Links in each orbit.
     row_orbit : numpy.ndarray of int64, shape (R,)
-        Orbit of each row under the translations (rows of one orbit finish together).
+        Orbit of each row (rows of one orbit finish together).
     """
 
+    symmetry: str
     period: tuple
-    multiplicity: int
+    multiplicity: np.ndarray
     rep_src: np.ndarray
     rep_dst: np.ndarray
     rep_row: np.ndarray
     routes: object
     piece_orbit: sp.csr_matrix
     link_orbit: np.ndarray
+    orbit_size: np.ndarray
     row_orbit: np.ndarray
 
     @property
@@ -78,15 +85,37 @@ class Quotient:
 
     @property
     def n_flows(self) -> int:
-        return self.n_classes * self.multiplicity
+        return int(self.multiplicity.sum())
 
     def orbit_capacity(self, capacity_Bps: np.ndarray) -> np.ndarray:
         """Capacity of each link orbit: the sum over its links."""
-        return np.bincount(self.link_orbit, weights=capacity_Bps, minlength=self.piece_orbit.shape[1])
+        return np.bincount(self.link_orbit, weights=capacity_Bps, minlength=len(self.orbit_size))
 
     def per_link(self, orbit_values: np.ndarray) -> np.ndarray:
-        """An orbit's total (bytes, load) spread back over its links: each carries 1/|T| of it."""
-        return np.asarray(orbit_values)[self.link_orbit] / self.multiplicity
+        """An orbit's total (bytes, load) spread back over its links, equally."""
+        return np.asarray(orbit_values)[self.link_orbit] / self.orbit_size[self.link_orbit]
+
+    def describe(self) -> str:
+        what = (f"period {'x'.join(map(str, self.period))}" if self.symmetry == "translation"
+                else "interchangeable chips")
+        return f"{what}: {self.n_flows:,} flows solved as {self.n_classes:,} classes"
+
+
+def _fold(routes, link_orbit: np.ndarray, n_orbits: int) -> sp.csr_matrix:
+    L = len(link_orbit)
+    fold = sp.csr_matrix((np.ones(L), (np.arange(L), link_orbit)), shape=(L, n_orbits))
+    return (routes.piece_link @ fold).tocsr()
+
+
+def _uniform_within(link_orbit: np.ndarray, n_orbits: int, lt) -> bool:
+    """Capacity, latency and hop count are the same on every link of an orbit."""
+    for values in (lt.capacity_gbps, lt.latency_ns, lt.hops):
+        values = np.asarray(values)
+        first = np.zeros(n_orbits, values.dtype)
+        first[link_orbit] = values
+        if not np.array_equal(first[link_orbit], values):
+            return False
+    return True
 
 
 def _dims(G: nx.Graph):
@@ -133,7 +162,7 @@ def translation_quotient(G: nx.Graph, rows, pairs=None, *, links=None,
     >>> from fabricsim.fabrics import build
     >>> G = build("torus", dims="4x4x4")
     >>> q = translation_quotient(G, np.arange(64)[None, :])
-    >>> q.n_classes, q.multiplicity, q.n_flows == 64 * 63
+    >>> q.n_classes, int(q.multiplicity[0]), q.n_flows == 64 * 63
     (63, 64, True)
     """
     from . import routing
@@ -238,11 +267,8 @@ def translation_quotient(G: nx.Graph, rows, pairs=None, *, links=None,
     O = int(link_orbit.max()) + 1
     if (np.bincount(link_orbit, minlength=O) != mult).any():
         return None
-    for values in (lt.capacity_gbps, lt.latency_ns, lt.hops):
-        first = np.zeros(O, np.asarray(values).dtype)
-        first[link_orbit] = values
-        if not np.array_equal(first[link_orbit], values):
-            return None                          # unequal capacities or latencies break the symmetry
+    if not _uniform_within(link_orbit, O, lt):
+        return None                              # unequal capacities or latencies break the symmetry
     # class representatives: the pairs whose sender sits in the fundamental cell
     in_cell = np.all(coords[node_of_pos] < np.array(period), axis=1)     # by flat position
     cell_x = np.flatnonzero(in_cell & (lab >= 0))
@@ -268,8 +294,7 @@ def translation_quotient(G: nx.Graph, rows, pairs=None, *, links=None,
     routes = routing.route(G, rep_src, rep_dst, split=split, links=lt)
     if not np.all(routes.reachable):
         return None
-    fold = sp.csr_matrix((np.ones(len(u)), (np.arange(len(u)), link_orbit)), shape=(len(u), O))
-    piece_orbit = (routes.piece_link @ fold).tocsr()
+    piece_orbit = _fold(routes, link_orbit, O)
     # row orbits: rows joined by a generator step are one orbit
     if gens:
         src_rows = np.concatenate([np.arange(R)] * len(gens))
@@ -278,4 +303,110 @@ def translation_quotient(G: nx.Graph, rows, pairs=None, *, links=None,
         row_orbit = csgraph.connected_components(A, directed=False)[1].astype(np.int64)
     else:
         row_orbit = np.arange(R, dtype=np.int64)
-    return Quotient(tuple(period), mult, rep_src, rep_dst, rep_row, routes, piece_orbit, link_orbit, row_orbit)
+    return Quotient("translation", tuple(period), np.full(len(rep_src), mult, np.int64), rep_src, rep_dst, rep_row,
+                    routes, piece_orbit, link_orbit, np.full(O, mult, np.int64), row_orbit)
+
+def twin_quotient(G: nx.Graph, rows, pairs=None, *, links=None, split: str = "equal",
+                  tiers: str = "rule") -> Quotient | None:
+    """Fold an all-to-all phase into classes of interchangeable chips, or ``None``.
+
+    Two chips are *twins* when they sit in the same rack, neither forwards, and they
+    have the same links to the same neighbours (capacity, latency, hops and tier alike,
+    both directions): swapping them maps the fabric onto itself.  All chips of a
+    switched rack (NVL72, the Jalapeño rack and pod, a leaf's chips in a Clos) are
+    twins.  Within one row of an all-to-all, permuting the twins of the row maps the
+    phase onto itself too, so the flows from twin class ``K`` to twin class ``K'`` of a
+    row share one rate: one class of ``|K| |K'|`` flows (``|K| (|K| - 1)`` when ``K =
+    K'``).  A link's orbit is its pair of ends with each chip replaced by its class.
+
+    Routing must treat twins alike: ECMP and the tier rule do; a relay (rail-only PXN)
+    is chosen by position, so a phase that needs relays, or has unreachable pairs, gives
+    ``None`` (the caller routes every flow).  Ordered patterns (rings, shifts) give
+    ``None`` too: swapping twins would reorder them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fabricsim.fabrics import build
+    >>> G = build("jalapeno-rack")
+    >>> q = twin_quotient(G, np.arange(128)[None, :])
+    >>> q.n_classes, q.n_flows == 128 * 127
+    (1, True)
+    """
+    from . import routing
+    if pairs is not None or G.graph.get("routing", "ecmp") == "dor":
+        return None
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.ndim != 2 or rows.size == 0 or rows.shape[1] < 2:
+        return None
+    lt = routing.link_table(G) if links is None else links
+    n = len(lt.nodes)
+    node_of_rank = {}
+    sig_of = {}
+    u, v = lt.src.astype(np.int64), lt.dst.astype(np.int64)
+    attrs = [np.asarray(lt.capacity_gbps), np.asarray(lt.latency_ns), np.asarray(lt.hops), np.asarray(lt.tier)]
+    by_u = np.argsort(u, kind="stable")
+    by_v = np.argsort(v, kind="stable")
+    u_start = np.searchsorted(u[by_u], np.arange(n + 1))
+    v_start = np.searchsorted(v[by_v], np.arange(n + 1))
+    cls = np.arange(n, dtype=np.int64)          # class per node: itself unless it has twins
+    for x, node in enumerate(lt.nodes):
+        d = G.nodes[node] if node in G else {}
+        if d.get(KIND) != CHIP:
+            continue
+        r = d.get(RANK)
+        if isinstance(r, (int, np.integer)):
+            node_of_rank[int(r)] = x
+        if d.get("forwards"):
+            continue
+        out = by_u[u_start[x]:u_start[x + 1]]
+        inn = by_v[v_start[x]:v_start[x + 1]]
+        key = (d.get("rack"),
+               tuple(sorted(zip(v[out].tolist(), *(a[out].tolist() for a in attrs)))),
+               tuple(sorted(zip(u[inn].tolist(), *(a[inn].tolist() for a in attrs)))))
+        cls[x] = sig_of.setdefault(key, x)
+    if len(sig_of) == len(node_of_rank):
+        return None                              # no two chips are twins
+    # the phase: rows of distinct, present chips; twins are refined by row
+    flat = rows.ravel()
+    if np.bincount(flat).max() > 1:
+        return None
+    try:
+        X = np.array([node_of_rank[int(r)] for r in flat], np.int64).reshape(rows.shape)
+    except KeyError:
+        return None                              # a lost chip: the caller reports the broken group
+    R, m = rows.shape
+    row_of = np.full(n, -1, np.int64)
+    row_of[X] = np.arange(R)[:, None]
+    refined = np.unique(cls * (R + 1) + row_of + 1, return_inverse=True)[1].astype(np.int64)
+    # representatives: per row, one flow per ordered pair of its classes
+    reps_s, reps_d, reps_row, mult = [], [], [], []
+    for r in range(R):
+        c = refined[X[r]]
+        uniq, first, count = np.unique(c, return_index=True, return_counts=True)
+        j = len(uniq)
+        a, b = np.meshgrid(np.arange(j), np.arange(j), indexing="ij")
+        a, b = a.ravel(), b.ravel()
+        same = a == b
+        keep = ~same | (count[a] >= 2)
+        a, b, same = a[keep], b[keep], same[keep]
+        second = np.array([np.flatnonzero(c == uniq[k])[1] if count[k] >= 2 else -1 for k in range(j)], np.int64)
+        reps_s.append(rows[r, first[a]])
+        reps_d.append(rows[r, np.where(same, second[b], first[b])])
+        reps_row.append(np.full(len(a), r, np.int64))
+        mult.append(np.where(same, count[a] * (count[a] - 1), count[a] * count[b]))
+    rep_src, rep_dst = np.concatenate(reps_s), np.concatenate(reps_d)
+    multiplicity = np.concatenate(mult).astype(np.int64)
+    if 4 * len(rep_src) > R * m * (m - 1):
+        return None                              # too little to gain
+    routes = routing.route(G, rep_src, rep_dst, split=split, tiers=tiers, links=lt)
+    if not np.all(routes.reachable) or np.any(routes.relayed):
+        return None
+    # link orbits: both ends replaced by their classes (a switch is a class of its own)
+    n_cls = int(refined.max()) + 1
+    link_orbit = np.unique(refined[u] * n_cls + refined[v], return_inverse=True)[1].astype(np.int64)
+    O = int(link_orbit.max()) + 1
+    if not _uniform_within(link_orbit, O, lt):
+        return None
+    return Quotient("twins", (), multiplicity, rep_src, rep_dst, np.concatenate(reps_row), routes,
+                    _fold(routes, link_orbit, O), link_orbit, np.bincount(link_orbit, minlength=O), np.arange(R))
