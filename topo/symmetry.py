@@ -379,26 +379,33 @@ def twin_quotient(G: nx.Graph, rows, pairs=None, *, links=None, split: str = "eq
     row_of = np.full(n, -1, np.int64)
     row_of[X] = np.arange(R)[:, None]
     refined = np.unique(cls * (R + 1) + row_of + 1, return_inverse=True)[1].astype(np.int64)
+    # the classes of each row: members sorted by (row, class); a class's first two members
+    C = refined[X]                                       # (R, m)
+    order = np.argsort(C, axis=1, kind="stable")
+    Cs = np.take_along_axis(C, order, axis=1)
+    starts = np.ones((R, m), bool)
+    starts[:, 1:] = Cs[:, 1:] != Cs[:, :-1]
+    n_cls_row = starts.sum(axis=1)
+    if 4 * int((n_cls_row ** 2).sum()) > R * m * (m - 1):
+        return None                                      # too few twins to gain
     # representatives: per row, one flow per ordered pair of its classes
     reps_s, reps_d, reps_row, mult = [], [], [], []
     for r in range(R):
-        c = refined[X[r]]
-        uniq, first, count = np.unique(c, return_index=True, return_counts=True)
-        j = len(uniq)
-        a, b = np.meshgrid(np.arange(j), np.arange(j), indexing="ij")
-        a, b = a.ravel(), b.ravel()
+        pos = np.flatnonzero(starts[r])                  # where each class begins in the sorted row
+        count = np.diff(np.append(pos, m))
+        first = rows[r, order[r, pos]]
+        second = rows[r, order[r, np.minimum(pos + 1, m - 1)]]
+        j = len(pos)
+        a, b = np.repeat(np.arange(j), j), np.tile(np.arange(j), j)
         same = a == b
         keep = ~same | (count[a] >= 2)
         a, b, same = a[keep], b[keep], same[keep]
-        second = np.array([np.flatnonzero(c == uniq[k])[1] if count[k] >= 2 else -1 for k in range(j)], np.int64)
-        reps_s.append(rows[r, first[a]])
-        reps_d.append(rows[r, np.where(same, second[b], first[b])])
+        reps_s.append(first[a])
+        reps_d.append(np.where(same, second[b], first[b]))
         reps_row.append(np.full(len(a), r, np.int64))
         mult.append(np.where(same, count[a] * (count[a] - 1), count[a] * count[b]))
     rep_src, rep_dst = np.concatenate(reps_s), np.concatenate(reps_d)
     multiplicity = np.concatenate(mult).astype(np.int64)
-    if 4 * len(rep_src) > R * m * (m - 1):
-        return None                              # too little to gain
     routes = routing.route(G, rep_src, rep_dst, split=split, tiers=tiers, links=lt)
     if not np.all(routes.reachable) or np.any(routes.relayed):
         return None
