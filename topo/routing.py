@@ -89,6 +89,9 @@ _AXES = ("x", "y", "z", "w")
 _CHUNK_CELLS = 4_000_000
 # Dense chip x switch tables of the fast paths are used below this many cells.
 _DENSE_CELLS = 40_000_000
+# Per-flow work of the hot paths runs in chunks of this many flows: the temporaries stay
+# small and are reused, where full-length ones would each touch fresh memory.
+_CHUNK_FLOWS = 1 << 17
 
 
 # ---------------------------------------------------------------------------------------
@@ -303,20 +306,40 @@ def _itype(bound: int):
     return np.int32 if bound < 2**31 - 1 else np.int64
 
 
-def _compact(keys: np.ndarray, size: int | None = None, dtype=np.int64):
-    """(inverse, unique) of integer ``keys``; dense counting when ``size`` is small, else a sort.
-
-    ``dtype`` is the inverse's dtype (int32 halves its memory where the caller's sums stay small).
-    """
+def _compact(keys: np.ndarray, size: int | None = None):
+    """(inverse, unique) of integer ``keys``; dense counting when ``size`` is small, else a sort."""
     if size is not None and 0 < size <= max(4 * len(keys), 1 << 22):
         used = np.zeros(size, bool)
         used[keys] = True
         uniq = np.flatnonzero(used)
-        remap = np.cumsum(used, dtype=dtype)
-        remap -= 1
+        remap = np.cumsum(used) - 1
         return remap[keys], uniq
     uniq, inv = np.unique(keys, return_inverse=True)
-    return inv.astype(dtype, copy=False), uniq
+    return inv, uniq
+
+
+def _chunks(n: int):
+    """``(start, stop)`` of consecutive chunks of ``_CHUNK_FLOWS`` covering ``range(n)``."""
+    return ((c0, min(c0 + _CHUNK_FLOWS, n)) for c0 in range(0, n, _CHUNK_FLOWS))
+
+
+def _compact_inplace(keys: np.ndarray, size: int) -> np.ndarray:
+    """``_compact(keys, size)`` that overwrites ``keys`` with the inverse; returns the unique keys.
+
+    Dense counting runs by chunks, so no full-length temporary is made.
+    """
+    if not 0 < size <= max(4 * len(keys), 1 << 22):
+        inv, uniq = _compact(keys, size)
+        keys[:] = inv
+        return uniq
+    used = np.zeros(size, bool)
+    for c0, c1 in _chunks(len(keys)):
+        used[keys[c0:c1]] = True
+    remap = np.cumsum(used, dtype=_itype(size))
+    remap -= 1
+    for c0, c1 in _chunks(len(keys)):
+        keys[c0:c1] = remap[keys[c0:c1]]
+    return np.flatnonzero(used)
 
 
 def _row_ids(M: np.ndarray):
@@ -392,22 +415,21 @@ def _assemble(F: int, L: int, parts: list[_Part], contrib: list[tuple], disjoint
         part = parts[k]
         last = disjoint or i == len(contrib) - 1
         if part.cols:
-            # factored rows: one scatter per column, no nnz-sized index temporaries; the
-            # positions are intp (numpy would convert narrower ones on every scatter)
-            pos = cursor[f].astype(np.intp, copy=False)
-            shifted = np.empty(len(f), indices.dtype) if offs[k] else None
-            for j, col in enumerate(part.cols):
-                if j:
+            # factored rows: one scatter per column, by chunks of flows (no full-length
+            # temporaries); positions are intp (numpy converts narrower ones per scatter)
+            for c0, c1 in _chunks(len(f)):
+                fc = f[c0:c1]
+                rc = slice(c0, c1) if r is None else r[c0:c1]
+                pos = cursor[fc].astype(np.intp, copy=False)
+                for j, col in enumerate(part.cols):
+                    if j:
+                        pos += 1
+                    indices[pos] = col[rc] + offs[k] if offs[k] else col[rc]
+                    if not all_unit:
+                        data[pos] = 1.0
+                if not last:
                     pos += 1
-                col = col if r is None else col[r]
-                if offs[k]:
-                    col = np.add(col, offs[k], out=shifted, casting="unsafe")
-                indices[pos] = col
-                if not all_unit:
-                    data[pos] = 1.0
-            if not last:
-                pos += 1
-                cursor[f] = pos
+                    cursor[fc] = pos
         else:
             fp = part.fp
             starts = fp.indptr[:len(f)] if r is None else fp.indptr[r]
@@ -845,15 +867,19 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     mLS, mSL = LS >= 0, SL >= 0
     cp, cpfirst = _row_ids(wCL if split == "capacity" else CL >= 0)
     ls, lsfirst = _row_ids((LC >= 0).T)
-    sc, dc = ix[s], ix[d]
     ncp, nls = len(cpfirst), len(lsfirst)
-    # combo key per flow, cp[sc] * nls + ls[dc], built in place (per-flow arrays used as
-    # indices stay int64: numpy converts narrower index arrays on every use)
-    key = cp[sc]
-    key *= nls
-    key += ls[dc]
-    comb_inv, combs = _compact(key, ncp * nls)
-    del key
+    # combo per flow: key cp[ix[s]] * nls + ls[ix[d]], compacted; per-flow arrays used as
+    # indices stay int64 (numpy converts narrower index arrays on every use)
+    cp_n = np.full(net.n, -1, np.int64)
+    ls_n = np.full(net.n, -1, np.int64)
+    cp_n[chips_n], ls_n[chips_n] = cp, ls
+    comb_inv = np.empty(len(s), np.int64)
+    for c0, c1 in _chunks(len(s)):
+        key = cp_n[s[c0:c1]]
+        key *= nls
+        key += ls_n[d[c0:c1]]
+        comb_inv[c0:c1] = key
+    combs = _compact_inplace(comb_inv, ncp * nls)
     nK = len(combs)
     ok = np.zeros(nK, bool)
     shared = np.zeros(nK, bool)
@@ -903,17 +929,16 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     out = []
     if shared.any():
         two = np.flatnonzero(shared[comb_inv])
-        handled2, part2 = _common(lt, CL, LC, sc[two].astype(np.int64), dc[two].astype(np.int64), split,
-                                  np.full(NL, h))
+        handled2, part2 = _common(lt, CL, LC, ix[s[two]], ix[d[two]], split, np.full(NL, h))
         out.append((two[handled2], part2))
     if not ok.any():
         return out
     handled = None if ok.all() else ok[comb_inv]          # None: every flow
     comb = comb_inv
     if handled is not None:
-        sc, dc, comb = sc[handled], dc[handled], comb_inv[handled]
+        s, d, comb = s[handled], d[handled], comb_inv[handled]
     del comb_inv
-    F = len(sc)
+    F = len(s)
     # compact the combos actually used, then the up/down pieces keyed by their share vectors
     kept = np.flatnonzero(ok)
     kmap = np.full(nK, -1, np.int64)
@@ -922,8 +947,36 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     aid, afirst = _row_ids(np.round(arrive[kept], 12))
     kc = comb if len(kept) == nK else kmap[comb]           # kmap is the identity when every combo is kept
     del comb
-    up_inv, up_keys = _piece_ids(sc, Nc, wid, len(wfirst), kc)
-    dn_inv, dn_keys = _piece_ids(dc, Nc, aid, len(afirst), kc)
+    latCL = np.where(CL >= 0, llat[np.maximum(CL, 0)], np.nan)
+    latLC = np.where(LC >= 0, llat[np.maximum(LC, 0)], np.nan)
+    with np.errstate(all="ignore"):
+        a_c = np.nanmax(latCL, axis=1)
+        b_c = np.nanmax(latLC, axis=0)
+        const = (np.all((np.nanmin(latCL, axis=1) == a_c) | np.isnan(a_c))
+                 and np.all((np.nanmin(latLC, axis=0) == b_c) | np.isnan(b_c)))
+    # per flow, by chunks: up piece key ix[s] * nw + wid[kc], down piece key ix[d] * na + aid[kc]
+    # (compacted below) and, when chip <-> leaf latencies are constant per chip, the latency
+    # a_c[ix[s]] + mlat[kc] + b_c[ix[d]] (summed in that order)
+    nw, na = len(wfirst), len(afirst)
+    up_inv = np.empty(F, _itype(Nc * nw))
+    dn_inv = np.empty(F, _itype(Nc * na))
+    lat = np.empty(F)
+    mlat_k = mlat[kept]
+    for c0, c1 in _chunks(F):
+        sc, dc, kcc = ix[s[c0:c1]], ix[d[c0:c1]], kc[c0:c1]
+        key = sc * nw
+        key += wid[kcc]
+        up_inv[c0:c1] = key
+        key = dc * na
+        key += aid[kcc]
+        dn_inv[c0:c1] = key
+        if const:
+            lat_c = a_c[sc]
+            lat_c += mlat_k[kcc]
+            lat_c += b_c[dc]
+            lat[c0:c1] = lat_c
+    up_keys = _compact_inplace(up_inv, Nc * nw)
+    dn_keys = _compact_inplace(dn_inv, Nc * na)
     Ku, Km = len(up_keys), len(kept)
     K = Ku + Km + len(dn_keys)
     # up pieces: chip -> its usable leaves
@@ -938,24 +991,8 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     cols = np.concatenate([CL[uchip[ui], uj], np.concatenate(mid_cols), LC[dj, dchip[di]]])
     vals = np.concatenate([uw[ui, uj], np.concatenate(mid_vals), dw[di, dj]])
     pl = sp.csr_matrix((vals, (rows, cols)), shape=(K, len(lt)))
-    # latency: chip -> leaf and leaf -> chip latencies constant per chip make it a sum
-    latCL = np.where(CL >= 0, llat[np.maximum(CL, 0)], np.nan)
-    latLC = np.where(LC >= 0, llat[np.maximum(LC, 0)], np.nan)
-    with np.errstate(all="ignore"):
-        a_c = np.nanmax(latCL, axis=1)
-        b_c = np.nanmax(latLC, axis=0)
-        const = (np.all((np.nanmin(latCL, axis=1) == a_c) | np.isnan(a_c))
-                 and np.all((np.nanmin(latLC, axis=0) == b_c) | np.isnan(b_c)))
-    if const:
-        # a_c[sc] + mlat[kc] + b_c[dc], summed in that order in place
-        lat = a_c[sc]
-        term = mlat[kept][kc]
-        lat += term
-        np.take(b_c, dc, out=term, mode="clip")            # "clip": unbuffered; dc is in range
-        lat += term
-        del term
-    else:
-        lat = np.empty(F)
+    if not const:
+        # latency: the slowest chip -> leaf -> spine -> leaf -> chip per flow, by combo
         order = np.argsort(kc, kind="stable")
         ks, kstart = np.unique(kc[order], return_index=True)
         kend = np.append(kstart[1:], F)
@@ -963,9 +1000,8 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
         for k, a0, a1 in zip(ks, kstart, kend):
             sel = order[a0:a1]
             l1, l2, pair_lat = mlat_pairs[int(np.searchsorted(ok_idx, kept[k]))]
-            tot = latCL[sc[sel]][:, l1][:, :, None] + pair_lat[None] + latLC[l2][:, dc[sel]].T[:, None, :]
+            tot = latCL[ix[s[sel]]][:, l1][:, :, None] + pair_lat[None] + latLC[l2][:, ix[d[sel]]].T[:, None, :]
             lat[sel] = np.nanmax(tot.reshape(len(sel), -1), axis=1)
-    del sc, dc
     mid_col = kc                                           # kc is ours: shifted in place
     mid_col += Ku
     dn_col = dn_inv.astype(_itype(K), copy=False)
@@ -973,13 +1009,6 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     out.append((None if handled is None else np.flatnonzero(handled),
                 _Part(None, pl, np.ones(F, bool), np.full(F, 4 * h, np.int32), lat, (up_inv, mid_col, dn_col))))
     return out
-
-
-def _piece_ids(chip_idx: np.ndarray, Nc: int, vec_id: np.ndarray, nv: int, kc: np.ndarray):
-    """``_compact(chip_idx * nv + vec_id[kc])``: a piece per (chip, share vector), the key built in place."""
-    key = chip_idx * nv
-    key += vec_id[kc]
-    return _compact(key, Nc * nv, dtype=_itype(Nc * nv))
 
 
 # ---------------------------------------------------------------------------------------
@@ -1204,12 +1233,19 @@ def _relays(net: _Net, s, d, lreach: _Reach, greach: _Reach):
     s and be reachable from s on the first-leg links.
     """
     ridx, kidx, table = _positions(net)
-    m = np.full(len(s), -1, np.int64)
-    rs = ridx[s]
-    ok_r = (rs >= 0) & (kidx[d] >= 0)
-    m[ok_r] = table[rs[ok_r], kidx[d[ok_r]]]
+    rs, kd = ridx[s], kidx[d]
+    ok_r = (rs >= 0) & (kd >= 0)
+    if ok_r.all():                                         # the usual case: no masked copies
+        m = table[rs, kd]
+    else:
+        m = np.full(len(s), -1, np.int64)
+        m[ok_r] = table[rs[ok_r], kd[ok_r]]
+    del kd, ok_r
     good = m >= 0
-    good[good] = (m[good] != s[good]) & greach(m[good], d[good]) & lreach(s[good], m[good])
+    if good.all():
+        good = (m != s) & greach(m, d) & lreach(s, m)
+    else:
+        good[good] = (m[good] != s[good]) & greach(m[good], d[good]) & lreach(s[good], m[good])
     bad = np.flatnonzero(~good & (rs >= 0))
     m[~good] = -1
     if len(bad):
@@ -1363,7 +1399,9 @@ def _tiered(net: _Net, s, d, split: str, tiers: str):
     parts, rows = [], []
     for mask, reach_fn, a, b in legs:
         if len(fr):
-            inv, keys = _compact(a * net.n + b, net.n * net.n)
+            inv = a * net.n
+            inv += b
+            keys = _compact_inplace(inv, net.n * net.n)
             a, b = keys // net.n, keys % net.n
         else:
             inv = None if tiers == "rule" else np.arange(len(a))
