@@ -127,7 +127,8 @@ class LinkTable:
     latency_ns: np.ndarray
     hops: np.ndarray
     node_index: dict = field(repr=False, compare=False)
-    _index: dict = field(repr=False, compare=False)
+    _index: dict = field(default_factory=dict, repr=False, compare=False)   # (u, v) -> link, built on use
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)    # per-graph routing arrays
 
     @property
     def capacity_Bps(self) -> np.ndarray:
@@ -140,12 +141,19 @@ class LinkTable:
     def index(self, u, v) -> int:
         """Index of the directed link ``u -> v`` (node ids); ``KeyError`` when there is none."""
         try:
-            return self._index[(u, v)]
+            return self._pairs()[(u, v)]
         except KeyError:
             raise KeyError(f"no link {u!r} -> {v!r} in the forwarding graph") from None
 
     def __contains__(self, uv) -> bool:
-        return tuple(uv) in self._index
+        return tuple(uv) in self._pairs()
+
+    def _pairs(self) -> dict:
+        if not self._index and len(self.src):
+            n = self.nodes
+            ends = zip((n[i] for i in self.src.tolist()), (n[j] for j in self.dst.tolist()))
+            self._index.update(zip(ends, range(len(self.src))))
+        return self._index
 
 
 def link_table(G: nx.Graph) -> LinkTable:
@@ -161,28 +169,29 @@ def link_table(G: nx.Graph) -> LinkTable:
     H = forwarding_graph(G)
     nodes = tuple(H.nodes)
     idx = {n: i for i, n in enumerate(nodes)}
-    m = H.number_of_edges()
+    edges = list(H.edges(data=True))
+    m = len(edges)
+    eu = np.fromiter((idx[u] for u, _, _ in edges), np.int32, m)
+    ev = np.fromiter((idx[v] for _, v, _ in edges), np.int32, m)
+    ecap = np.fromiter((d[CAPACITY_GBPS] if d.get(CAPACITY_GBPS) is not None else d[LANES] * d[LANE_GBPS]
+                        for _, _, d in edges), np.float64, m)
+    elat = np.fromiter((d.get(LATENCY_NS, 0.0) for _, _, d in edges), np.float64, m)
+    ehops = np.fromiter((d.get("hops", 1) for _, _, d in edges), np.int32, m)
+    etier = [d.get(TIER) for _, _, d in edges]
+    node_lat = np.fromiter((d.get(LATENCY_NS, 0.0) if d.get(KIND) == SWITCH else 0.0 for _, d in H.nodes(data=True)),
+                           np.float64, len(nodes))
+    # bundle e gives link 2e (u -> v) and link 2e + 1 (v -> u)
     src = np.empty(2 * m, np.int32)
     dst = np.empty(2 * m, np.int32)
-    cap = np.empty(2 * m)
-    lat = np.empty(2 * m)
-    hops = np.empty(2 * m, np.int32)
+    src[0::2], src[1::2] = eu, ev
+    dst[0::2], dst[1::2] = ev, eu
+    cap = np.repeat(ecap, 2)
+    lat = np.repeat(elat, 2) + node_lat[dst]      # a packet pays the switch it enters
+    hops = np.repeat(ehops, 2)
     tier = np.empty(2 * m, object)
-    node_lat = {n: float(d.get(LATENCY_NS, 0.0)) if d.get(KIND) == SWITCH else 0.0 for n, d in H.nodes(data=True)}
-    index = {}
-    for e, (u, v, d) in enumerate(H.edges(data=True)):
-        c = d.get(CAPACITY_GBPS)
-        if c is None:
-            c = d[LANES] * d[LANE_GBPS]
-        for k, (a, b) in enumerate(((u, v), (v, u))):
-            l = 2 * e + k
-            src[l], dst[l] = idx[a], idx[b]
-            cap[l] = c
-            lat[l] = float(d.get(LATENCY_NS, 0.0)) + node_lat[b]
-            hops[l] = int(d.get("hops", 1))
-            tier[l] = d.get(TIER)
-            index[(a, b)] = l
-    return LinkTable(nodes, src, dst, cap, tier, lat, hops, idx, index)
+    tier[0::2] = etier
+    tier[1::2] = etier
+    return LinkTable(nodes, src, dst, cap, tier, lat, hops, idx)
 
 
 # ---------------------------------------------------------------------------------------
@@ -249,6 +258,16 @@ class _Net:
 
 
 def _net(G: nx.Graph, lt: LinkTable) -> _Net:
+    """Node arrays of ``G`` in ``lt``'s node order (kept on ``lt`` for the next call with ``G``)."""
+    got = lt._memo.get("net")
+    if got is not None and got[0] is G:
+        return got[1]
+    net = _build_net(G, lt)
+    lt._memo["net"] = (G, net)
+    return net
+
+
+def _build_net(G: nx.Graph, lt: LinkTable) -> _Net:
     n = len(lt.nodes)
     H_nodes = lt.nodes
     data = [G.nodes[v] if v in G else {} for v in H_nodes]

@@ -183,18 +183,13 @@ def translation_quotient(G: nx.Graph, rows, pairs=None, *, links=None,
     n_nodes = len(lt.nodes)
     if G.number_of_nodes() != N or n_nodes != N:
         return None
-    coords = np.full((n_nodes, nd), -1, np.int64)
-    rank = np.full(n_nodes, -1, np.int64)
-    for i, v in enumerate(lt.nodes):
-        d = G.nodes[v]
-        if d.get(KIND) != CHIP:
-            return None
-        rank[i] = d.get(RANK, -1)
-        for a in range(nd):
-            c = d.get(_AXES[a])
-            if not isinstance(c, (int, np.integer)) or not 0 <= c < dims[a]:
-                return None
-            coords[i, a] = c
+    net = routing._net(G, lt)                   # node arrays, shared with the routing of the representatives
+    if not net.is_chip.all() or any(a not in net.attr for a in _AXES[:nd]):
+        return None
+    coords = np.stack([net.attr[a] for a in _AXES[:nd]], axis=1)
+    if (coords < 0).any() or (coords >= np.array(dims)).any():
+        return None
+    rank = net.rank
     flat = np.ravel_multi_index(tuple(coords.T), dims)
     if np.bincount(flat, minlength=N).max() != 1 or rank.min() < 0 or rank.max() >= N \
             or np.bincount(rank, minlength=N).max() != 1:
