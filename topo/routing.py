@@ -68,6 +68,7 @@ tier and counted in pieces, hops and latency.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -968,7 +969,8 @@ def _leafspine(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split:
     del comb
     latCL = np.where(CL >= 0, llat[np.maximum(CL, 0)], np.nan)
     latLC = np.where(LC >= 0, llat[np.maximum(LC, 0)], np.nan)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # a chip with no leaf left: an all-NaN row
         a_c = np.nanmax(latCL, axis=1)
         b_c = np.nanmax(latLC, axis=0)
         const = (np.all((np.nanmin(latCL, axis=1) == a_c) | np.isnan(a_c))
