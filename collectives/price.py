@@ -132,7 +132,8 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
           algorithm: str = "auto", split: str = "equal", tiers: str = "rule", efficiency: float = 1.0,
           step_overhead_ns: float | None = None, message_overhead_ns: float | None = None,
           bound_only: bool = False,
-          memory_limit_bytes: int | None = None, symmetry: bool = True) -> CostReport:
+          memory_limit_bytes: int | None = None, symmetry: bool = True,
+          reference: nx.Graph | None = None) -> CostReport:
     """Price ``collective`` of ``size_bytes`` for every group of ``groups`` at once on ``G``.
 
     Parameters
@@ -195,7 +196,8 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
         G.graph.get("message_overhead_ns", DEFAULT_MESSAGE_OVERHEAD_NS))
     common = dict(split=split, tiers=tiers, efficiency=efficiency, overhead_s=overhead_ns * 1e-9,
                   message_s=msg_ns * 1e-9,
-                  bound_only=bound_only, memory_limit_bytes=memory_limit_bytes, symmetry=symmetry)
+                  bound_only=bound_only, memory_limit_bytes=memory_limit_bytes, symmetry=symmetry,
+                  reference=reference if (bound_only and symmetry and not broken) else None)
     n = len(groups[0])
     if not live:
         nan = float("nan")
@@ -238,10 +240,11 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
 
 
 def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, split, tiers, efficiency,
-               overhead_s, message_s, bound_only, memory_limit_bytes, symmetry) -> dict:
+               overhead_s, message_s, bound_only, memory_limit_bytes, symmetry, reference) -> dict:
     from ..topo import routing, solver
     plist = phases(collective, algorithm, groups, size_bytes, view)
     table = routing.link_table(G)
+    table_ref = None
     cap = np.asarray(table.capacity_Bps, dtype=np.float64) * efficiency
     link_bytes = np.zeros(len(cap))
     group_t = np.zeros(len(groups))
@@ -254,6 +257,10 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
     sym_notes: set[str] = set()
     for ph in plist:
         q = None if ph.in_network else _quotient(G, ph, table, split, tiers, symmetry)
+        defect = None
+        if q is None and not ph.in_network and reference is not None:
+            table_ref = table_ref or routing.link_table(reference)
+            defect = _defect_bound(reference, G, ph, table, cap, split, tiers, table_ref)
         if ph.in_network:
             step_bw, step_bound, lb, finish, lat_ns, events = _in_network(ph, G, table, cap)
             reach = np.ones(len(ph.src), dtype=bool)
@@ -277,6 +284,17 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
                 events = r.events
             lat_ns = float(np.max(q.routes.latency_ns))
             sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
+        elif defect is not None:
+            # the intact fabric's classes, corrected by the flows the failures touch
+            step_bw = step_bound = defect["time_s"]
+            lb, lat_ns, events = defect["link_bytes"], defect["latency_ns"], 0
+            reach = None
+            n_unreachable += len(defect["unreachable"])
+            unreachable_pairs.extend(defect["unreachable"][:5])
+            finish = np.zeros(0)
+            sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
+            sym_notes.add(f"{defect['describe']} on the intact fabric, less the {defect['touched']:,} flows "
+                          f"the failures touch, rerouted (link-load bound)")
         else:
             _guard_before_routing(solver, ph.n_flows, len(cap), bound_only, memory_limit_bytes)
             routes = routing.route(G, ph.src, ph.dst, split=split, tiers=tiers, links=table)
@@ -320,6 +338,8 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
             orbit_fin = np.zeros(int(q.row_orbit.max()) + 1)
             np.maximum.at(orbit_fin, q.row_orbit[q.rep_row], finish)
             np.maximum.at(g_fin, ph.row_group, orbit_fin[q.row_orbit])
+        elif defect is not None:
+            g_fin[np.unique(ph.row_group)] = step_bw       # the bound: every group takes the phase's time
         elif finish.size:
             np.maximum.at(g_fin, ph.group if reach is None else ph.group[reach], finish)
         group_t += ph.repeat * (g_fin + step_lat)
@@ -329,7 +349,7 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
         bound_total += ph.repeat * step_bound
         if view.domain is not None and not ph.in_network:
             cross_bytes += ph.repeat * ph.bytes_across(view.domain, reach)
-        n_flows = ph.n_flows if reach is None else int(reach.sum())
+        n_flows = ph.n_flows - (len(defect["unreachable"]) if defect else 0) if reach is None else int(reach.sum())
         reports.append(PhaseReport(ph.name, ph.repeat, n_flows, float(ph.flow_bytes),
                                    float(step_bw), float(step_lat), float(step_bound), int(events),
                                    float(ph.repeat * (step_bw + step_lat)), sat))
@@ -404,6 +424,56 @@ def _quotient(G, ph: Phase, table, split: str, tiers: str, enabled: bool):
     from ..topo import symmetry
     return (symmetry.translation_quotient(G, ph.rows, ph.pairs, links=table, split=split)
             or symmetry.twin_quotient(G, ph.rows, ph.pairs, links=table, split=split, tiers=tiers))
+
+
+def _defect_bound(ref, G, ph: Phase, table, cap, split: str, tiers: str, table_ref) -> dict | None:
+    """Link-load bound of ``ph`` on ``G``, a degraded copy of the symmetric ``ref``, or None.
+
+    Loads are linear in the flows, and a failure changes the routes only of the flows
+    whose routes it touches (dimension-order routing keeps every other route): so the
+    loads are ``ref``'s, from its translation classes, less those flows' old routes
+    plus their new ones on ``G``.  Exact; ``G``'s links are matched to ``ref``'s by name.
+    """
+    from ..topo import routing, solver, symmetry
+    if ph.in_network or not ph.rows_disjoint:
+        return None
+    q = symmetry.translation_quotient(ref, ph.rows, ph.pairs, links=table_ref, split=split)
+    if q is None:
+        return None
+    pairs = table._pairs()
+    names = table_ref.nodes
+    to_G = np.fromiter((pairs.get((names[a], names[b]), -1) for a, b in
+                        zip(table_ref.src.tolist(), table_ref.dst.tolist())), np.int64, len(table_ref))
+    src, dst, cls = symmetry.flows_through(q, np.flatnonzero(to_G < 0))
+    size = ph.flow_bytes
+    sizes = np.full(q.n_classes, size)
+    intact = q.per_link(solver.link_load_bound(q.routes.flow_piece, q.piece_orbit,
+                                               q.orbit_capacity(table_ref.capacity_Bps), sizes,
+                                               multiplicity=q.multiplicity).link_bytes)
+    unreachable: list = []
+    lat = 0.0
+    if len(src):
+        old = routing.link_loads(ref, src, dst, size, split=split, tiers=tiers, links=table_ref)
+        intact = np.maximum(intact - old.link_bytes, 0.0)
+    lb = np.zeros(len(table))
+    kept = to_G >= 0
+    lb[to_G[kept]] = intact[kept]
+    # classes with a member the failures left alone keep their intact latency
+    touched = np.bincount(cls, minlength=q.n_classes)
+    left = touched < q.multiplicity
+    if left.any():
+        lat = float(np.max(q.routes.latency_ns[left]))
+    if len(src):
+        new = routing.link_loads(G, src, dst, size, split=split, tiers=tiers, links=table)
+        ok = new.reachable
+        lb += new.link_bytes
+        if ok.any():
+            lat = max(lat, float(np.max(new.latency_ns[ok])))
+        unreachable = list(zip(src[~ok].tolist(), dst[~ok].tolist()))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(lb > 0, lb / cap, 0.0)
+    return {"time_s": float(t.max()) if t.size else 0.0, "link_bytes": lb, "latency_ns": lat,
+            "unreachable": unreachable, "touched": len(src), "describe": q.describe()}
 
 
 def _in_network(ph: Phase, G, table, cap):

@@ -215,7 +215,7 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
     H, applied = apply_failures(G, specs)
     base = baseline if baseline is not None else price(G, collective, groups=groups, size_bytes=size_bytes,
                                                        **price_kwargs)
-    deg = price(H, collective, groups=groups, size_bytes=size_bytes, **price_kwargs)
+    deg = price(H, collective, groups=groups, size_bytes=size_bytes, reference=G, **price_kwargs)
     slow = _ratio(deg.time_s, base.time_s)
     bw_slow = _ratio(deg.bandwidth_time_s, base.bandwidth_time_s)
 
@@ -388,7 +388,7 @@ def _run_scenario(task: _Task) -> dict:
         return {"index": task.index, "baseline": price(G, task.collective, groups=groups,
                                                        size_bytes=task.size_bytes, **dict(task.price_kwargs))}
     H, _ = apply_failures(G, task.specs)
-    r = price(H, task.collective, groups=groups, size_bytes=task.size_bytes, **dict(task.price_kwargs))
+    r = price(H, task.collective, groups=groups, size_bytes=task.size_bytes, reference=G, **dict(task.price_kwargs))
     tb0, tb1 = _tier_bw(task.fabric, task.params_json), chip_tier_bandwidth(H)
     lost = sum(1 for k in tb0 if k not in tb1)
     changed = sum(1 for k, v in tb0.items() if k in tb1 and (set(v) != set(tb1[k]) or any(

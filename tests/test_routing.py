@@ -683,3 +683,22 @@ def test_random_fabrics_match_reference(shape, seed, split):
         D = nx.DiGraph()
         D.add_edges_from((u, v, {"w": -lt.latency_ns[lt.index(u, v)]}) for u, v in got[f])
         assert r.latency_ns[f] == pytest.approx(-nx.bellman_ford_path_length(D, f"c{s[f]}", f"c{d[f]}", weight="w"))
+
+
+@pytest.mark.parametrize("split", ["equal", "capacity"])
+def test_link_loads_equal_the_routes_summed(split):
+    from fabricsim.topo.routing import link_loads
+    torus = build("torus", dims="4x6x8")
+    broken = torus.copy()                       # rerouted pairs (ECMP by propagation), lost pairs
+    broken.remove_edge("c00.00.00", "c01.00.00")
+    broken.remove_node("c03.05.07")
+    rng = np.random.default_rng(0)
+    for g, n in ((torus, 192), (broken, 192), (build("jalapeno-pod", racks=2), 256)):
+        a, b = np.nonzero(~np.eye(n, dtype=bool))
+        w = rng.random(len(a)) * 1e6
+        r = route(g, a, b, split=split)
+        ref = r.piece_link.T @ (r.flow_piece.T @ np.where(r.reachable, w, 0.0))
+        got = link_loads(g, a, b, w, split=split)
+        assert np.allclose(got.link_bytes, ref, rtol=1e-12, atol=1e-6)
+        assert np.array_equal(got.reachable, r.reachable) and np.array_equal(got.hops, r.hops)
+        assert np.allclose(got.latency_ns, r.latency_ns, rtol=1e-12)

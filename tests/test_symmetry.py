@@ -167,3 +167,41 @@ def test_no_twins_gives_none(case):
     else:
         G = _degraded("jalapeno-rack", ["chip:r00/xpu005"])
     assert symmetry.twin_quotient(G, rows, pairs) is None
+
+
+# --------------------------------------------------------------------------- failures on a symmetric torus
+def test_flows_through_are_exactly_the_flows_on_those_links():
+    G = build("torus", dims="4x6x8")
+    lt = routing.link_table(G)
+    rows = np.arange(192).reshape(-1, 24)
+    q = symmetry.translation_quotient(G, rows, links=lt)
+    failed = [5, 100, 101, 777]
+    s, d, c = symmetry.flows_through(q, failed)
+    i, j = np.nonzero(~np.eye(24, dtype=bool))
+    r = routing.route(G, rows[:, i].ravel(), rows[:, j].ravel(), links=lt)
+    hit = np.unique((r.flow_piece @ r.piece_link).tocsc()[:, failed].tocoo().row)
+    assert set(zip(s.tolist(), d.tolist())) == set(zip(r.src[hit].tolist(), r.dst[hit].tolist()))
+    assert len(s) == len(hit)
+
+
+@pytest.mark.parametrize("specs", [["link:c00.00.00--c01.00.00"], ["ocs:3"], ["lanes:c00.00.00--c00.01.00=1"],
+                                   ["ocs:20", "link:c01.01.01--c01.01.02"]])
+@pytest.mark.parametrize("group", [128, 16])
+def test_bound_of_a_degraded_torus_from_the_intact_classes(specs, group):
+    from fabricsim.topo.failures import apply_failures
+    G = build("ironwood", dims=(4, 4, 8))
+    H = apply_failures(G, specs)[0]
+    kw = dict(groups=by_size(H, group), size_bytes=2**24, algorithm="direct", bound_only=True)
+    fast = price(H, "all-to-all", reference=G, **kw)
+    slow = price(H, "all-to-all", **kw)
+    _same(fast, slow)
+    assert any("the failures touch" in n for n in fast.notes)
+
+
+def test_whatif_bound_uses_the_intact_classes():
+    from fabricsim.collectives.whatif import whatif
+    G = build("torus", dims="4x4x6")
+    w = whatif(G, ["link:c00.00.00--c01.00.00"], "all-to-all", groups=by_size(G, 96), size_bytes=2**24,
+               algorithm="direct", bound_only=True)
+    assert any("the failures touch" in n for n in w.degraded.notes)
+    assert w.slowdown > 1

@@ -81,7 +81,7 @@ from .contract import CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, LAT
     forwarding_graph
 from .errors import BadInput
 
-__all__ = ["LinkTable", "link_table", "Routes", "route", "SPLITS", "TIER_MODES"]
+__all__ = ["LinkTable", "link_table", "Routes", "route", "Loads", "link_loads", "SPLITS", "TIER_MODES"]
 
 SPLITS = ("equal", "capacity")
 TIER_MODES = ("rule", "any")
@@ -557,6 +557,76 @@ class _Reach:
 # ---------------------------------------------------------------------------------------
 # Generic ECMP (any graph): per-destination shortest-path DAGs
 # ---------------------------------------------------------------------------------------
+class _Dags:
+    """Per-destination shortest-path DAGs on the links in ``mask``, by chunks of destinations.
+
+    Iterating yields, per chunk of destinations ``dc``: their distance rows ``dist``
+    (c x n), the DAG edges as (destination row ``jj``, link position ``kk`` into
+    ``la``), the keys ``key_u``/``key_v`` = row * n + tail/head node, each edge's split
+    ``frac`` of its tail's traffic, and the indices ``pidx`` of the pairs of the chunk.
+    """
+
+    def __init__(self, net: _Net, mask: np.ndarray, d: np.ndarray, split: str):
+        lt, n = net.lt, net.n
+        la = np.flatnonzero(mask)
+        # links in source-node order: the DAG entries of a chunk then come out sorted by
+        # (destination, node) from np.nonzero, with no argsort
+        la = la[np.argsort(lt.src[la], kind="stable")]
+        self.la, self.n, self.fwd = la, n, net.fwd
+        self.lsrc, self.ldst = lt.src[la].astype(np.int64), lt.dst[la].astype(np.int64)
+        self.lw = lt.hops[la].astype(np.float64)
+        fwd = net.fwd
+        # Search graph, walked from the destination against the flow: flow link b->a is the
+        # search edge a->b, allowed when a forwards; a non-forwarding destination expands
+        # through its own copy ("out" node), which nothing enters.
+        nonf = np.flatnonzero(~fwd)
+        self.outid = np.full(n, -1, np.int64)
+        self.outid[nonf] = n + np.arange(len(nonf))
+        a_search = np.where(fwd[self.ldst], self.ldst, self.outid[self.ldst])
+        ns = n + len(nonf)
+        self.S = sp.csr_matrix((self.lw, (a_search, self.lsrc)), shape=(ns, ns))
+        self.unweighted = bool(np.all(self.lw == 1))
+        self.cap = lt.capacity_gbps[la] if split == "capacity" else np.ones(len(la))
+        self.llat = lt.latency_ns[la]
+        self.order = np.argsort(d, kind="stable")
+        self.dests, self.dstart = np.unique(d[self.order], return_index=True)
+        self.dend = np.append(self.dstart[1:], len(d))
+        self.chunk = max(1, _CHUNK_CELLS // max(len(la), ns, 1))
+        self.d = d
+
+    def __iter__(self):
+        n, fwd, lsrc, ldst, lw = self.n, self.fwd, self.lsrc, self.ldst, self.lw
+        for c0 in range(0, len(self.dests), self.chunk):
+            dc = self.dests[c0:c0 + self.chunk]
+            c = len(dc)
+            starts = np.where(fwd[dc], dc, self.outid[dc])
+            dist = csgraph.shortest_path(self.S, method="D", directed=True, unweighted=self.unweighted,
+                                         indices=starts)[:, :n]
+            dist[np.arange(c), dc] = 0.0
+            du = dist[:, lsrc]
+            dv = dist[:, ldst]
+            on = (du == dv + lw) & np.isfinite(dv) & (fwd[ldst][None, :] | (ldst[None, :] == dc[:, None]))
+            del du
+            jj, kk = np.nonzero(on)
+            del on
+            key_u = jj * n + lsrc[kk]
+            key_v = jj * n + ldst[kk]
+            w = self.cap[kk]
+            denom = np.bincount(key_u, weights=w, minlength=c * n)
+            frac = w / denom[key_u]
+            pidx = self.order[self.dstart[c0]:self.dend[min(c0 + self.chunk, len(self.dests)) - 1]]
+            yield dc, dist, jj, kk, key_u, key_v, frac, pidx
+
+    def levels(self, dist, jj, kk):
+        """DAG edges grouped by their tail's distance, nearest first: [(edge indices), ...]."""
+        lev = dist[jj, self.lsrc[kk]]
+        # levels are small integers: a stable sort of int16 is a radix sort
+        lorder = np.argsort(lev.astype(np.int16 if lev.max(initial=0) < 2**15 else np.int64), kind="stable")
+        _, lstart = np.unique(lev[lorder], return_index=True)
+        lend = np.append(lstart[1:], len(lorder))
+        return [lorder[a0:a1] for a0, a1 in zip(lstart, lend)]
+
+
 def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
     """Exact per-hop ECMP for pairs (s, d) of node indices on the links in ``mask``.
 
@@ -567,57 +637,18 @@ def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: s
     L, P = len(lt), len(s)
     if P == 0:
         return _empty_part(0, L)
-    la = np.flatnonzero(mask)
-    # links in source-node order: the DAG entries of a chunk then come out sorted by
-    # (destination, node) from np.nonzero, with no argsort
-    la = la[np.argsort(lt.src[la], kind="stable")]
-    lsrc, ldst = lt.src[la].astype(np.int64), lt.dst[la].astype(np.int64)
-    lw = lt.hops[la].astype(np.float64)
-    fwd = net.fwd
-    # Search graph, walked from the destination against the flow: flow link b->a is the
-    # search edge a->b, allowed when a forwards; a non-forwarding destination expands
-    # through its own copy ("out" node), which nothing enters.
-    nonf = np.flatnonzero(~fwd)
-    outid = np.full(n, -1, np.int64)
-    outid[nonf] = n + np.arange(len(nonf))
-    a_search = np.where(fwd[ldst], ldst, outid[ldst])
-    ns = n + len(nonf)
-    S = sp.csr_matrix((lw, (a_search, lsrc)), shape=(ns, ns))
-    unweighted = bool(np.all(lw == 1))
-    cap = lt.capacity_gbps[la] if split == "capacity" else np.ones(len(la))
-    llat = lt.latency_ns[la]
-
-    order = np.argsort(d, kind="stable")
-    dests, dstart = np.unique(d[order], return_index=True)
-    dend = np.append(dstart[1:], P)
-    chunk = max(1, _CHUNK_CELLS // max(len(la), ns, 1))
-
+    dags = _Dags(net, mask, d, split)
+    la, ldst, llat = dags.la, dags.ldst, dags.llat
     reach = np.zeros(P, bool)
     hops = np.zeros(P, np.int32)
     lat = np.zeros(P)
     f_rows, f_cols, f_vals = [], [], []      # flow -> piece (link pieces: -1 - link id, for now)
     p_rows, p_cols, p_vals = [], [], []
     n_node_pieces = 0
-    for c0 in range(0, len(dests), chunk):
-        dc = dests[c0:c0 + chunk]
+    for dc, dist, jj, kk, key_u, key_v, frac, pidx in dags:
         c = len(dc)
-        starts = np.where(fwd[dc], dc, outid[dc])
-        dist = csgraph.shortest_path(S, method="D", directed=True, unweighted=unweighted, indices=starts)[:, :n]
-        dist[np.arange(c), dc] = 0.0
-        du = dist[:, lsrc]
-        dv = dist[:, ldst]
-        on = (du == dv + lw) & np.isfinite(dv) & (fwd[ldst][None, :] | (ldst[None, :] == dc[:, None]))
-        del du
-        jj, kk = np.nonzero(on)
-        del on
-        key_u = jj * n + lsrc[kk]
-        key_v = jj * n + ldst[kk]
-        w = cap[kk]
-        denom = np.bincount(key_u, weights=w, minlength=c * n)
-        frac = w / denom[key_u]
         sk = key_u                           # sorted: row-major nonzero over source-ordered links
         # pairs of this chunk
-        pidx = order[dstart[c0]:dend[min(c0 + chunk, len(dests)) - 1]]
         pj = np.searchsorted(dc, d[pidx])
         ps = s[pidx]
         dsrc = dist[pj, ps]
@@ -669,13 +700,7 @@ def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: s
         # latency of the slowest path: longest-path DP over the DAG, nearest levels first
         latnode = np.full(c * n, -np.inf)
         latnode[np.arange(c) * n + dc] = 0.0
-        lev = dist[jj, lsrc[kk]]
-        # levels are small integers: a stable sort of int16 is a radix sort
-        lorder = np.argsort(lev.astype(np.int16 if lev.max(initial=0) < 2**15 else np.int64), kind="stable")
-        _, lstart = np.unique(lev[lorder], return_index=True)
-        lend = np.append(lstart[1:], len(lorder))
-        for a0, a1 in zip(lstart, lend):
-            sel = lorder[a0:a1]
+        for sel in dags.levels(dist, jj, kk):
             np.maximum.at(latnode, key_u[sel], llat[kk[sel]] + latnode[key_v[sel]])
         lat[pidx] = latnode[key_s]
     # link pieces get ids after the node pieces
@@ -692,6 +717,50 @@ def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: s
     p_vals.append(np.ones(len(links)))
     return _coo_part(P, K, L, rows, cols, vals, np.concatenate(p_rows), np.concatenate(p_cols),
                      np.concatenate(p_vals), reach, hops, lat)
+
+
+def _ecmp_loads(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, w: np.ndarray, split: str):
+    """Link bytes of per-hop ECMP flows (s, d) moving ``w`` bytes each, without per-flow pieces.
+
+    Each destination's demand is pushed down its shortest-path DAG, farthest nodes
+    first, splitting at every node as :func:`_generic` does: O(DAG edges) per
+    destination instead of a piece per (first hop, destination).  Returns
+    ``(link_bytes (L,), reach, hops, lat)`` with ``reach``/``hops``/``lat`` per pair.
+    """
+    lt, n = net.lt, net.n
+    L, P = len(lt), len(s)
+    link_bytes = np.zeros(L)
+    reach = np.zeros(P, bool)
+    hops = np.zeros(P, np.int32)
+    lat = np.zeros(P)
+    if P == 0:
+        return link_bytes, reach, hops, lat
+    dags = _Dags(net, mask, d, split)
+    la, llat = dags.la, dags.llat
+    for dc, dist, jj, kk, key_u, key_v, frac, pidx in dags:
+        c = len(dc)
+        pj = np.searchsorted(dc, d[pidx])
+        ps = s[pidx]
+        dsrc = dist[pj, ps]
+        ok = np.isfinite(dsrc)
+        pidx, pj, ps, dsrc = pidx[ok], pj[ok], ps[ok], dsrc[ok]
+        reach[pidx] = True
+        hops[pidx] = dsrc.astype(np.int32)
+        key_s = pj * n + ps
+        node_bytes = np.bincount(key_s, weights=w[pidx], minlength=c * n)   # demand entering at each node
+        edge_bytes = np.zeros(len(kk))
+        levels = dags.levels(dist, jj, kk)
+        for sel in reversed(levels):                  # farthest first: a node's inflow is complete
+            f = node_bytes[key_u[sel]] * frac[sel]
+            edge_bytes[sel] = f
+            np.add.at(node_bytes, key_v[sel], f)
+        link_bytes += np.bincount(la[kk], weights=edge_bytes, minlength=L)
+        latnode = np.full(c * n, -np.inf)
+        latnode[np.arange(c) * n + dc] = 0.0
+        for sel in levels:
+            np.maximum.at(latnode, key_u[sel], llat[kk[sel]] + latnode[key_v[sel]])
+        lat[pidx] = latnode[key_s]
+    return link_bytes, reach, hops, lat
 
 
 # ---------------------------------------------------------------------------------------
@@ -1090,7 +1159,8 @@ def _torus_dims(net: _Net) -> tuple[int, ...]:
     return dims
 
 
-def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
+def _dor_paths(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> tuple[_Part, np.ndarray]:
+    """Dimension-order routes of every pair, and which pairs' paths are broken (their rows are not routes)."""
     lt = net.lt
     L, F = len(lt), len(s)
     dims = _torus_dims(net)
@@ -1205,11 +1275,16 @@ def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
     idt = np.int32 if max(K, len(idx)) < 2**31 - 1 else np.int64
     fp = sp.csr_matrix((F, K), dtype=float)
     fp.data, fp.indices, fp.indptr = np.ones(len(idx)), idx.astype(idt, copy=False), indptr.astype(idt)
-    reach = np.ones(F, bool)
-    part = _Part(fp, pl, reach, hops, lat)
+    return _Part(fp, pl, np.ones(F, bool), hops, lat), bad
+
+
+def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
+    """Dimension-order routes; pairs whose path lost a link or a chip take ECMP over what is left."""
+    L, F = len(net.lt), len(s)
+    part, bad = _dor_paths(net, s, d, split)
     if not bad.any():
         return part
-    # pairs whose DOR path lost a link or a chip: ECMP over what is left
+    fp, pl, reach, hops, lat = part.fp, part.pl, part.reach, part.hops, part.lat
     good_idx = np.flatnonzero(~bad)
     bad_idx = np.flatnonzero(bad)
     keep = _Part(fp[good_idx], pl, reach[good_idx], hops[good_idx], lat[good_idx])
@@ -1488,37 +1563,10 @@ def _tiered(net: _Net, s, d, split: str, tiers: str):
 # ---------------------------------------------------------------------------------------
 # Entry point
 # ---------------------------------------------------------------------------------------
-def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal",
-          tiers: Literal["rule", "any"] = "rule", links: LinkTable | None = None) -> Routes:
-    """Route flows between chip ranks under the fabric's routing policy.
+def _chip_nodes(G: nx.Graph, src, dst, split: str, tiers: str, links: LinkTable | None):
+    """Check a route request; return (policy, lt, net, src ranks, dst ranks, src nodes, dst nodes).
 
-    Parameters
-    ----------
-    G : networkx.Graph
-        A fabric graph (catalog, user file, or a degraded copy); ``G.graph["routing"]``
-        picks the policy (``ecmp`` when absent).
-    src, dst : array_like of int, shape (F,)
-        Chip ranks; ``src[f] != dst[f]``.  A rank no chip carries (a failed chip)
-        gives an unreachable flow.
-    split : {"equal", "capacity"}
-        Per-hop split over next hops: equal, or in proportion to next-hop link capacity.
-    tiers : {"rule", "any"}
-        ``tiered`` fabrics: keep each pair on its tier (``rule``) or allow any
-        shortest path (``any``).  Ignored by the other policies.
-    links : LinkTable, optional
-        ``link_table(G)`` when the caller already has it (saves rebuilding it).
-
-    Returns
-    -------
-    Routes
-
-    Examples
-    --------
-    >>> from fabricsim.fabrics import build
-    >>> G = build("jalapeno-rack")
-    >>> r = route(G, [0, 5], [1, 9])
-    >>> r.shares([0]).sum(), int(r.hops[0])
-    (np.float64(2.0), 2)
+    A rank no chip carries maps to node -1.
     """
     if split not in SPLITS:
         raise ValueError(f"split={split!r}; choose one of: {', '.join(SPLITS)}")
@@ -1553,6 +1601,43 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
         return out
 
     s, d = node(src_r), node(dst_r)
+    return policy, lt, net, src_r, dst_r, s, d
+
+
+def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal",
+          tiers: Literal["rule", "any"] = "rule", links: LinkTable | None = None) -> Routes:
+    """Route flows between chip ranks under the fabric's routing policy.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric graph (catalog, user file, or a degraded copy); ``G.graph["routing"]``
+        picks the policy (``ecmp`` when absent).
+    src, dst : array_like of int, shape (F,)
+        Chip ranks; ``src[f] != dst[f]``.  A rank no chip carries (a failed chip)
+        gives an unreachable flow.
+    split : {"equal", "capacity"}
+        Per-hop split over next hops: equal, or in proportion to next-hop link capacity.
+    tiers : {"rule", "any"}
+        ``tiered`` fabrics: keep each pair on its tier (``rule``) or allow any
+        shortest path (``any``).  Ignored by the other policies.
+    links : LinkTable, optional
+        ``link_table(G)`` when the caller already has it (saves rebuilding it).
+
+    Returns
+    -------
+    Routes
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> G = build("jalapeno-rack")
+    >>> r = route(G, [0, 5], [1, 9])
+    >>> r.shares([0]).sum(), int(r.hops[0])
+    (np.float64(2.0), 2)
+    """
+    policy, lt, net, src_r, dst_r, s, d = _chip_nodes(G, src, dst, split, tiers, links)
+    L, F = len(lt), len(src_r)
     ok = (s >= 0) & (d >= 0)
     all_alive = bool(ok.all())
     alive = None if all_alive else np.flatnonzero(ok)
@@ -1586,3 +1671,75 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
         hops = np.where(reach, hops, 0).astype(np.int32)
         lat = np.where(reach, lat, 0.0)
     return Routes(lt, src_r, dst_r, fp.tocsr(), part.pl.tocsr(), reach, relay_rank >= 0, relay_rank, hops, lat)
+
+
+@dataclass(frozen=True)
+class Loads:
+    """Bytes per link of a set of flows (see :func:`link_loads`).
+
+    Attributes
+    ----------
+    link_bytes : numpy.ndarray of float64, shape (L,)
+        Bytes each link of the table carries (reachable flows only).
+    reachable : numpy.ndarray of bool, shape (F,)
+    hops : numpy.ndarray of int32, shape (F,)
+    latency_ns : numpy.ndarray of float64, shape (F,)
+        As in :class:`Routes` (0 where unreachable).
+    """
+
+    link_bytes: np.ndarray
+    reachable: np.ndarray
+    hops: np.ndarray
+    latency_ns: np.ndarray
+
+
+def link_loads(G: nx.Graph, src, dst, bytes_per_flow, *, split: Literal["equal", "capacity"] = "equal",
+               tiers: Literal["rule", "any"] = "rule", links: LinkTable | None = None) -> Loads:
+    """Bytes each link carries when flow ``f`` moves ``bytes_per_flow[f]`` along its routes.
+
+    The same routes as :func:`route`, summed without keeping them: on a torus, the
+    pairs whose dimension-order path a failure broke take per-hop ECMP computed by
+    pushing each destination's demand down its shortest-path DAG, so thousands of
+    rerouted destinations cost O(links) each instead of a piece per first hop.  This
+    is what a link-load bound needs; max-min rates need :func:`route`'s pieces.
+
+    Parameters
+    ----------
+    G, src, dst, split, tiers, links
+        As in :func:`route`.
+    bytes_per_flow : float or array_like, shape (F,)
+
+    Returns
+    -------
+    Loads
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> G = build("torus", dims="4x4")
+    >>> float(link_loads(G, [0, 1], [2, 2], 10.0).link_bytes.sum())   # 2 hops + 1 hop
+    30.0
+    """
+    policy, lt, net, src_r, dst_r, s, d = _chip_nodes(G, src, dst, split, tiers, links)
+    F = len(src_r)
+    w = np.broadcast_to(np.asarray(bytes_per_flow, dtype=np.float64), (F,))
+    if policy != "dor":
+        r = route(G, src_r, dst_r, split=split, tiers=tiers, links=lt)
+        ok = np.asarray(r.reachable)
+        lb = r.piece_link.T @ (r.flow_piece.T @ np.where(ok, w, 0.0))
+        return Loads(np.asarray(lb), ok, r.hops, r.latency_ns)
+    reach = np.zeros(F, bool)
+    hops = np.zeros(F, np.int32)
+    lat = np.zeros(F)
+    alive = np.flatnonzero((s >= 0) & (d >= 0))
+    part, bad = _dor_paths(net, s[alive], d[alive], split)
+    good, rerouted = alive[~bad], alive[bad]
+    fp = part.fp[np.flatnonzero(~bad)]
+    lb = np.asarray(part.pl.T @ (fp.T @ w[good]))
+    reach[good], hops[good], lat[good] = True, part.hops[~bad], part.lat[~bad]
+    if len(rerouted):
+        more, r_ok, r_hops, r_lat = _ecmp_loads(net, np.ones(len(lt), bool), s[rerouted], d[rerouted],
+                                                np.ascontiguousarray(w[rerouted]), split)
+        lb = lb + more
+        reach[rerouted], hops[rerouted], lat[rerouted] = r_ok, np.where(r_ok, r_hops, 0), np.where(r_ok, r_lat, 0)
+    return Loads(lb, reach, hops, lat)

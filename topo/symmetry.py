@@ -24,7 +24,7 @@ capacities or latencies, groups that do not tile, an ECMP or tiered fabric -- re
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
@@ -33,7 +33,7 @@ from scipy.sparse import csgraph
 
 from .contract import CHIP, KIND, RANK
 
-__all__ = ["Quotient", "translation_quotient", "twin_quotient"]
+__all__ = ["Quotient", "translation_quotient", "twin_quotient", "flows_through"]
 
 _AXES = ("x", "y", "z", "w")
 
@@ -65,6 +65,10 @@ class Quotient:
         Links in each orbit.
     row_orbit : numpy.ndarray of int64, shape (R,)
         Orbit of each row (rows of one orbit finish together).
+    frame : dict
+        Translations only: ``dims``, chip coordinates by rank (``coords_of_rank``), rank by
+        flat position (``rank_of_pos``) and each link's source coordinates (``link_coords``),
+        for :func:`flows_through`.
     """
 
     symmetry: str
@@ -78,6 +82,7 @@ class Quotient:
     link_orbit: np.ndarray
     orbit_size: np.ndarray
     row_orbit: np.ndarray
+    frame: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n_classes(self) -> int:
@@ -298,8 +303,11 @@ def translation_quotient(G: nx.Graph, rows, pairs=None, *, links=None,
         row_orbit = csgraph.connected_components(A, directed=False)[1].astype(np.int64)
     else:
         row_orbit = np.arange(R, dtype=np.int64)
+    coords_of_rank = np.empty((N, nd), np.int64)
+    coords_of_rank[rank] = coords
+    frame = {"dims": dims, "coords_of_rank": coords_of_rank, "rank_of_pos": rank_of_pos, "link_coords": coords[u]}
     return Quotient("translation", tuple(period), np.full(len(rep_src), mult, np.int64), rep_src, rep_dst, rep_row,
-                    routes, piece_orbit, link_orbit, np.full(O, mult, np.int64), row_orbit)
+                    routes, piece_orbit, link_orbit, np.full(O, mult, np.int64), row_orbit, frame)
 
 def twin_quotient(G: nx.Graph, rows, pairs=None, *, links=None, split: str = "equal",
                   tiers: str = "rule") -> Quotient | None:
@@ -412,3 +420,58 @@ def twin_quotient(G: nx.Graph, rows, pairs=None, *, links=None, split: str = "eq
         return None
     return Quotient("twins", (), multiplicity, rep_src, rep_dst, np.concatenate(reps_row), routes,
                     _fold(routes, link_orbit, O), link_orbit, np.bincount(link_orbit, minlength=O), np.arange(R))
+
+
+def flows_through(q: Quotient, links: np.ndarray):
+    """The flows of a translation quotient whose routes use any of ``links``.
+
+    A failure that removes links from a symmetric torus changes the routes of exactly
+    these flows (dimension-order routes elsewhere stay as they were), so a link-load
+    bound of the degraded fabric is the symmetric one less their old routes plus their
+    new ones.  Found from the classes' routes: a class's representative crossing link
+    ``l`` puts the translate by ``position(f) - position(l)`` on every link ``f`` of
+    ``l``'s orbit; no flow list is built.
+
+    Parameters
+    ----------
+    q : Quotient
+        From :func:`translation_quotient`.
+    links : array_like of int
+        Link indices of ``q``'s link table.
+
+    Returns
+    -------
+    (src, dst, cls) : numpy.ndarray of int64
+        Chip ranks of each such flow (each once) and its class.
+    """
+    if q.symmetry != "translation":
+        raise ValueError("flows_through needs a translation quotient")
+    links = np.unique(np.asarray(links, dtype=np.int64))
+    empty = np.zeros(0, np.int64)
+    if not len(links):
+        return empty, empty, empty
+    fr = q.frame
+    dims = np.array(fr["dims"])
+    A = (q.routes.flow_piece @ q.routes.piece_link).tocoo()
+    c, l = A.row.astype(np.int64), A.col.astype(np.int64)
+    f_orbit = q.link_orbit[links]
+    order = np.argsort(f_orbit, kind="stable")
+    f_sorted, f_links = f_orbit[order], links[order]
+    lo = np.searchsorted(f_sorted, q.link_orbit[l], "left")
+    cnt = np.searchsorted(f_sorted, q.link_orbit[l], "right") - lo
+    c, l, lo, cnt = c[cnt > 0], l[cnt > 0], lo[cnt > 0], cnt[cnt > 0]
+    total = int(cnt.sum())
+    if not total:
+        return empty, empty, empty
+    ends = np.cumsum(cnt)
+    f = f_links[np.repeat(lo - (ends - cnt), cnt) + np.arange(total)]
+    c, l = np.repeat(c, cnt), np.repeat(l, cnt)
+    tau = (fr["link_coords"][f] - fr["link_coords"][l]) % dims
+    key = np.unique(c * int(np.prod(dims)) + np.ravel_multi_index(tuple(tau.T), tuple(dims)))
+    c = key // int(np.prod(dims))
+    tau = np.stack(np.unravel_index(key % int(np.prod(dims)), tuple(dims)), axis=1)
+    cr = fr["coords_of_rank"]
+
+    def moved(ranks):
+        return fr["rank_of_pos"][np.ravel_multi_index(tuple(((cr[ranks] + tau) % dims).T), tuple(dims))]
+    return moved(q.rep_src[c]), moved(q.rep_dst[c]), c
