@@ -20,6 +20,7 @@ Model (say it where users see it; the README repeats it):
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -256,7 +257,9 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
     cross_bytes = 0.0
     sym_notes: set[str] = set()
     for ph in plist:
-        q = None if ph.in_network else _quotient(G, ph, table, split, tiers, symmetry)
+        guard = functools.partial(_guard_before_routing, solver, n_links=len(cap), bound_only=bound_only,
+                                  limit=memory_limit_bytes)
+        q = None if ph.in_network else _quotient(G, ph, table, split, tiers, symmetry, guard)
         defect = None
         if q is None and not ph.in_network and reference is not None:
             table_ref = table_ref or routing.link_table(reference)
@@ -417,13 +420,13 @@ def _guard_before_routing(solver, n_flows: int, n_links: int, bound_only: bool, 
     solver.guard_memory(max(est, routing_bytes), limit_bytes=limit, n_flows=n_flows)
 
 
-def _quotient(G, ph: Phase, table, split: str, tiers: str, enabled: bool):
+def _quotient(G, ph: Phase, table, split: str, tiers: str, enabled: bool, guard=None):
     """The phase's symmetry classes (see :mod:`fabricsim.topo.symmetry`), or None."""
     if not enabled or not ph.rows_disjoint:
         return None
     from ..topo import symmetry
-    return (symmetry.translation_quotient(G, ph.rows, ph.pairs, links=table, split=split)
-            or symmetry.twin_quotient(G, ph.rows, ph.pairs, links=table, split=split, tiers=tiers))
+    return (symmetry.translation_quotient(G, ph.rows, ph.pairs, links=table, split=split, guard=guard)
+            or symmetry.twin_quotient(G, ph.rows, ph.pairs, links=table, split=split, tiers=tiers, guard=guard))
 
 
 def _defect_bound(ref, G, ph: Phase, table, cap, split: str, tiers: str, table_ref) -> dict | None:
@@ -437,7 +440,9 @@ def _defect_bound(ref, G, ph: Phase, table, cap, split: str, tiers: str, table_r
     from ..topo import routing, solver, symmetry
     if ph.in_network or not ph.rows_disjoint:
         return None
-    q = symmetry.translation_quotient(ref, ph.rows, ph.pairs, links=table_ref, split=split)
+    q = symmetry.translation_quotient(ref, ph.rows, ph.pairs, links=table_ref, split=split,
+                                      guard=functools.partial(_guard_before_routing, solver, n_links=len(cap),
+                                                              bound_only=True, limit=None))
     if q is None:
         return None
     pairs = table._pairs()

@@ -205,3 +205,13 @@ def test_whatif_bound_uses_the_intact_classes():
                algorithm="direct", bound_only=True)
     assert any("the failures touch" in n for n in w.degraded.notes)
     assert w.slowdown > 1
+
+
+def test_classes_are_sized_by_the_memory_guard_too():
+    from fabricsim.topo.errors import TooLarge
+    G = build("torus", dims="4x6x8")
+    with pytest.raises(TooLarge, match="bound-only"):
+        price(G, "all-to-all", groups=by_size(G, 192), size_bytes=2**24, algorithm="direct",
+              memory_limit_bytes=10 ** 6)
+    assert price(G, "all-to-all", groups=by_size(G, 192), size_bytes=2**24, algorithm="direct",
+                 memory_limit_bytes=4 * 10 ** 6).time_s > 0

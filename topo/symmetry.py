@@ -137,7 +137,7 @@ def _divisors(k: int) -> list[int]:
 
 
 def translation_quotient(G: nx.Graph, rows, pairs=None, *, links=None,
-                         split: str = "equal") -> Quotient | None:
+                         split: str = "equal", guard=None) -> Quotient | None:
     """Fold a phase into translation classes on an intact DOR torus, or ``None``.
 
     Parameters
@@ -154,6 +154,9 @@ def translation_quotient(G: nx.Graph, rows, pairs=None, *, links=None,
     links : routing.LinkTable, optional
     split : str
         Passed to :func:`routing.route` for the representatives.
+    guard : callable, optional
+        Called with the number of representative flows before they are routed (the
+        caller's memory guard: it raises to refuse).
 
     Returns
     -------
@@ -291,6 +294,8 @@ def translation_quotient(G: nx.Graph, rows, pairs=None, *, links=None,
         rep_dst = rows[rep_row, pair_b[p]]
     if (rep_src == rep_dst).any():
         return None
+    if guard is not None:
+        guard(len(rep_src))
     routes = routing.route(G, rep_src, rep_dst, split=split, links=lt)
     if not np.all(routes.reachable):
         return None
@@ -310,7 +315,7 @@ def translation_quotient(G: nx.Graph, rows, pairs=None, *, links=None,
                     routes, piece_orbit, link_orbit, np.full(O, mult, np.int64), row_orbit, frame)
 
 def twin_quotient(G: nx.Graph, rows, pairs=None, *, links=None, split: str = "equal",
-                  tiers: str = "rule") -> Quotient | None:
+                  tiers: str = "rule", guard=None) -> Quotient | None:
     """Fold an all-to-all phase into classes of interchangeable chips, or ``None``.
 
     Two chips are *twins* when they sit in the same rack, neither forwards, and they
@@ -322,7 +327,8 @@ def twin_quotient(G: nx.Graph, rows, pairs=None, *, links=None, split: str = "eq
     row share one rate: one class of ``|K| |K'|`` flows (``|K| (|K| - 1)`` when ``K =
     K'``).  A link's orbit is its pair of ends with each chip replaced by its class.
 
-    Routing must treat twins alike: ECMP and the tier rule do; a relay (rail-only PXN)
+    ``guard`` is as in :func:`translation_quotient`.  Routing must treat twins alike:
+    ECMP and the tier rule do; a relay (rail-only PXN)
     is chosen by position, so a phase that needs relays, or has unreachable pairs, gives
     ``None`` (the caller routes every flow).  Ordered patterns (rings, shifts) give
     ``None`` too: swapping twins would reorder them.
@@ -409,6 +415,8 @@ def twin_quotient(G: nx.Graph, rows, pairs=None, *, links=None, split: str = "eq
         mult.append(np.where(same, count[a] * (count[a] - 1), count[a] * count[b]))
     rep_src, rep_dst = np.concatenate(reps_s), np.concatenate(reps_d)
     multiplicity = np.concatenate(mult).astype(np.int64)
+    if guard is not None:
+        guard(len(rep_src))
     routes = routing.route(G, rep_src, rep_dst, split=split, tiers=tiers, links=lt)
     if not np.all(routes.reachable) or np.any(routes.relayed):
         return None
