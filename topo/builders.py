@@ -36,7 +36,7 @@ from itertools import product
 
 import networkx as nx
 
-from .contract import CHIP, SWITCH, add_bundle
+from .contract import CHIP, SWITCH, add_bundle, bundle_attrs
 from .devices import Device, device, register_device
 
 __all__ = ["switched_domain", "leaf_spine", "torus", "dragonfly", "full_mesh", "boardfly",
@@ -171,6 +171,7 @@ def torus(dims, *, lanes_per_link: int = 1, lane_gbps: float = 200.0, link_gbps:
         G.add_node(ids[rank], kind=CHIP, model=chip_model, forwards=True, rank=rank, **dict(zip(AXES, coords)))
     port_gbps = lanes * lane_rate
     strides = [math.prod(dims[a + 1:]) for a in range(len(dims))]
+    edges = []
     for rank, coords in enumerate(positions):
         for axis, k in enumerate(dims):
             if k == 1:
@@ -181,9 +182,10 @@ def torus(dims, *, lanes_per_link: int = 1, lane_gbps: float = 200.0, link_gbps:
             nxt = rank + ((c + 1) % k - c) * strides[axis]
             # k == 2: the +1 and -1 links both reach the other chip -> one bundle, doubled lanes
             n_links = 2 if k == 2 else 1
-            add_bundle(G, ids[rank], ids[nxt], lanes=n_links * lanes, lane_gbps=lane_rate,
-                       port_gbps=port_gbps, medium=medium, tier=tier, latency_ns=latency_ns,
-                       axis=AXES[axis], wrap=(k == 2 or c == k - 1))
+            edges.append((ids[rank], ids[nxt], bundle_attrs(
+                lanes=n_links * lanes, lane_gbps=lane_rate, port_gbps=port_gbps, medium=medium, tier=tier,
+                latency_ns=latency_ns, axis=AXES[axis], wrap=(k == 2 or c == k - 1))))
+    G.add_edges_from(edges)
     return G
 
 

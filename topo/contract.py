@@ -119,12 +119,17 @@ class Violation:
         return f"{self.where}: {self.problem}"
 
 
-def add_bundle(G: nx.Graph, u, v, *, lanes: int, lane_gbps: float, port_gbps: float,
-               medium: str, tier: str, latency_ns: float, **tags) -> None:
-    """Add one bundle of ``lanes`` parallel lanes between ``u`` and ``v``, deriving its capacity."""
-    G.add_edge(u, v, **{LANES: int(lanes), LANE_GBPS: float(lane_gbps), PORT_GBPS: float(port_gbps),
-                        CAPACITY_GBPS: float(lanes * lane_gbps), MEDIUM: medium, TIER: tier,
-                        LATENCY_NS: float(latency_ns)}, **tags)
+def bundle_attrs(*, lanes: int, lane_gbps: float, port_gbps: float, medium: str, tier: str,
+                 latency_ns: float, **tags) -> dict:
+    """Edge attributes of one bundle of ``lanes`` parallel lanes, its capacity derived."""
+    return {LANES: int(lanes), LANE_GBPS: float(lane_gbps), PORT_GBPS: float(port_gbps),
+            CAPACITY_GBPS: float(lanes * lane_gbps), MEDIUM: medium, TIER: tier,
+            LATENCY_NS: float(latency_ns), **tags}
+
+
+def add_bundle(G: nx.Graph, u, v, **attrs) -> None:
+    """Add one bundle between ``u`` and ``v`` (keywords as :func:`bundle_attrs`)."""
+    G.add_edge(u, v, **bundle_attrs(**attrs))
 
 
 def chips(G: nx.Graph) -> list:

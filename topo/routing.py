@@ -75,7 +75,6 @@ from typing import Literal
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from .contract import CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, LATENCY_NS, RANK, SWITCH, TIER, \
     forwarding_graph
@@ -515,6 +514,7 @@ class _Reach:
         fwd = net.fwd
         both = fwd[u] & fwd[v]
         A = sp.csr_matrix((np.ones(both.sum()), (u[both], v[both])), shape=(n, n))
+        from scipy.sparse import csgraph   # imported on use: it costs ~50 ms at start-up
         _, lab = csgraph.connected_components(A, directed=False)
         # a forwarding node is in its component; a non-forwarding one touches its neighbours'
         fn = np.flatnonzero(fwd)
@@ -600,6 +600,7 @@ class _Dags:
             dc = self.dests[c0:c0 + self.chunk]
             c = len(dc)
             starts = np.where(fwd[dc], dc, self.outid[dc])
+            from scipy.sparse import csgraph
             dist = csgraph.shortest_path(self.S, method="D", directed=True, unweighted=self.unweighted,
                                          indices=starts)[:, :n]
             dist[np.arange(c), dc] = 0.0

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from .contract import CHIP, KIND, RANK
 
@@ -301,10 +300,11 @@ def translation_quotient(G: nx.Graph, rows, pairs=None, *, links=None,
         return None
     piece_orbit = _fold(routes, link_orbit, O)
     # row orbits: rows joined by a generator step are one orbit
-    if gens:
+    if gens and R > 1:
         src_rows = np.concatenate([np.arange(R)] * len(gens))
         dst_rows = np.concatenate([lab[g[X[:, 0]]] for g in gens])
         A = sp.csr_matrix((np.ones(len(src_rows)), (src_rows, dst_rows)), shape=(R, R))
+        from scipy.sparse import csgraph   # imported on use: it costs ~50 ms at start-up
         row_orbit = csgraph.connected_components(A, directed=False)[1].astype(np.int64)
     else:
         row_orbit = np.arange(R, dtype=np.int64)
