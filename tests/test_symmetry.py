@@ -5,6 +5,7 @@ import pytest
 from fabricsim.collectives import by_size, price
 from fabricsim.fabrics import build
 from fabricsim.topo import routing, solver, symmetry
+from fabricsim.topo.builders import leaf_spine, switched_domain
 
 
 def _same(a, b):
@@ -128,6 +129,9 @@ def _degraded(name, specs, **params):
     (lambda: _degraded("jalapeno-pod", ["node:r00/lsw0", "lanes:r01/xpu003--r01/lsw2=1"], racks=2), 256,
      "packed", "all-to-all", "direct"),
     (lambda: _degraded("jalapeno-pod", ["rail:1"], racks=2), 256, "packed", "all-to-all", "direct"),
+    (lambda: leaf_spine(leaves=8, chips_per_leaf=8, spines=4, oversubscription=2.0), 16, "packed", "all-to-all",
+     "direct"),
+    (lambda: switched_domain(chips=32, planes=4), 8, "spread", "all-to-all", "direct"),
 ])
 @pytest.mark.parametrize("bound_only", [False, True])
 def test_twin_classes_equal_every_flow(make, group, placement, collective, algorithm, bound_only):

@@ -102,7 +102,8 @@ class Quotient:
     def describe(self) -> str:
         what = (f"period {'x'.join(map(str, self.period))}" if self.symmetry == "translation"
                 else "interchangeable chips")
-        return f"{what}: {self.n_flows:,} flows solved as {self.n_classes:,} classes"
+        plural = "class" if self.n_classes == 1 else "classes"
+        return f"{what}: {self.n_flows:,} flows solved as {self.n_classes:,} {plural}"
 
 
 def _fold(routes, link_orbit: np.ndarray, n_orbits: int) -> sp.csr_matrix:
