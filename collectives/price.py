@@ -271,6 +271,7 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
         elif q is not None:
             # symmetry classes: every flow of a class has the class's rate and finish
             sym_notes.add(q.describe())
+            relayed += int(q.multiplicity[np.asarray(q.routes.relayed)].sum())
             reach = None
             P, Q, capO = q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(cap)
             sizes = np.full(q.n_classes, ph.flow_bytes)

@@ -219,3 +219,39 @@ def test_classes_are_sized_by_the_memory_guard_too():
               memory_limit_bytes=10 ** 6)
     assert price(G, "all-to-all", groups=by_size(G, 192), size_bytes=2**24, algorithm="direct",
                  memory_limit_bytes=4 * 10 ** 6).time_s > 0
+
+
+# --------------------------------------------------------------------------- positions (relays by position)
+_STATIC = dict(racks=2, leaf="static")
+_CUT = [f"link:r00/xpu005--r00/gsw{i}" for i in range(4)]
+
+
+@pytest.mark.parametrize("specs,group,placement", [
+    ([], 256, "packed"),
+    ([], 64, "spread"),
+    (["rail-switch:rail3/sw5"], 256, "packed"),
+    (["leaf-switch:r00/gsw0", "leaf-switch:r01/gsw1"], 256, "packed"),
+    (["link:r00/xpu005--r00/gsw1"], 256, "packed"),
+    (_CUT, 256, "packed"),                                     # relays on the destination side too
+    (_CUT + [f"link:r01/xpu010--r01/gsw{i}" for i in range(4)], 256, "packed"),   # and on both sides
+])
+@pytest.mark.parametrize("bound_only", [False, True])
+def test_position_classes_equal_every_flow(specs, group, placement, bound_only):
+    from fabricsim.topo.failures import apply_failures
+    G = apply_failures(build("jalapeno-pod", **_STATIC), specs)[0]
+    kw = dict(groups=by_size(G, group, placement), size_bytes=2**24, algorithm="direct", bound_only=bound_only)
+    fast = price(G, "all-to-all", **kw)
+    slow = price(G, "all-to-all", symmetry=False, **kw)
+    _same(fast, slow)
+    relay_notes = [[n for n in r.notes if "relay through" in n] for r in (fast, slow)]
+    assert relay_notes[0] == relay_notes[1]
+
+
+def test_static_pod_all_to_all_is_position_classes():
+    G = build("jalapeno-pod", **_STATIC)
+    r = price(G, "all-to-all", groups=by_size(G, 256), size_bytes=2**24, algorithm="direct")
+    assert any("interchangeable positions" in n and "272 classes" in n for n in r.notes)
+    # per-port rail wiring relays too; its positions are alike in fewer ways
+    P = build("jalapeno-pod", racks=2, rail_wiring="per-port")
+    r = price(P, "all-to-all", groups=by_size(P, 256), size_bytes=2**24, algorithm="direct")
+    assert any("interchangeable positions" in n for n in r.notes)

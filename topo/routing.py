@@ -220,6 +220,10 @@ class Routes:
         Physical links on the longest path the flow uses (0 if unreachable).
     latency_ns : numpy.ndarray of float64, shape (F,)
         Latency of the slowest path the flow uses (links plus switches entered).
+    relay2_rank : numpy.ndarray of int32, shape (F,), optional
+        The second relay chip, in the destination's rack, of a flow that relays on
+        both sides (``relay_rank`` then is the one in the source's rack); -1 where
+        there is none.  ``None`` when no flow relays.
     """
 
     links: LinkTable
@@ -232,6 +236,7 @@ class Routes:
     relay_rank: np.ndarray
     hops: np.ndarray
     latency_ns: np.ndarray
+    relay2_rank: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.src)
@@ -1556,9 +1561,11 @@ def _tiered(net: _Net, s, d, split: str, tiers: str):
         contrib = [(k, f[keep[f]], (np.arange(len(f)) if r is None else r)[keep[f]])
                    for k, f, r in contrib[:n_contrib]] + contrib[n_contrib:]
     fp, pl = _assemble(F, L, parts, contrib, disjoint=relay is None)
+    relay2 = None
     if relay is not None:
         relay[~reach] = -1
-    return fp, pl, reach, relay, hops, lat
+        relay2 = np.where((m1 >= 0) & (m2 >= 0) & (relay >= 0), m2, -1)   # both sides relay
+    return fp, pl, reach, relay, hops, lat, relay2
 
 
 # ---------------------------------------------------------------------------------------
@@ -1644,11 +1651,11 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
     alive = None if all_alive else np.flatnonzero(ok)
     sa, da = (s, d) if all_alive else (s[alive], d[alive])
     del ok
-    relay_a = None
+    relay_a = relay2_a = None
     if policy == "dor":
         part = _dor(net, sa, da, split)
     elif policy == "tiered":
-        fp, pl, reach_a, relay_a, hops_a, lat_a = _tiered(net, sa, da, split, tiers)
+        fp, pl, reach_a, relay_a, hops_a, lat_a, relay2_a = _tiered(net, sa, da, split, tiers)
         part = _Part(fp, pl, reach_a, hops_a, lat_a)
     else:
         part = _route_on(net, np.ones(L, bool), sa, da, split)
@@ -1668,10 +1675,16 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
         reach[alive], hops[alive], lat[alive] = part.reach, part.hops, part.lat
         if relay_a is not None:
             relay_rank[alive] = np.where(relay_a >= 0, net.rank[np.maximum(relay_a, 0)], -1)
+    relay2_rank = None
+    if relay2_a is not None:
+        relay2_rank = np.full(F, -1, np.int32)
+        where = np.flatnonzero(relay2_a >= 0)
+        relay2_rank[where if all_alive else alive[where]] = net.rank[relay2_a[where]]
     if not reach.all():
         hops = np.where(reach, hops, 0).astype(np.int32)
         lat = np.where(reach, lat, 0.0)
-    return Routes(lt, src_r, dst_r, fp.tocsr(), part.pl.tocsr(), reach, relay_rank >= 0, relay_rank, hops, lat)
+    return Routes(lt, src_r, dst_r, fp.tocsr(), part.pl.tocsr(), reach, relay_rank >= 0, relay_rank, hops, lat,
+                  relay2_rank)
 
 
 @dataclass(frozen=True)

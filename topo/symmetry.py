@@ -44,8 +44,9 @@ class Quotient:
     Attributes
     ----------
     symmetry : str
-        ``"translation"`` (a torus, :func:`translation_quotient`) or ``"twins"``
-        (interchangeable chips, :func:`twin_quotient`).
+        ``"translation"`` (a torus, :func:`translation_quotient`), ``"twins"``
+        (interchangeable chips, :func:`twin_quotient`) or ``"positions"`` (positions
+        interchangeable in every rack at once, for fabrics that relay by position).
     period : tuple of int
         Translations: the step per torus axis (``t_i``); empty for twins.
     multiplicity : numpy.ndarray of int64, shape (C,)
@@ -100,8 +101,9 @@ class Quotient:
         return np.asarray(orbit_values)[self.link_orbit] / self.orbit_size[self.link_orbit]
 
     def describe(self) -> str:
-        what = (f"period {'x'.join(map(str, self.period))}" if self.symmetry == "translation"
-                else "interchangeable chips")
+        what = {"translation": f"period {'x'.join(map(str, self.period))}",
+                "twins": "interchangeable chips",
+                "positions": "interchangeable positions (alike in every rack)"}[self.symmetry]
         plural = "class" if self.n_classes == 1 else "classes"
         return f"{what}: {self.n_flows:,} flows solved as {self.n_classes:,} {plural}"
 
@@ -419,8 +421,11 @@ def twin_quotient(G: nx.Graph, rows, pairs=None, *, links=None, split: str = "eq
     if guard is not None:
         guard(len(rep_src))
     routes = routing.route(G, rep_src, rep_dst, split=split, tiers=tiers, links=lt)
-    if not np.all(routes.reachable) or np.any(routes.relayed):
+    if not np.all(routes.reachable):
         return None
+    if np.any(routes.relayed):
+        # a relay is chosen by position: only moves that treat every rack alike keep it
+        return _position_twins(G, lt, rows, X, cls, row_of, split, tiers, guard)
     # link orbits: both ends replaced by their classes (a switch is a class of its own)
     n_cls = int(refined.max()) + 1
     link_orbit = np.unique(refined[u] * n_cls + refined[v], return_inverse=True)[1].astype(np.int64)
@@ -428,6 +433,93 @@ def twin_quotient(G: nx.Graph, rows, pairs=None, *, links=None, split: str = "eq
     if not _uniform_within(link_orbit, O, lt):
         return None
     return Quotient("twins", (), multiplicity, rep_src, rep_dst, np.concatenate(reps_row), routes,
+                    _fold(routes, link_orbit, O), link_orbit, np.bincount(link_orbit, minlength=O), np.arange(R))
+
+
+def _position_twins(G, lt, rows, X, cls, row_of, split, tiers, guard) -> Quotient | None:
+    """Twin classes for a fabric whose routes relay by in-rack position (rail-only PXN).
+
+    The relay of a pair is the chip of the source's rack at the destination's position
+    (or the mirror of it), so the moves that keep routes are the permutations of
+    positions applied in *every* rack at once.  Positions ``p`` and ``p'`` are
+    interchangeable when in every rack the chips there are twins and in one row.  Under
+    those moves a pair is classified by its two (rack, position class) cells and, when
+    the classes agree across two racks, by whether the positions are equal.  Each
+    representative's relay is checked to be that positional choice (not a fallback
+    chosen by rank), and a flow relaying on both sides gives ``None``.
+    """
+    from . import routing
+    net = routing._net(G, lt)
+    u, v = lt.src.astype(np.int64), lt.dst.astype(np.int64)
+    if (net.is_chip[u] & net.is_chip[v]).any():
+        return None                                      # chip-to-chip links: not handled here
+    ridx, kidx, table = routing._positions(net)
+    if (ridx[X] < 0).any():
+        return None
+    n = len(lt.nodes)
+    present = table >= 0
+    T0 = np.maximum(table, 0)
+    # a position's class: its chips' twin classes and rows, rack by rack
+    key = np.concatenate([np.where(present, cls[T0], -1), np.where(present, row_of[T0], -2)], axis=0).T
+    pid = np.unique(key, axis=0, return_inverse=True)[1].ravel().astype(np.int64)
+    nK = int(pid.max()) + 1
+    by_class = np.argsort(pid, kind="stable")
+    start = np.searchsorted(pid[by_class], np.arange(nK + 1))
+    size = np.diff(start)
+    first = by_class[start[:-1]]
+    second = by_class[np.minimum(start[:-1] + 1, len(pid) - 1)]
+    cell = np.full(n, -1, np.int64)
+    cell[table[present]] = (np.nonzero(present)[0] * nK + pid[np.nonzero(present)[1]])
+    rank = net.rank
+    reps_s, reps_d, reps_row, mult = [], [], [], []
+    for r in range(X.shape[0]):
+        cells = np.unique(cell[X[r]])
+        ra, ka = cells // nK, cells % nK
+        j = len(cells)
+        a, b = np.repeat(np.arange(j), j), np.tile(np.arange(j), j)
+        ra_a, ra_b, ka_a, ka_b = ra[a], ra[b], ka[a], ka[b]
+        same_cell = a == b
+        same_class = (ka_a == ka_b) & ~same_cell          # one class in two racks
+        other = ka_a != ka_b
+        sz_a, sz_b = size[ka_a], size[ka_b]
+        src1 = table[ra_a, first[ka_a]]
+        # (1) two positions of one cell; (2) one class, two racks: same position, other
+        # positions; (3) two classes
+        picks = [(same_cell & (sz_a >= 2), src1, table[ra_b, second[ka_b]], sz_a * (sz_a - 1)),
+                 (same_class, src1, table[ra_b, first[ka_b]], sz_a),
+                 (same_class & (sz_a >= 2), src1, table[ra_b, second[ka_b]], sz_a * (sz_a - 1)),
+                 (other, src1, table[ra_b, first[ka_b]], sz_a * sz_b)]
+        for sel, sn, dn, mm in picks:
+            reps_s.append(rank[sn[sel]])
+            reps_d.append(rank[dn[sel]])
+            reps_row.append(np.full(int(sel.sum()), r, np.int64))
+            mult.append(mm[sel])
+    rep_src, rep_dst = np.concatenate(reps_s), np.concatenate(reps_d)
+    multiplicity = np.concatenate(mult).astype(np.int64)
+    R, m = rows.shape
+    if multiplicity.sum() != R * m * (m - 1) or 4 * len(rep_src) > R * m * (m - 1):
+        return None
+    if guard is not None:
+        guard(len(rep_src))
+    routes = routing.route(G, rep_src, rep_dst, split=split, tiers=tiers, links=lt)
+    if not np.all(routes.reachable):
+        return None
+    if routes.relay2_rank is not None and (routes.relay2_rank >= 0).any():
+        return None                                      # relays on both sides: chosen by rank
+    relayed = np.flatnonzero(routes.relayed)
+    if len(relayed):
+        sn = net.node_of_rank[rep_src[relayed]]
+        dn = net.node_of_rank[rep_dst[relayed]]
+        got = net.node_of_rank[routes.relay_rank[relayed]]
+        positional = (got == table[ridx[sn], kidx[dn]]) | (got == table[ridx[dn], kidx[sn]])
+        if not positional.all():
+            return None                                  # a fallback relay, chosen by rank
+    key_node = np.where(cell >= 0, n + cell, np.arange(n))
+    link_orbit = np.unique(key_node[u] * (n + n * nK + 1) + key_node[v], return_inverse=True)[1].astype(np.int64)
+    O = int(link_orbit.max()) + 1
+    if not _uniform_within(link_orbit, O, lt):
+        return None
+    return Quotient("positions", (), multiplicity, rep_src, rep_dst, np.concatenate(reps_row), routes,
                     _fold(routes, link_orbit, O), link_orbit, np.bincount(link_orbit, minlength=O), np.arange(R))
 
 
