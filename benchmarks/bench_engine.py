@@ -115,7 +115,7 @@ def run_case(name):
         row["closed"] = 1920 / 2048 * 2 ** 30 / 200e9
         row["note"] = "every flow routed (price --per-flow)"
     elif name == "pod-a2a-static":
-        row = _flow_case("jalapeno-pod", {"leaf": "static"})
+        row = _class_case("jalapeno-pod", {"leaf": "static"})
         row["closed"] = 1920 / 2048 * 2 ** 30 / 200e9
     elif name in ("torus-9216-bound", "torus-9216-flow"):
         row = _class_case("ironwood", {}, bound_only=name.endswith("bound"))
