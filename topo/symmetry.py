@@ -1,26 +1,35 @@
-"""Translation symmetry on a torus: solve classes of flows instead of every flow.
+"""Symmetry classes: solve one flow per orbit instead of every flow, exactly.
 
-On an intact torus under dimension-order routing, moving every chip by a translation
-``tau`` maps links to links of the same capacity and routes to routes.  When a phase's
-flows are mapped onto themselves too (the groups tile the torus the same way after the
-move), the max-min fair allocation -- unique, hence invariant -- gives every translate
-of a flow the same rate and every translate of a link the same load.  So the engine
-solves one *class* per orbit of flows (its representative: the flow whose source lies
-in the fundamental cell of the translations) on one *link orbit* per orbit of links:
+The max-min fair allocation is unique, so a symmetry -- a relabelling of chips and
+switches that maps the fabric, its routes and the phase's flows onto themselves --
+gives every flow of an orbit the same rate and every link of an orbit the same load.
+The engine then solves one *class* per orbit of flows (a representative flow) on one
+*link orbit* per orbit of links:
 
-* a class row stands for ``multiplicity = |T|`` flows (the solver's ``multiplicity``),
-* a link orbit's capacity is the sum over its ``|T|`` links, and a class's share on it
-  is the sum of the representative's shares on the orbit's links,
+* a class row stands for ``multiplicity`` flows (the solver's ``multiplicity``),
+* a link orbit's capacity is the sum over its links, and a class's share on it is the
+  sum of its representative's shares on the orbit's links,
 
-so every load and rate is the per-flow problem's, exactly, while the sizes shrink by
-``|T|``: the 9,216-chip all-to-all (85 M flows) becomes 9,215 classes on 6 link orbits.
+so every load, rate and finish time is the per-flow problem's, while the sizes shrink
+by the orbit sizes.  Three symmetries are used:
 
-The translations used are the lattice ``T = t_1 Z x t_2 Z x ...`` with the smallest
-step ``t_i`` (a divisor of the ring length ``k_i``) under which the phase is invariant
-along each axis; diagonal-only symmetries are not searched (that loses compression,
-never exactness).  Anything that breaks the symmetry -- a failed link or chip, unequal
-capacities or latencies, groups that do not tile, an ECMP or tiered fabric -- returns
-``None`` and the caller routes every flow.
+:func:`translation_quotient`
+    Translations of an intact dimension-order torus under which the groups tile it
+    the same way (the lattice ``t_1 Z x t_2 Z x ...`` with the smallest step per axis;
+    diagonal-only symmetries are not searched).  The 9,216-chip all-to-all (85 M
+    flows) becomes 9,215 classes on 6 link orbits.
+:func:`twin_quotient`
+    Interchangeable chips (same rack, same links to the same neighbours) within one
+    all-to-all row: a switched rack's chips.  The 2,048-chip pod all-to-all is 256
+    classes.  Where routes relay by in-rack position (rail-only PXN), positions
+    interchangeable in every rack at once are used instead.
+:func:`flows_through`
+    For a failure on a symmetric torus: the flows whose routes it touches, so a
+    link-load bound of the degraded fabric is the intact one corrected by them.
+
+Anything that breaks a symmetry -- a failed link on a torus, unequal capacities or
+latencies, groups that do not tile, a relay chosen by rank -- returns ``None`` and
+the caller routes every flow.
 """
 from __future__ import annotations
 
