@@ -1,0 +1,15 @@
+"""The examples in the docstrings run and print what they say."""
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+MODULES = sorted(f"{pkg}.{m.name}" for pkg in ("fabricsim.topo", "fabricsim.collectives", "fabricsim.fabrics")
+                 for m in pkgutil.iter_modules(importlib.import_module(pkg).__path__))
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
