@@ -314,8 +314,9 @@ def _price_options(fn):
         click.option("--calibration", type=click.Path(), help="TOML file with efficiency and/or "
                      "step_latency_us (measured nccl-tests fits)."),
         click.option("--bound-only", is_flag=True, help="Price by the link-load bound only (fast, no fairness)."),
-        click.option("--per-flow", is_flag=True, help="Route and solve every flow even where translation "
-                     "symmetry lets a torus be solved as classes (exact either way; a slower cross-check)."),
+        click.option("--per-flow", is_flag=True, help="Route and solve every flow even where symmetry (torus "
+                     "translations, interchangeable chips or positions) lets the phase be solved as classes "
+                     "(exact either way; a slower cross-check)."),
     ]
     for o in reversed(opts):
         fn = o(fn)
