@@ -623,6 +623,26 @@ class _Dags:
             pidx = self.order[self.dstart[c0]:self.dend[min(c0 + self.chunk, len(self.dests)) - 1]]
             yield dc, dist, jj, kk, key_u, key_v, frac, pidx
 
+    def reached(self, s: np.ndarray, dc, dist, pidx):
+        """The chunk's pairs whose source reaches the destination.
+
+        Returns (pair indices, destination row of each, hop count, key = row * n + source).
+        """
+        pj = np.searchsorted(dc, self.d[pidx])
+        ps = s[pidx]
+        dsrc = dist[pj, ps]
+        ok = np.isfinite(dsrc)
+        pidx, pj, ps, dsrc = pidx[ok], pj[ok], ps[ok], dsrc[ok]
+        return pidx, pj, dsrc.astype(np.int32), pj * self.n + ps
+
+    def latency(self, dc, kk, key_u, key_v, levels) -> np.ndarray:
+        """Latency of the slowest path from each (row, node) to the row's destination, shape (c * n,)."""
+        latnode = np.full(len(dc) * self.n, -np.inf)
+        latnode[np.arange(len(dc)) * self.n + dc] = 0.0
+        for sel in levels:                                # nearest levels first: a longest-path DP
+            np.maximum.at(latnode, key_u[sel], self.llat[kk[sel]] + latnode[key_v[sel]])
+        return latnode
+
     def levels(self, dist, jj, kk):
         """DAG edges grouped by their tail's distance, nearest first: [(edge indices), ...]."""
         lev = dist[jj, self.lsrc[kk]]
@@ -644,7 +664,7 @@ def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: s
     if P == 0:
         return _empty_part(0, L)
     dags = _Dags(net, mask, d, split)
-    la, ldst, llat = dags.la, dags.ldst, dags.llat
+    la, ldst = dags.la, dags.ldst
     reach = np.zeros(P, bool)
     hops = np.zeros(P, np.int32)
     lat = np.zeros(P)
@@ -654,15 +674,9 @@ def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: s
     for dc, dist, jj, kk, key_u, key_v, frac, pidx in dags:
         c = len(dc)
         sk = key_u                           # sorted: row-major nonzero over source-ordered links
-        # pairs of this chunk
-        pj = np.searchsorted(dc, d[pidx])
-        ps = s[pidx]
-        dsrc = dist[pj, ps]
-        ok = np.isfinite(dsrc)
-        pidx, pj, ps, dsrc = pidx[ok], pj[ok], ps[ok], dsrc[ok]
+        pidx, pj, h, key_s = dags.reached(s, dc, dist, pidx)
         reach[pidx] = True
-        hops[pidx] = dsrc.astype(np.int32)
-        key_s = pj * n + ps
+        hops[pidx] = h
         lo = np.searchsorted(sk, key_s, "left")
         hi = np.searchsorted(sk, key_s, "right")
         cnt = hi - lo
@@ -703,12 +717,7 @@ def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: s
             p_cols.append(PL.col.astype(np.int64))
             p_vals.append(PL.data)
         n_node_pieces += len(pkeys)
-        # latency of the slowest path: longest-path DP over the DAG, nearest levels first
-        latnode = np.full(c * n, -np.inf)
-        latnode[np.arange(c) * n + dc] = 0.0
-        for sel in dags.levels(dist, jj, kk):
-            np.maximum.at(latnode, key_u[sel], llat[kk[sel]] + latnode[key_v[sel]])
-        lat[pidx] = latnode[key_s]
+        lat[pidx] = dags.latency(dc, kk, key_u, key_v, dags.levels(dist, jj, kk))[key_s]
     # link pieces get ids after the node pieces
     rows = np.concatenate(f_rows) if f_rows else np.zeros(0, np.int64)
     cols = np.concatenate(f_cols) if f_cols else np.zeros(0, np.int64)
@@ -742,17 +751,12 @@ def _ecmp_loads(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, w: np
     if P == 0:
         return link_bytes, reach, hops, lat
     dags = _Dags(net, mask, d, split)
-    la, llat = dags.la, dags.llat
+    la = dags.la
     for dc, dist, jj, kk, key_u, key_v, frac, pidx in dags:
         c = len(dc)
-        pj = np.searchsorted(dc, d[pidx])
-        ps = s[pidx]
-        dsrc = dist[pj, ps]
-        ok = np.isfinite(dsrc)
-        pidx, pj, ps, dsrc = pidx[ok], pj[ok], ps[ok], dsrc[ok]
+        pidx, _, h, key_s = dags.reached(s, dc, dist, pidx)
         reach[pidx] = True
-        hops[pidx] = dsrc.astype(np.int32)
-        key_s = pj * n + ps
+        hops[pidx] = h
         node_bytes = np.bincount(key_s, weights=w[pidx], minlength=c * n)   # demand entering at each node
         edge_bytes = np.zeros(len(kk))
         levels = dags.levels(dist, jj, kk)
@@ -761,11 +765,7 @@ def _ecmp_loads(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, w: np
             edge_bytes[sel] = f
             np.add.at(node_bytes, key_v[sel], f)
         link_bytes += np.bincount(la[kk], weights=edge_bytes, minlength=L)
-        latnode = np.full(c * n, -np.inf)
-        latnode[np.arange(c) * n + dc] = 0.0
-        for sel in levels:
-            np.maximum.at(latnode, key_u[sel], llat[kk[sel]] + latnode[key_v[sel]])
-        lat[pidx] = latnode[key_s]
+        lat[pidx] = dags.latency(dc, kk, key_u, key_v, levels)[key_s]
     return link_bytes, reach, hops, lat
 
 
@@ -1598,7 +1598,6 @@ def _chip_nodes(G: nx.Graph, src, dst, split: str, tiers: str, links: LinkTable 
         raise ValueError("src and dst must be chip ranks >= 0")
     lt = link_table(G) if links is None else links
     net = _net(G, lt)
-    L, F = len(lt), len(src_r)
 
     def node(r):
         if len(r) and r.max() < len(net.node_of_rank):
