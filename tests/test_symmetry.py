@@ -255,3 +255,44 @@ def test_static_pod_all_to_all_is_position_classes():
     P = build("jalapeno-pod", racks=2, rail_wiring="per-port")
     r = price(P, "all-to-all", groups=by_size(P, 256), size_bytes=2**24, algorithm="direct")
     assert any("interchangeable positions" in n for n in r.notes)
+
+
+def _random_case(rng):
+    """A random fabric (maybe with one failure), placement, collective and algorithm; or None."""
+    from fabricsim.collectives import algorithms_for, view_of
+    from fabricsim.topo.failures import apply_failures, domains
+    kind = rng.choice(["torus", "pod", "static", "rack", "nvl72"])
+    if kind == "torus":
+        dims = "x".join(str(int(k)) for k in rng.choice([2, 3, 4, 5, 6], size=rng.integers(1, 4)))
+        if np.prod([int(k) for k in dims.split("x")]) < 2:
+            return None
+        G = build("torus", dims=dims)
+    elif kind in ("pod", "static"):
+        G = build("jalapeno-pod", racks=int(rng.integers(1, 4)), leaf="static" if kind == "static" else "switched")
+    else:
+        G = build("jalapeno-rack" if kind == "rack" else "nvl72")
+    if rng.random() < 0.4:
+        doms = domains(G)
+        cls = str(rng.choice(sorted(c for c in doms if c not in ("rack", "chip", "node", "tray"))))
+        G = apply_failures(G, [f"{cls}:{doms[cls][int(rng.integers(len(doms[cls])))].id}"])[0]
+    n = sum(1 for _, d in G.nodes(data=True) if d["kind"] == "chip")
+    g = int(rng.choice([k for k in range(2, n + 1) if n % k == 0]))
+    groups = by_size(G, g, str(rng.choice(["packed", "spread", "random:3"])))
+    collective = str(rng.choice(["all-to-all", "all-reduce", "reduce-scatter"]))
+    algorithm = str(rng.choice(algorithms_for(collective, groups, view_of(G))))
+    if algorithm == "pairwise" and g > 16:
+        return None
+    return G, collective, dict(groups=groups, size_bytes=2**22, algorithm=algorithm, bound_only=rng.random() < 0.3)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_cases_agree_with_every_flow(seed):
+    rng = np.random.default_rng(seed)
+    compared = 0
+    while compared < 12:
+        case = _random_case(rng)
+        if case is None:
+            continue
+        G, collective, kw = case
+        _same(price(G, collective, **kw), price(G, collective, symmetry=False, **kw))
+        compared += 1
