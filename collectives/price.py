@@ -29,7 +29,7 @@ import networkx as nx
 import numpy as np
 
 from ..topo.contract import CHIP, KIND, RANK
-from ..topo.errors import BadInput
+from ..topo.errors import BadInput, TooLarge
 from .algorithms import ALGORITHMS, Phase, algorithms_for, phases, view_of
 
 __all__ = ["CostReport", "PhaseReport", "price", "busbw_factor", "DEFAULT_STEP_OVERHEAD_NS",
@@ -300,7 +300,12 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
             sym_notes.add(f"{defect['describe']} on the intact fabric, less the {defect['touched']:,} flows "
                           f"the failures touch, rerouted (link-load bound)")
         else:
-            _guard_before_routing(solver, ph.n_flows, len(cap), bound_only, memory_limit_bytes)
+            try:
+                _guard_before_routing(solver, ph.n_flows, len(cap), bound_only, memory_limit_bytes)
+            except TooLarge as exc:
+                if symmetry:
+                    raise
+                raise TooLarge(f"{exc}; or leave out --per-flow, so symmetry classes can solve it") from None
             routes = routing.route(G, ph.src, ph.dst, split=split, tiers=tiers, links=table)
             reach = np.asarray(routes.reachable, dtype=bool)
             if not reach.all():
