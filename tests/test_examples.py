@@ -138,3 +138,18 @@ def test_tp_allreduce(tmp_path):
     ring72 = price(nvl, "all-reduce", groups=by_size(nvl, 72), size_bytes=2**32, algorithm="ring")
     assert f"ring busbw {ring72.busbw_GBps:,.1f}" in out
     assert "measured 835-847 GB/s" in out
+
+
+def test_ocs_failures(tmp_path):
+    out = _run("ocs_failures", tmp_path)
+    G = build("ironwood", dims=(8, 8, 16))
+    kw = dict(groups=by_size(G, 1024), size_bytes=2**30, algorithm="direct")
+    z = whatif(G, ["ocs:32"], "all-to-all", bound_only=True, **kw)
+    assert _row(out, "z ")[-1] == pytest.approx(z.slowdown, abs=1e-6)
+    # the flow-level price of the degraded pod agrees with the bound: the all-to-all is link-paced
+    flow = _row(out, "z flow-level")
+    assert flow[0] == pytest.approx(flow[1], rel=1e-6) and flow[1] == pytest.approx(z.slowdown, abs=1e-6)
+    assert _row(out, "8 down:")[-1] == pytest.approx(whatif(G, [f"ocs:{i}" for i in range(32, 40)], "all-to-all",
+                                                            bound_only=True, **kw).slowdown, abs=1e-6)
+    # all 16 z-axis OCSes down: the z rings are cut between the 4 cubes along z
+    assert _row(out, "16 down:")[0] == 1024 * 768
