@@ -242,10 +242,9 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
 
 def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, split, tiers, efficiency,
                overhead_s, message_s, bound_only, memory_limit_bytes, symmetry, reference) -> dict:
-    from ..topo import routing, solver
+    from ..topo import routing
     plist = phases(collective, algorithm, groups, size_bytes, view)
     table = routing.link_table(G)
-    table_ref = None
     cap = np.asarray(table.capacity_Bps, dtype=np.float64) * efficiency
     link_bytes = np.zeros(len(cap))
     group_t = np.zeros(len(groups))
@@ -256,112 +255,27 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
     relayed = 0
     cross_bytes = 0.0
     sym_notes: set[str] = set()
+    ctx = _Ctx(G, table, cap, len(groups), split, tiers, bound_only, memory_limit_bytes, symmetry, reference)
     for ph in plist:
-        guard = functools.partial(_guard_before_routing, solver, n_links=len(cap), bound_only=bound_only,
-                                  limit=memory_limit_bytes)
-        q = None if ph.in_network else _quotient(G, ph, table, split, tiers, symmetry, guard)
-        defect = None
-        if q is None and not ph.in_network and reference is not None:
-            table_ref = table_ref or routing.link_table(reference)
-            defect = _defect_bound(reference, G, ph, table, cap, split, tiers, table_ref)
-        if ph.in_network:
-            step_bw, step_bound, lb, finish, lat_ns, events = _in_network(ph, G, table, cap)
-            reach = np.ones(len(ph.src), dtype=bool)
-            sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
-        elif q is not None:
-            # symmetry classes: every flow of a class has the class's rate and finish
-            sym_notes.add(q.describe())
-            relayed += int(q.multiplicity[np.asarray(q.routes.relayed)].sum())
-            reach = None
-            P, Q, capO = q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(cap)
-            sizes = np.full(q.n_classes, ph.flow_bytes)
-            if bound_only:
-                b = solver.link_load_bound(P, Q, capO, sizes, multiplicity=q.multiplicity)
-                step_bw = step_bound = b.time_s
-                lb = q.per_link(b.link_bytes)
-                finish = np.full(q.n_classes, step_bw)
-                events = 0
-            else:
-                r = solver.simulate(P, Q, capO, sizes, multiplicity=q.multiplicity)
-                step_bw, step_bound, lb = r.time_s, r.bound_s, q.per_link(r.link_bytes)
-                finish = np.asarray(r.finish_s)
-                events = r.events
-            lat_ns = float(np.max(q.routes.latency_ns))
-            sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
-        elif defect is not None:
-            # the intact fabric's classes, corrected by the flows the failures touch
-            step_bw = step_bound = defect["time_s"]
-            lb, lat_ns, events = defect["link_bytes"], defect["latency_ns"], 0
-            reach = None
-            n_unreachable += len(defect["unreachable"])
-            unreachable_pairs.extend(defect["unreachable"][:5])
-            finish = np.zeros(0)
-            sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
-            sym_notes.add(f"{defect['describe']} on the intact fabric, less the {defect['touched']:,} flows "
-                          f"the failures touch, rerouted (link-load bound)")
-        else:
-            try:
-                _guard_before_routing(solver, ph.n_flows, len(cap), bound_only, memory_limit_bytes)
-            except TooLarge as exc:
-                if symmetry:
-                    raise
-                raise TooLarge(f"{exc}; or leave out --per-flow, so symmetry classes can solve it") from None
-            routes = routing.route(G, ph.src, ph.dst, split=split, tiers=tiers, links=table)
-            reach = np.asarray(routes.reachable, dtype=bool)
-            if not reach.all():
-                bad = np.nonzero(~reach)[0]
-                n_unreachable += int(bad.size)
-                unreachable_pairs.extend(zip(ph.src[bad][:5].tolist(), ph.dst[bad][:5].tolist()))
-            relayed += int(np.asarray(routes.relayed)[reach].sum())
-            P = routes.flow_piece[np.nonzero(reach)[0]]
-            Q = routes.piece_link
-            sizes = ph.size_bytes[reach]
-            if P.shape[0] == 0:
-                step_bw = step_bound = 0.0
-                lb = np.zeros(len(cap))
-                finish = np.zeros(0)
-                events = 0
-            elif bound_only:
-                b = solver.link_load_bound(P, Q, cap, sizes)
-                step_bw = step_bound = b.time_s
-                lb = np.asarray(b.link_bytes)
-                # without fairness, a flow's finish is the bound of its busiest link
-                finish = np.full(P.shape[0], step_bw)
-                events = 0
-            else:
-                solver.guard_memory(solver.estimate_memory_bytes(
-                    n_flows=P.shape[0], nnz_flow_piece=P.nnz, n_pieces=Q.shape[0], nnz_piece_link=Q.nnz,
-                    n_links=Q.shape[1]), limit_bytes=memory_limit_bytes)
-                r = solver.simulate(P, Q, cap, sizes)
-                step_bw, step_bound, lb = r.time_s, r.bound_s, np.asarray(r.link_bytes)
-                finish = np.asarray(r.finish_s)
-                events = r.events
-            lat_ns = float(np.max(np.asarray(routes.latency_ns)[reach])) if reach.any() else 0.0
-            sat = int(np.sum(lb >= cap * step_bw * (1 - 1e-9))) if step_bw > 0 else 0
+        st = _price_phase(ph, ctx)
+        if st.note:
+            sym_notes.add(st.note)
+        n_unreachable += st.unreachable
+        unreachable_pairs.extend(st.examples)
+        relayed += st.relayed
         messages = ph.messages_per_rank()
-        step_lat = lat_ns * 1e-9 + overhead_s + max(messages - 1, 0) * message_s
-        # per group: its slowest flow in each step, plus the step latency
-        g_fin = np.zeros(len(groups))
-        if q is not None:
-            # rows of one orbit are translates: each finishes with its orbit's slowest class
-            orbit_fin = np.zeros(int(q.row_orbit.max()) + 1)
-            np.maximum.at(orbit_fin, q.row_orbit[q.rep_row], finish)
-            np.maximum.at(g_fin, ph.row_group, orbit_fin[q.row_orbit])
-        elif defect is not None:
-            g_fin[np.unique(ph.row_group)] = step_bw       # the bound: every group takes the phase's time
-        elif finish.size:
-            np.maximum.at(g_fin, ph.group if reach is None else ph.group[reach], finish)
-        group_t += ph.repeat * (g_fin + step_lat)
-        link_bytes += ph.repeat * lb
-        bw_total += ph.repeat * step_bw
+        step_lat = st.latency_ns * 1e-9 + overhead_s + max(messages - 1, 0) * message_s
+        group_t += ph.repeat * (st.group_finish_s + step_lat)
+        link_bytes += ph.repeat * st.link_bytes
+        bw_total += ph.repeat * st.time_s
         lat_total += ph.repeat * step_lat
-        bound_total += ph.repeat * step_bound
+        bound_total += ph.repeat * st.bound_s
         if view.domain is not None and not ph.in_network:
-            cross_bytes += ph.repeat * ph.bytes_across(view.domain, reach)
-        n_flows = ph.n_flows - (len(defect["unreachable"]) if defect else 0) if reach is None else int(reach.sum())
-        reports.append(PhaseReport(ph.name, ph.repeat, n_flows, float(ph.flow_bytes),
-                                   float(step_bw), float(step_lat), float(step_bound), int(events),
-                                   float(ph.repeat * (step_bw + step_lat)), sat))
+            cross_bytes += ph.repeat * ph.bytes_across(view.domain, st.reach)
+        sat = int(np.sum(st.link_bytes >= cap * st.time_s * (1 - 1e-9))) if st.time_s > 0 else 0
+        reports.append(PhaseReport(ph.name, ph.repeat, ph.n_flows - st.unreachable, float(ph.flow_bytes),
+                                   float(st.time_s), float(step_lat), float(st.bound_s), int(st.events),
+                                   float(ph.repeat * (st.time_s + step_lat)), sat))
     if any(ph.in_network for ph in plist):
         notes.append("in-network reduction is priced at link rate (ideal switch reduction); public "
                      "nccl-tests results on GB200 NVL72 reach 835-847 GB/s busbw at 4-8 GiB, so calibrate "
@@ -395,6 +309,134 @@ def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, s
                             "examples": _examples(unreachable_pairs, by_rank)},
             "group_time_s": group_t.tolist(), "notes": notes, "link_bytes": _frozen(link_bytes),
             "link_utilization": _frozen(util)}
+
+
+@dataclass
+class _Ctx:
+    """What every phase of one price shares."""
+
+    G: nx.Graph
+    table: Any
+    cap: np.ndarray
+    n_groups: int
+    split: str
+    tiers: str
+    bound_only: bool
+    memory_limit_bytes: int | None
+    symmetry: bool
+    reference: nx.Graph | None
+    table_ref: Any = None
+
+
+@dataclass
+class _Step:
+    """One step of a phase, priced: the same fields whichever way it was solved."""
+
+    time_s: float                     # bandwidth time of the step (the solver's, or the bound)
+    bound_s: float                    # link-load bound of the step
+    link_bytes: np.ndarray            # (L,) bytes per link in one step
+    latency_ns: float                 # slowest route
+    events: int
+    group_finish_s: np.ndarray        # (groups,) each collective group's slowest flow
+    unreachable: int = 0              # flows without a route
+    examples: list = field(default_factory=list)      # a few of them, (src, dst) ranks
+    relayed: int = 0                  # flows relaying through a chip (PXN)
+    reach: np.ndarray | None = None   # per-flow reachability where flows were listed
+    note: str | None = None           # how symmetry was used
+
+
+def _price_phase(ph: Phase, ctx: _Ctx) -> _Step:
+    """Price one step of ``ph``: in-network, by symmetry classes, by the intact classes'
+    correction (a bound on a degraded torus), or flow by flow."""
+    from ..topo import routing, solver
+    if ph.in_network:
+        return _step_in_network(ph, ctx)
+    guard = functools.partial(_guard_before_routing, solver, n_links=len(ctx.cap), bound_only=ctx.bound_only,
+                              limit=ctx.memory_limit_bytes)
+    q = _quotient(ctx.G, ph, ctx.table, ctx.split, ctx.tiers, ctx.symmetry, guard)
+    if q is not None:
+        return _step_classes(ph, q, ctx)
+    if ctx.reference is not None:
+        ctx.table_ref = ctx.table_ref or routing.link_table(ctx.reference)
+        d = _defect_bound(ctx.reference, ctx.G, ph, ctx.table, ctx.cap, ctx.split, ctx.tiers, ctx.table_ref)
+        if d is not None:
+            g_fin = np.zeros(ctx.n_groups)
+            g_fin[np.unique(ph.row_group)] = d["time_s"]     # the bound: every group takes the phase's time
+            note = (f"{d['describe']} on the intact fabric, less the {d['touched']:,} flows the failures "
+                    f"touch, rerouted (link-load bound)")
+            return _Step(d["time_s"], d["time_s"], d["link_bytes"], d["latency_ns"], 0, g_fin,
+                         d["unreachable"], d["examples"], note=note)
+    return _step_flows(ph, ctx)
+
+
+def _step_in_network(ph: Phase, ctx: _Ctx) -> _Step:
+    step_bw, step_bound, lb, finish, lat_ns, events = _in_network(ph, ctx.G, ctx.table, ctx.cap)
+    g_fin = np.zeros(ctx.n_groups)
+    if finish.size:
+        np.maximum.at(g_fin, ph.group, finish)
+    return _Step(step_bw, step_bound, lb, lat_ns, events, g_fin)
+
+
+def _step_classes(ph: Phase, q, ctx: _Ctx) -> _Step:
+    """Symmetry classes: every flow of a class has the class's rate and finish."""
+    from ..topo import solver
+    P, Q, capO = q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(ctx.cap)
+    sizes = np.full(q.n_classes, ph.flow_bytes)
+    if ctx.bound_only:
+        b = solver.link_load_bound(P, Q, capO, sizes, multiplicity=q.multiplicity)
+        step_bw = step_bound = b.time_s
+        lb, finish, events = q.per_link(b.link_bytes), np.full(q.n_classes, step_bw), 0
+    else:
+        r = solver.simulate(P, Q, capO, sizes, multiplicity=q.multiplicity)
+        step_bw, step_bound, lb = r.time_s, r.bound_s, q.per_link(r.link_bytes)
+        finish, events = np.asarray(r.finish_s), r.events
+    # rows of one orbit are alike: each finishes with its orbit's slowest class
+    orbit_fin = np.zeros(int(q.row_orbit.max()) + 1)
+    np.maximum.at(orbit_fin, q.row_orbit[q.rep_row], finish)
+    g_fin = np.zeros(ctx.n_groups)
+    np.maximum.at(g_fin, ph.row_group, orbit_fin[q.row_orbit])
+    return _Step(step_bw, step_bound, lb, float(np.max(q.routes.latency_ns)), events, g_fin,
+                 relayed=int(q.multiplicity[np.asarray(q.routes.relayed)].sum()), note=q.describe())
+
+
+def _step_flows(ph: Phase, ctx: _Ctx) -> _Step:
+    """Every flow routed and solved."""
+    from ..topo import routing, solver
+    try:
+        _guard_before_routing(solver, ph.n_flows, len(ctx.cap), ctx.bound_only, ctx.memory_limit_bytes)
+    except TooLarge as exc:
+        if ctx.symmetry:
+            raise
+        raise TooLarge(f"{exc}; or leave out --per-flow, so symmetry classes can solve it") from None
+    routes = routing.route(ctx.G, ph.src, ph.dst, split=ctx.split, tiers=ctx.tiers, links=ctx.table)
+    reach = np.asarray(routes.reachable, dtype=bool)
+    bad = np.flatnonzero(~reach)
+    examples = list(zip(ph.src[bad[:5]].tolist(), ph.dst[bad[:5]].tolist()))
+    P = routes.flow_piece[np.flatnonzero(reach)]
+    Q = routes.piece_link
+    sizes = ph.size_bytes[reach]
+    cap = ctx.cap
+    if P.shape[0] == 0:
+        step_bw = step_bound = 0.0
+        lb, finish, events = np.zeros(len(cap)), np.zeros(0), 0
+    elif ctx.bound_only:
+        b = solver.link_load_bound(P, Q, cap, sizes)
+        step_bw = step_bound = b.time_s
+        # without fairness, a flow's finish is the bound of its busiest link
+        lb, finish, events = np.asarray(b.link_bytes), np.full(P.shape[0], step_bw), 0
+    else:
+        solver.guard_memory(solver.estimate_memory_bytes(
+            n_flows=P.shape[0], nnz_flow_piece=P.nnz, n_pieces=Q.shape[0], nnz_piece_link=Q.nnz,
+            n_links=Q.shape[1]), limit_bytes=ctx.memory_limit_bytes)
+        r = solver.simulate(P, Q, cap, sizes)
+        step_bw, step_bound, lb = r.time_s, r.bound_s, np.asarray(r.link_bytes)
+        finish, events = np.asarray(r.finish_s), r.events
+    g_fin = np.zeros(ctx.n_groups)
+    if finish.size:
+        np.maximum.at(g_fin, ph.group[reach], finish)
+    lat_ns = float(np.max(np.asarray(routes.latency_ns)[reach])) if reach.any() else 0.0
+    return _Step(step_bw, step_bound, lb, lat_ns, events, g_fin, len(bad), examples,
+                 relayed=int(np.asarray(routes.relayed)[reach].sum()), reach=reach)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -461,7 +503,7 @@ def _defect_bound(ref, G, ph: Phase, table, cap, split: str, tiers: str, table_r
     intact = q.per_link(solver.link_load_bound(q.routes.flow_piece, q.piece_orbit,
                                                q.orbit_capacity(table_ref.capacity_Bps), sizes,
                                                multiplicity=q.multiplicity).link_bytes)
-    unreachable: list = []
+    unreachable, examples = 0, []
     lat = 0.0
     if len(src):
         old = routing.link_loads(ref, src, dst, size, split=split, tiers=tiers, links=table_ref)
@@ -480,11 +522,12 @@ def _defect_bound(ref, G, ph: Phase, table, cap, split: str, tiers: str, table_r
         lb += new.link_bytes
         if ok.any():
             lat = max(lat, float(np.max(new.latency_ns[ok])))
-        unreachable = list(zip(src[~ok].tolist(), dst[~ok].tolist()))
+        lost = np.flatnonzero(~ok)
+        unreachable, examples = len(lost), list(zip(src[lost[:5]].tolist(), dst[lost[:5]].tolist()))
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(lb > 0, lb / cap, 0.0)
     return {"time_s": float(t.max()) if t.size else 0.0, "link_bytes": lb, "latency_ns": lat,
-            "unreachable": unreachable, "touched": len(src), "describe": q.describe()}
+            "unreachable": unreachable, "examples": examples, "touched": len(src), "describe": q.describe()}
 
 
 def _in_network(ph: Phase, G, table, cap):
