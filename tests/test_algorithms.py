@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from fabricsim.collectives import algorithms_for, phases, view_of
@@ -84,3 +85,29 @@ def test_auto_candidates_depend_on_the_fabric(rack_view):
     assert "torus-rings" not in algorithms_for("all-reduce", [tuple(range(8))], rack_view)
     pod = view_of(build("jalapeno-pod", racks=2))
     assert "hierarchical" in algorithms_for("all-to-all", [tuple(range(256))], pod)
+
+
+@pytest.mark.parametrize("collective,algorithm", [("all-to-all", "direct"), ("all-to-all", "pairwise"),
+                                                  ("all-to-all", "hierarchical"), ("all-reduce", "ring"),
+                                                  ("all-reduce", "halving-doubling")])
+def test_phase_structure_matches_its_flow_list(collective, algorithm):
+    """Counts taken from a phase's structure equal those of its explicit flows."""
+    from fabricsim.collectives import by_size, phases, view_of
+    G = build("jalapeno-pod", racks=2)
+    view = view_of(G)
+    tried = 0
+    for placement in ("packed", "spread", "random:5"):
+        groups = by_size(G, 32, placement)
+        try:
+            plist = phases(collective, algorithm, groups, 2**20, view)
+        except BadInput:
+            continue                                    # hierarchical needs groups spread over racks
+        tried += 1
+        for p in plist:
+            assert p.n_flows == len(p.src) == len(p.dst) == len(p.size_bytes) == len(p.group)
+            assert p.messages_per_rank() == np.bincount(p.src).max()
+            across = (view.domain[p.src] != view.domain[p.dst])
+            assert p.bytes_across(view.domain) == pytest.approx(float(p.size_bytes[across].sum()))
+            assert set(map(tuple, np.stack([p.src, p.dst], 1).tolist())) <= {
+                (a, b) for g in groups for a in g for b in g}
+    assert tried
