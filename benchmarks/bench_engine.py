@@ -106,6 +106,17 @@ def _torus_closed_form(dims, link_GBps):
     return worst * (2 ** 30 / n) / (link_GBps * 1e9)
 
 
+def _cli_price(args, flows, closed):
+    """`fabricsim price all-to-all ... --size 1GiB --json` in a fresh process: its wall time and answer."""
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "fabricsim.cli", "price", "all-to-all", *args, "--size", "1GiB",
+                          "--json"], capture_output=True, text=True, check=True)
+    rep = json.loads(out.stdout)
+    return {"flows": flows, "nnz": "-", "build_s": "-", "solve_s": time.perf_counter() - t, "events": "-",
+            "levels": "-", "time_s": rep["bandwidth_time_s"], "closed": closed, "note": "process wall",
+            "algorithm": rep["algorithm"]}
+
+
 def run_case(name):
     if name == "pod-a2a":
         row = _class_case("jalapeno-pod", {})
@@ -153,23 +164,14 @@ def run_case(name):
         row = _flow_case("torus", {}, degrade=degrade)
         row["closed"] = None
     elif name == "cli-price-pod":
-        t = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "fabricsim.cli", "price", "all-to-all", "--fabric",
-                              "jalapeno-pod", "--group-size", "2048", "--size", "1GiB", "--json"],
-                             capture_output=True, text=True, check=True)
-        rep = json.loads(out.stdout)
-        row = {"flows": 2048 * 2047, "nnz": "-", "build_s": "-", "solve_s": time.perf_counter() - t,
-               "events": "-", "levels": "-", "time_s": rep["bandwidth_time_s"],
-               "closed": 1920 / 2048 * 2 ** 30 / 200e9, "note": f"process wall, auto picked {rep['algorithm']}"}
+        row = _cli_price(["--fabric", "jalapeno-pod", "--group-size", "2048"], 2048 * 2047,
+                         1920 / 2048 * 2 ** 30 / 200e9)
+        row["note"] += ", auto picked " + row.pop("algorithm")
     elif name == "cli-price-ironwood":
-        t = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "fabricsim.cli", "price", "all-to-all", "--fabric",
-                              "ironwood", "--size", "1GiB", "--algorithm", "direct", "--json"],
-                             capture_output=True, text=True, check=True)
-        rep = json.loads(out.stdout)
-        row = {"flows": 9216 * 9215, "nnz": "-", "build_s": "-", "solve_s": time.perf_counter() - t,
-               "events": "-", "levels": "-", "time_s": rep["bandwidth_time_s"],
-               "closed": _torus_closed_form((16, 24, 24), 90.0), "note": "process wall, flow-level"}
+        row = _cli_price(["--fabric", "ironwood", "--algorithm", "direct"], 9216 * 9215,
+                         _torus_closed_form((16, 24, 24), 90.0))
+        row["note"] += ", flow-level"
+        row.pop("algorithm")
     elif name == "cli-compare-catalog":
         from fabricsim.fabrics import FABRICS
         t = time.perf_counter()
