@@ -76,6 +76,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
+from .builders import AXES as _AXES   # torus coordinate attributes, x slowest
 from .contract import CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, LATENCY_NS, RANK, SWITCH, TIER, \
     forwarding_graph
 from .errors import BadInput
@@ -84,7 +85,6 @@ __all__ = ["LinkTable", "link_table", "Routes", "route", "Loads", "link_loads", 
 
 SPLITS = ("equal", "capacity")
 TIER_MODES = ("rule", "any")
-_AXES = ("x", "y", "z", "w")
 # Work arrays per destination chunk of the generic router stay under this many cells.
 _CHUNK_CELLS = 4_000_000
 # Dense chip x switch tables of the fast paths are used below this many cells.

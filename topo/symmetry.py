@@ -39,11 +39,11 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
+from .builders import AXES as _AXES   # torus coordinate attributes, x slowest
 from .contract import CHIP, KIND, RANK
 
 __all__ = ["Quotient", "translation_quotient", "twin_quotient", "flows_through"]
 
-_AXES = ("x", "y", "z", "w")
 
 
 @dataclass(frozen=True)
