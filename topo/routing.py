@@ -637,21 +637,23 @@ class _Dags:
 
     def latency(self, dc, kk, key_u, key_v, levels) -> np.ndarray:
         """Latency of the slowest path from each (row, node) to the row's destination, shape (c * n,)."""
+        order, bounds = levels
+        ku, kv, ll = key_u[order], key_v[order], self.llat[kk[order]]
         latnode = np.full(len(dc) * self.n, -np.inf)
         latnode[np.arange(len(dc)) * self.n + dc] = 0.0
-        for sel in levels:                                # nearest levels first: a longest-path DP
-            np.maximum.at(latnode, key_u[sel], self.llat[kk[sel]] + latnode[key_v[sel]])
+        for a0, a1 in zip(bounds[:-1], bounds[1:]):       # nearest levels first: a longest-path DP
+            np.maximum.at(latnode, ku[a0:a1], ll[a0:a1] + latnode[kv[a0:a1]])
         return latnode
 
     def levels(self, dist, jj, kk):
-        """DAG edges grouped by their tail's distance, nearest first: [(edge indices), ...]."""
+        """DAG edges ordered by their tail's distance, nearest first: (order, level bounds in it)."""
         lev = dist[jj, self.lsrc[kk]]
+        small = lev.astype(np.int16 if lev.max(initial=0) < 2**15 else np.int64)
         # levels are small integers: a stable sort of int16 is a radix sort
-        lorder = np.argsort(lev.astype(np.int16 if lev.max(initial=0) < 2**15 else np.int64), kind="stable")
-        _, lstart = np.unique(lev[lorder], return_index=True)
-        lend = np.append(lstart[1:], len(lorder))
-        return [lorder[a0:a1] for a0, a1 in zip(lstart, lend)]
-
+        order = np.argsort(small, kind="stable")
+        counts = np.bincount(small)
+        bounds = np.concatenate([[0], np.cumsum(counts[counts > 0])])
+        return order, bounds
 
 def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
     """Exact per-hop ECMP for pairs (s, d) of node indices on the links in ``mask``.
@@ -758,13 +760,14 @@ def _ecmp_loads(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, w: np
         reach[pidx] = True
         hops[pidx] = h
         node_bytes = np.bincount(key_s, weights=w[pidx], minlength=c * n)   # demand entering at each node
-        edge_bytes = np.zeros(len(kk))
-        levels = dags.levels(dist, jj, kk)
-        for sel in reversed(levels):                  # farthest first: a node's inflow is complete
-            f = node_bytes[key_u[sel]] * frac[sel]
-            edge_bytes[sel] = f
-            np.add.at(node_bytes, key_v[sel], f)
-        link_bytes += np.bincount(la[kk], weights=edge_bytes, minlength=L)
+        levels = order, bounds = dags.levels(dist, jj, kk)
+        ku, kv, fr = key_u[order], key_v[order], frac[order]
+        edge_bytes = np.zeros(len(order))
+        for a0, a1 in zip(bounds[-2::-1], bounds[:0:-1]):   # farthest first: a node's inflow is complete
+            f = node_bytes[ku[a0:a1]] * fr[a0:a1]
+            edge_bytes[a0:a1] = f
+            np.add.at(node_bytes, kv[a0:a1], f)
+        link_bytes += np.bincount(la[kk[order]], weights=edge_bytes, minlength=L)
         lat[pidx] = dags.latency(dc, kk, key_u, key_v, levels)[key_s]
     return link_bytes, reach, hops, lat
 
