@@ -40,7 +40,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from .builders import AXES as _AXES   # torus coordinate attributes, x slowest
-from .contract import CHIP, KIND, RANK
 
 __all__ = ["Quotient", "translation_quotient", "twin_quotient", "flows_through"]
 
@@ -361,40 +360,33 @@ def twin_quotient(G: nx.Graph, rows, pairs=None, *, links=None, split: str = "eq
     if rows.ndim != 2 or rows.size == 0 or rows.shape[1] < 2:
         return None
     lt = routing.link_table(G) if links is None else links
+    net = routing._net(G, lt)
     n = len(lt.nodes)
-    node_of_rank = {}
-    sig_of = {}
     u, v = lt.src.astype(np.int64), lt.dst.astype(np.int64)
     attrs = [np.asarray(lt.capacity_gbps), np.asarray(lt.latency_ns), np.asarray(lt.hops), np.asarray(lt.tier)]
     by_u = np.argsort(u, kind="stable")
     by_v = np.argsort(v, kind="stable")
     u_start = np.searchsorted(u[by_u], np.arange(n + 1))
     v_start = np.searchsorted(v[by_v], np.arange(n + 1))
+    rack = net.attr.get("rack", np.full(n, -1, np.int64))
+    candidates = np.flatnonzero(net.is_chip & ~net.fwd)
     cls = np.arange(n, dtype=np.int64)          # class per node: itself unless it has twins
-    for x, node in enumerate(lt.nodes):
-        d = G.nodes[node] if node in G else {}
-        if d.get(KIND) != CHIP:
-            continue
-        r = d.get(RANK)
-        if isinstance(r, (int, np.integer)):
-            node_of_rank[int(r)] = x
-        if d.get("forwards"):
-            continue
+    sig_of = {}
+    for x in candidates.tolist():
         out = by_u[u_start[x]:u_start[x + 1]]
         inn = by_v[v_start[x]:v_start[x + 1]]
-        key = (d.get("rack"),
+        key = (int(rack[x]),
                tuple(sorted(zip(v[out].tolist(), *(a[out].tolist() for a in attrs)))),
                tuple(sorted(zip(u[inn].tolist(), *(a[inn].tolist() for a in attrs)))))
         cls[x] = sig_of.setdefault(key, x)
-    if len(sig_of) == len(node_of_rank):
+    if len(sig_of) == len(candidates):
         return None                              # no two chips are twins
     # the phase: rows of distinct, present chips; twins are refined by row
     flat = rows.ravel()
-    if np.bincount(flat).max() > 1:
+    if np.bincount(flat).max() > 1 or flat.max() >= len(net.node_of_rank):
         return None
-    try:
-        X = np.array([node_of_rank[int(r)] for r in flat], np.int64).reshape(rows.shape)
-    except KeyError:
+    X = net.node_of_rank[rows]
+    if (X < 0).any():
         return None                              # a lost chip: the caller reports the broken group
     R, m = rows.shape
     row_of = np.full(n, -1, np.int64)
