@@ -53,7 +53,9 @@ def results() -> dict:
             "cut_pairs": cut.unreachable_pairs["count"], "cut_partial": cut.partial}
 
 
-def main(outdir: Path) -> None:
+def main(outdir: str = "out") -> Path:
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
     res = results()
     print(f"all-to-all over {DIMS[0] * DIMS[1] * DIMS[2]:,} chips ({'x'.join(map(str, DIMS))}), S = 1 GiB: "
           f"intact {res['base_us']:,.1f} us")
@@ -79,11 +81,11 @@ def main(outdir: Path) -> None:
     ax2.set_title("link-load bound")
     fig.suptitle(f"Ironwood-class {'x'.join(map(str, DIMS))}, all-to-all of 1 GiB per chip")
     fig.tight_layout()
-    outdir.mkdir(parents=True, exist_ok=True)
-    path = outdir / "ocs_failures.png"
+    path = out / "ocs_failures.png"
     fig.savefig(path, dpi=110)
     print(f"wrote {path}")
+    return path
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("out"))
+    main(*sys.argv[1:2])
