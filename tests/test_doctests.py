@@ -5,8 +5,9 @@ import pkgutil
 
 import pytest
 
-MODULES = sorted(f"{pkg}.{m.name}" for pkg in ("fabricsim.topo", "fabricsim.collectives", "fabricsim.fabrics")
-                 for m in pkgutil.iter_modules(importlib.import_module(pkg).__path__))
+# every module, sub-packages' modules too (topo.routing is a package of policies)
+MODULES = sorted(m.name for pkg in ("fabricsim.topo", "fabricsim.collectives", "fabricsim.fabrics")
+                 for m in pkgutil.walk_packages(importlib.import_module(pkg).__path__, prefix=pkg + "."))
 
 
 @pytest.mark.parametrize("name", MODULES)

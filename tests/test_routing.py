@@ -99,8 +99,8 @@ def same_shares(a, b):
 
 
 def generic_only(monkeypatch):
-    monkeypatch.setattr(R, "_switched", lambda *a: None)
-    monkeypatch.setattr(R, "_leafspine", lambda *a: None)
+    monkeypatch.setattr(R.leaf, "_switched", lambda *a: None)
+    monkeypatch.setattr(R.leaf, "_leafspine", lambda *a: None)
 
 
 # ----------------------------------------------------------------------------------------

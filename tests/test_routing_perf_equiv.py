@@ -41,5 +41,5 @@ def test_chunk_size_does_not_change_routes(monkeypatch, make, kw):
     G = make()
     s, d = _all_pairs(256)
     ref = R.route(G, s, d, **kw)
-    monkeypatch.setattr(R, "_CHUNK_FLOWS", 1000)          # many chunks, ragged last one
+    monkeypatch.setattr(R.core, "_CHUNK_FLOWS", 1000)         # many chunks, ragged last one
     _same(R.route(G, s, d, **kw), ref)

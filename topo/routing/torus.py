@@ -1,0 +1,469 @@
+"""Policy ``dor``: dimension-order routing on a torus.
+
+Chips carry ``x, y, z, w`` (``builders.AXES``) and the graph ``dims``: each dimension
+in turn, along the shorter arc of its ring; an arc of exactly half a ring splits half
+each way.  Pieces: one per ring arc (with its tie split inside), <= 1 per dimension.
+Pairs whose DOR path crosses a missing link or chip fall back to ECMP on what is left
+(:func:`.ecmp._route_on`; :func:`loads_dor` pushes their demand down shortest-path
+DAGs instead, for a link-load bound).
+
+Symmetry fold (:func:`fold_translations`): translations of an intact torus under which
+the groups tile it the same way; :func:`flows_through` lists the flows whose routes a
+failure touches, for the intact classes' correction.
+"""
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from ..builders import AXES as _AXES   # torus coordinate attributes, x slowest
+from ..errors import BadInput
+from .core import Loads, PolicyRoutes, Request, _merge, _net, _Net, _Part
+from .ecmp import _ecmp_loads, _route_on
+from .quotient import Fold, Quotient, _fold, _uniform_within
+
+__all__ = ["route_dor", "loads_dor", "fold_translations", "flows_through"]
+
+
+# ---------------------------------------------------------------------------------------
+# Torus dimension-order routing
+# ---------------------------------------------------------------------------------------
+def _torus_dims(net: _Net) -> tuple[int, ...]:
+    raw = net.G.graph.get("dims")
+    if raw is None:
+        raise BadInput("routing='dor' needs the graph attribute dims (like '8x12x12')")
+    try:
+        dims = tuple(int(p) for p in str(raw).lower().split("x"))
+    except ValueError:
+        raise BadInput(f"graph attribute dims={raw!r} is not ring lengths joined by x (like '8x12x12')") from None
+    missing = [a for a in _AXES[:len(dims)] if a not in net.attr]
+    if missing or len(dims) > len(_AXES):
+        raise BadInput(f"routing='dor' on dims={raw!r} needs chip attributes {', '.join(_AXES[:len(dims)])}")
+    return dims
+
+
+def _dor_paths(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> tuple[_Part, np.ndarray]:
+    """Dimension-order routes of every pair, and which pairs' paths are broken (their rows are not routes)."""
+    lt = net.lt
+    L, F = len(lt), len(s)
+    dims = _torus_dims(net)
+    nd = len(dims)
+    N = int(np.prod(dims))
+    coords = np.stack([net.attr[a] for a in _AXES[:nd]], axis=1)      # (n, nd), -1 for switches
+    on_grid = net.is_chip & np.all((coords >= 0) & (coords < np.array(dims)), axis=1)
+    flat = np.full(net.n, -1, np.int32 if N < 2**31 - 1 else np.int64)
+    flat[on_grid] = np.ravel_multi_index(tuple(coords[on_grid].T), dims)
+    # ring links: u -> v differing in one coordinate by +-1 (mod k)
+    u, v = lt.src.astype(np.int64), lt.dst.astype(np.int64)
+    both = on_grid[u] & on_grid[v]
+    nbr = np.full((nd, 2, N), -1, np.int64)          # [dim, 0:+1 / 1:-1, flat position] -> link
+    diff = (coords[v] - coords[u]) % np.array(dims)
+    moved = (diff != 0).sum(axis=1)
+    for i, k in enumerate(dims):
+        if k == 1:
+            continue
+        sel = both & (moved == 1) & (diff[:, i] != 0)
+        plus = sel & (diff[:, i] == 1)
+        minus = sel & (diff[:, i] == k - 1)          # k == 2: the one bundle is both
+        nbr[i, 0, flat[u[plus]]] = np.flatnonzero(plus)
+        nbr[i, 1, flat[u[minus]]] = np.flatnonzero(minus)
+    # Arc pieces: arc (i, P, e) runs along dimension i from the chip at flat position P
+    # to the one e steps further (mod k), the shorter way (both ways, half each, at a tie).
+    # Arc ids: bases[i] + P * (k - 1) + e - 1.  Only the arcs some flow uses are built.
+    strides = [int(np.prod(dims[i + 1:])) for i in range(nd)]
+    bases = np.cumsum([0] + [N * (k - 1) for k in dims])
+    K = int(bases[-1])
+    it = np.int32 if max(N * max(dims), K + 1) < 2**31 - 1 else np.int64   # int32 division is ~7x faster
+    # pass 1, per flow by index arithmetic on flat positions, in chunks: moving along
+    # dimension i, the dimensions before i already hold d's coordinates, the rest s's
+    fs, fd = flat[s], flat[d]
+    indptr = np.zeros(F + 1, np.int64)
+    ind_chunks = []
+    hops = np.zeros(F, np.int32)
+    used = np.zeros(K, bool)
+    step = 1 << 22
+    for c0 in range(0, F, step):
+        a_s = np.maximum(fs[c0:c0 + step], 0).astype(it)
+        a_d = np.maximum(fd[c0:c0 + step], 0).astype(it)
+        n_c = len(a_s)
+        pids = np.full((n_c, nd), -1, it)
+        h_c = np.zeros(n_c, np.int32)
+        cnt = np.zeros(n_c, np.int32)
+        for i, k in enumerate(dims):
+            if k == 1:
+                continue
+            st = it(strides[i])
+            a = (a_s // st) % it(k)
+            e = (a_d // st - a) % it(k)
+            block = st * it(k)                   # positions sharing the coordinates of dims < i
+            start = a_s if i == 0 else (a_d // block) * block + a_s % block
+            moved = e > 0
+            pids[:, i] = np.where(moved, it(bases[i]) + start * it(k - 1) + e - it(1), it(-1))
+            h_c += np.minimum(e, it(k) - e).astype(np.int32)
+            cnt += moved
+        hops[c0:c0 + n_c] = h_c
+        indptr[c0 + 1:c0 + n_c + 1] = cnt
+        chunk_ind = pids[pids >= 0]
+        used[chunk_ind] = True
+        ind_chunks.append(chunk_ind)
+    indptr = np.cumsum(indptr)
+    idx = np.concatenate(ind_chunks) if ind_chunks else np.zeros(0, it)
+    del ind_chunks
+    # the arcs used: links along each, by coordinate arithmetic
+    p_rows, p_cols, p_vals = [], [], []
+    arc_lat = np.zeros(K)
+    broken = np.zeros(K, bool)
+    for i, k in enumerate(dims):
+        if k == 1:
+            continue
+        arcs = np.flatnonzero(used[bases[i]:bases[i + 1]])
+        if not len(arcs):
+            continue
+        P, e = arcs // (k - 1), arcs % (k - 1) + 1
+        a = (P // strides[i]) % k
+        t = np.arange(k // 2)
+        lsum = np.zeros((len(arcs), 2))
+        for dr, length in ((0, e), (1, k - e)):
+            take = length <= k - length                      # the shorter way (both at a tie)
+            share = np.where(length * 2 == k, 0.5, 1.0)
+            ok = take[:, None] & (t[None, :] < length[:, None])
+            sign = 1 if dr == 0 else -1
+            pos = P[:, None] + ((a[:, None] + sign * t[None, :]) % k - a[:, None]) * strides[i]
+            link = nbr[i, dr, pos]
+            row, col = np.nonzero(ok)
+            lk = link[row, col]
+            broken[bases[i] + arcs[row[lk < 0]]] = True
+            good = lk >= 0
+            p_rows.append(bases[i] + arcs[row[good]])
+            p_cols.append(lk[good])
+            p_vals.append(share[row[good]])
+            lsum[:, dr] = np.bincount(row[good], weights=lt.latency_ns[lk[good]], minlength=len(arcs))
+        arc_lat[bases[i] + arcs] = lsum.max(axis=1)          # the slower way at a tie
+    pl = sp.csr_matrix((np.concatenate(p_vals) if p_vals else np.zeros(0),
+                        (np.concatenate(p_rows) if p_rows else np.zeros(0, np.int64),
+                         np.concatenate(p_cols) if p_cols else np.zeros(0, np.int64))), shape=(K, L))
+    pl.sum_duplicates()                               # a ring of 2 at a tie: both halves on one bundle
+    # pass 2: latency and broken arcs per flow; one product when every ring link is alike
+    ring = nbr[nbr >= 0]
+    ring_lat = lt.latency_ns[ring]
+    bad = (fs < 0) | (fd < 0)
+    if len(ring) and np.all(ring_lat == ring_lat[0]) and not broken.any():
+        lat = hops * float(ring_lat[0])
+    else:
+        # row sums by reduceat; a sentinel after the last entry keeps every start valid
+        counts = np.diff(indptr)
+        first = indptr[:-1]
+        lat = np.where(counts > 0, np.add.reduceat(np.append(arc_lat[idx], 0.0), first), 0.0)
+        bad |= (counts > 0) & np.logical_or.reduceat(np.append(broken[idx], False), first)
+    idt = np.int32 if max(K, len(idx)) < 2**31 - 1 else np.int64
+    fp = sp.csr_matrix((F, K), dtype=float)
+    fp.data, fp.indices, fp.indptr = np.ones(len(idx)), idx.astype(idt, copy=False), indptr.astype(idt)
+    return _Part(fp, pl, np.ones(F, bool), hops, lat), bad
+
+
+def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
+    """Dimension-order routes; pairs whose path lost a link or a chip take ECMP over what is left."""
+    L, F = len(net.lt), len(s)
+    part, bad = _dor_paths(net, s, d, split)
+    if not bad.any():
+        return part
+    fp, pl, reach, hops, lat = part.fp, part.pl, part.reach, part.hops, part.lat
+    good_idx = np.flatnonzero(~bad)
+    bad_idx = np.flatnonzero(bad)
+    keep = _Part(fp[good_idx], pl, reach[good_idx], hops[good_idx], lat[good_idx])
+    alive = (s[bad_idx] >= 0) & (d[bad_idx] >= 0)
+    fb = _route_on(net, np.ones(L, bool), s[bad_idx[alive]], d[bad_idx[alive]], split)
+    return _merge(F, L, [(good_idx, keep), (bad_idx[alive], fb)])
+
+
+def route_dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str, tiers: str) -> PolicyRoutes:
+    """Policy ``dor``: dimension-order routes, ECMP for pairs whose path is broken (``tiers`` does not apply)."""
+    return PolicyRoutes(_dor(net, s, d, split))
+
+
+def loads_dor(req: Request, w: np.ndarray, split: str) -> Loads:
+    """Link loads under ``dor`` without the rerouted pairs' pieces (see :func:`~fabricsim.topo.routing.link_loads`)."""
+    lt, net, s, d = req.links, req.net, req.src_node, req.dst_node
+    F = len(req.src_rank)
+    reach = np.zeros(F, bool)
+    hops = np.zeros(F, np.int32)
+    lat = np.zeros(F)
+    alive = np.flatnonzero((s >= 0) & (d >= 0))
+    part, bad = _dor_paths(net, s[alive], d[alive], split)
+    good, rerouted = alive[~bad], alive[bad]
+    fp = part.fp[np.flatnonzero(~bad)]
+    lb = np.asarray(part.pl.T @ (fp.T @ w[good]))
+    reach[good], hops[good], lat[good] = True, part.hops[~bad], part.lat[~bad]
+    if len(rerouted):
+        more, r_ok, r_hops, r_lat = _ecmp_loads(net, np.ones(len(lt), bool), s[rerouted], d[rerouted],
+                                                np.ascontiguousarray(w[rerouted]), split)
+        lb = lb + more
+        reach[rerouted], hops[rerouted], lat[rerouted] = r_ok, np.where(r_ok, r_hops, 0), np.where(r_ok, r_lat, 0)
+    return Loads(lb, reach, hops, lat)
+
+
+# ---------------------------------------------------------------------------------------
+# Symmetry fold: translations
+# ---------------------------------------------------------------------------------------
+def _graph_dims(G: nx.Graph):
+    raw = G.graph.get("dims")
+    try:
+        dims = tuple(int(p) for p in str(raw).lower().split("x"))
+    except ValueError:
+        return None
+    return dims if 0 < len(dims) <= len(_AXES) and all(k >= 1 for k in dims) else None
+
+
+def _divisors(k: int) -> list[int]:
+    return [t for t in range(1, k + 1) if k % t == 0]
+
+
+def fold_translations(G: nx.Graph, rows, pairs=None, *, links=None, split: str = "equal", tiers: str = "rule",
+                      guard=None) -> Fold:
+    """Fold a phase into translation classes on an intact DOR torus, or say why not.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric with ``routing == "dor"`` and ``dims`` (other fabrics are refused).
+    rows : array_like of int, shape (R, m)
+        Chip ranks, one row per set of chips exchanging together; rows must be disjoint.
+    pairs : array_like of int, shape (2, p), optional
+        In every row, member ``pairs[0, i]`` sends one flow to member ``pairs[1, i]``;
+        a translation must then keep the members' order.  ``None`` (default): every
+        ordered pair of distinct members (an all-to-all), which a translation may
+        permute.
+    links : routing.LinkTable, optional
+    split : str
+        Passed to :func:`routing.route` for the representatives.
+    tiers : str
+        Unused (``dor`` has no tiers); accepted so every policy's fold takes the same arguments.
+    guard : callable, optional
+        Called with the number of representative flows before they are routed (the
+        caller's memory guard: it raises to refuse).
+
+    Returns
+    -------
+    Fold
+        ``method="translations"``; its ``quotient`` is ``None`` (and ``reason`` says
+        why) when the fabric or the phase lacks a translation symmetry, or when the
+        only symmetry is the identity.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fabricsim.fabrics import build
+    >>> G = build("torus", dims="4x4x4")
+    >>> q = fold_translations(G, np.arange(64)[None, :]).quotient
+    >>> q.n_classes, int(q.multiplicity[0]), q.n_flows == 64 * 63
+    (63, 64, True)
+    >>> fold_translations(G, [[0, 1], [1, 2]]).reason
+    'groups share chips (rows must be disjoint)'
+    """
+    from . import link_table, route
+    M = "translations"
+
+    def no(reason: str) -> Fold:
+        return Fold.refuse(M, reason)
+
+    policy = G.graph.get("routing")
+    if policy != "dor":
+        return no(f"the routing policy is {policy!r}, not dimension-order ('dor')")
+    dims = _graph_dims(G)
+    if dims is None:
+        return no(f"graph attribute dims={G.graph.get('dims')!r} is not 1 to {len(_AXES)} ring lengths")
+    nd, N = len(dims), int(np.prod(dims))
+    rows = np.asarray(rows, dtype=np.int64)
+    unordered = pairs is None
+    if not unordered:
+        pair_a, pair_b = (np.asarray(x, dtype=np.int64) for x in pairs)
+    if rows.ndim != 2 or rows.size == 0 or (unordered and rows.shape[1] < 2) or (not unordered and not len(pair_a)):
+        return no("the phase has no flows to fold")
+    lt = link_table(G) if links is None else links
+    # chips: every grid position exactly once, and nothing but chips
+    n_nodes = len(lt.nodes)
+    if G.number_of_nodes() != N or n_nodes != N:
+        return no(f"the graph has {n_nodes:,} forwarding nodes where dims {'x'.join(map(str, dims))} has "
+                  f"{N:,} positions (a chip failed, or switches)")
+    net = _net(G, lt)                          # node arrays, shared with the routing of the representatives
+    if not net.is_chip.all() or any(a not in net.attr for a in _AXES[:nd]):
+        return no(f"not every node is a chip with coordinates {', '.join(_AXES[:nd])}")
+    coords = np.stack([net.attr[a] for a in _AXES[:nd]], axis=1)
+    if (coords < 0).any() or (coords >= np.array(dims)).any():
+        return no("a chip's coordinates lie outside dims")
+    rank = net.rank
+    flat = np.ravel_multi_index(tuple(coords.T), dims)
+    if np.bincount(flat, minlength=N).max() != 1 or rank.min() < 0 or rank.max() >= N \
+            or np.bincount(rank, minlength=N).max() != 1:
+        return no("chip positions or ranks are not each used exactly once")
+    pos_of_rank = np.empty(N, np.int64)
+    pos_of_rank[rank] = flat
+    rank_of_pos = np.empty(N, np.int64)
+    rank_of_pos[flat] = rank
+    node_of_pos = np.empty(N, np.int64)
+    node_of_pos[flat] = np.arange(n_nodes)
+    # links: every unit ring step from every position, once
+    u, v = lt.src.astype(np.int64), lt.dst.astype(np.int64)
+    disp = (coords[v] - coords[u]) % np.array(dims)
+    moved = disp != 0
+    if not (moved.sum(axis=1) == 1).all():
+        return no("a link joins chips that differ in more than one coordinate (not a torus ring link)")
+    axis = np.argmax(moved, axis=1)
+    step = disp[np.arange(len(u)), axis]
+    k_of = np.array(dims)[axis]
+    if not ((step == 1) | (step == k_of - 1)).all():
+        return no("a link skips ring positions (not a unit ring step)")
+    expected = sum(N * (2 if k > 2 else 1 if k == 2 else 0) for k in dims)
+    dcode = axis * 2 + (step != 1)              # direction code: +1 or -1 along an axis (k = 2: +1 only)
+    key = flat[u] * (2 * nd) + dcode
+    if len(u) != expected or len(np.unique(key)) != expected:
+        return no(f"the torus has {len(u):,} directed links where an intact one has {expected:,} "
+                  f"(a failed or extra link)")
+    # the phase: rows of distinct, present chips
+    if rows.min() < 0 or rows.max() >= N:
+        return no(f"a group names a rank outside 0..{N - 1}")
+    if not unordered and (min(pair_a.min(), pair_b.min()) < 0 or max(pair_a.max(), pair_b.max()) >= rows.shape[1]):
+        return no("the phase's pattern names a member outside its groups")
+    X = pos_of_rank[rows]                       # (R, m) grid positions
+    if np.bincount(X.ravel(), minlength=N).max() > 1:
+        return no("groups share chips (rows must be disjoint)")
+    R, m = rows.shape
+    lab = np.full(N, -1, np.int64)
+    lab[X] = np.arange(R)[:, None]
+    mem = np.full(N, -1, np.int64)
+    mem[X] = np.arange(m)[None, :]
+    grid = np.arange(N).reshape(dims)
+
+    def moved_by(a: int, t: int) -> np.ndarray:
+        """Flat position of each position after a step of t along axis a."""
+        return np.roll(grid, -t, axis=a).ravel()
+
+    def invariant(shift: np.ndarray) -> bool:
+        L2 = lab[shift[X]]
+        if (L2 < 0).any() or not (L2 == L2[:, :1]).all():
+            return False
+        return unordered or bool((mem[shift[X]] == np.arange(m)[None, :]).all())
+
+    period, gens = [], []
+    for a, k in enumerate(dims):
+        for t in _divisors(k):
+            if t == k:
+                period.append(k)
+                break
+            shift = moved_by(a, t)
+            if invariant(shift):
+                period.append(t)
+                gens.append(shift)
+                break
+    mult = int(np.prod([k // t for k, t in zip(dims, period)]))
+    if mult == 1:
+        return no("no translation maps the groups onto themselves (they do not tile the torus"
+                  + ("" if unordered else " in member order") + ")")
+    # link orbits: (position in the cell, direction); each holds exactly mult links
+    cell_pos = np.ravel_multi_index(tuple((coords % np.array(period)).T), tuple(period))
+    okey = cell_pos[u] * (2 * nd) + dcode
+    link_orbit = np.unique(okey, return_inverse=True)[1].astype(np.int64)
+    O = int(link_orbit.max()) + 1
+    if (np.bincount(link_orbit, minlength=O) != mult).any():
+        return no("link orbits under the translations are not all of one size")
+    differs = _uniform_within(link_orbit, O, lt)
+    if differs:
+        return no(f"links a translation exchanges differ in {differs}")   # unequal links break the symmetry
+    # class representatives: the pairs whose sender sits in the fundamental cell
+    in_cell = np.all(coords[node_of_pos] < np.array(period), axis=1)     # by flat position
+    cell_x = np.flatnonzero(in_cell & (lab >= 0))
+    j = mem[cell_x]                                      # member index of each cell chip
+    if unordered:
+        # every other member of the row, in member order
+        rep_row = np.repeat(lab[cell_x], m - 1)
+        others = np.ones((len(cell_x), m), bool)
+        others[np.arange(len(cell_x)), j] = False
+        rep_src = np.repeat(rows[lab[cell_x], j], m - 1)
+        rep_dst = rows[lab[cell_x]][others]
+    else:
+        by_sender = np.argsort(pair_a, kind="stable")    # pattern pairs grouped by sending member
+        first = np.searchsorted(pair_a[by_sender], np.arange(m))
+        c = np.bincount(pair_a, minlength=m)[j]
+        before = np.cumsum(c) - c
+        p = by_sender[np.repeat(first[j] - before, c) + np.arange(int(c.sum()))]
+        rep_row = np.repeat(lab[cell_x], c)
+        rep_src = rows[rep_row, pair_a[p]]
+        rep_dst = rows[rep_row, pair_b[p]]
+    if (rep_src == rep_dst).any():
+        return no("the pattern sends a flow from a chip to itself")
+    if guard is not None:
+        guard(len(rep_src))
+    routes = route(G, rep_src, rep_dst, split=split, links=lt)
+    if not np.all(routes.reachable):
+        return no("a representative flow has no route")
+    piece_orbit = _fold(routes, link_orbit, O)
+    # row orbits: rows joined by a generator step are one orbit
+    if gens and R > 1:
+        src_rows = np.concatenate([np.arange(R)] * len(gens))
+        dst_rows = np.concatenate([lab[g[X[:, 0]]] for g in gens])
+        A = sp.csr_matrix((np.ones(len(src_rows)), (src_rows, dst_rows)), shape=(R, R))
+        from scipy.sparse import csgraph   # imported on use: it costs ~50 ms at start-up
+        row_orbit = csgraph.connected_components(A, directed=False)[1].astype(np.int64)
+    else:
+        row_orbit = np.arange(R, dtype=np.int64)
+    coords_of_rank = np.empty((N, nd), np.int64)
+    coords_of_rank[rank] = coords
+    frame = {"dims": dims, "coords_of_rank": coords_of_rank, "rank_of_pos": rank_of_pos, "link_coords": coords[u]}
+    return Fold(Quotient("translation", tuple(period), np.full(len(rep_src), mult, np.int64), rep_src, rep_dst,
+                         rep_row, routes, piece_orbit, link_orbit, np.full(O, mult, np.int64), row_orbit, frame), M)
+
+
+def flows_through(q: Quotient, links: np.ndarray):
+    """The flows of a translation quotient whose routes use any of ``links``.
+
+    A failure that removes links from a symmetric torus changes the routes of exactly
+    these flows (dimension-order routes elsewhere stay as they were), so a link-load
+    bound of the degraded fabric is the symmetric one less their old routes plus their
+    new ones.  Found from the classes' routes: a class's representative crossing link
+    ``l`` puts the translate by ``position(f) - position(l)`` on every link ``f`` of
+    ``l``'s orbit; no flow list is built.
+
+    Parameters
+    ----------
+    q : Quotient
+        From :func:`fold_translations` (``symmetry.translation_quotient``).
+    links : array_like of int
+        Link indices of ``q``'s link table.
+
+    Returns
+    -------
+    (src, dst, cls) : numpy.ndarray of int64
+        Chip ranks of each such flow (each once) and its class.
+    """
+    if q.symmetry != "translation":
+        raise ValueError("flows_through needs a translation quotient")
+    links = np.unique(np.asarray(links, dtype=np.int64))
+    empty = np.zeros(0, np.int64)
+    if not len(links):
+        return empty, empty, empty
+    fr = q.frame
+    dims = np.array(fr["dims"])
+    A = (q.routes.flow_piece @ q.routes.piece_link).tocoo()
+    c, l = A.row.astype(np.int64), A.col.astype(np.int64)
+    f_orbit = q.link_orbit[links]
+    order = np.argsort(f_orbit, kind="stable")
+    f_sorted, f_links = f_orbit[order], links[order]
+    lo = np.searchsorted(f_sorted, q.link_orbit[l], "left")
+    cnt = np.searchsorted(f_sorted, q.link_orbit[l], "right") - lo
+    c, l, lo, cnt = c[cnt > 0], l[cnt > 0], lo[cnt > 0], cnt[cnt > 0]
+    total = int(cnt.sum())
+    if not total:
+        return empty, empty, empty
+    ends = np.cumsum(cnt)
+    f = f_links[np.repeat(lo - (ends - cnt), cnt) + np.arange(total)]
+    c, l = np.repeat(c, cnt), np.repeat(l, cnt)
+    tau = (fr["link_coords"][f] - fr["link_coords"][l]) % dims
+    key = np.unique(c * int(np.prod(dims)) + np.ravel_multi_index(tuple(tau.T), tuple(dims)))
+    c = key // int(np.prod(dims))
+    tau = np.stack(np.unravel_index(key % int(np.prod(dims)), tuple(dims)), axis=1)
+    cr = fr["coords_of_rank"]
+
+    def moved(ranks):
+        return fr["rank_of_pos"][np.ravel_multi_index(tuple(((cr[ranks] + tau) % dims).T), tuple(dims))]
+    return moved(q.rep_src[c]), moved(q.rep_dst[c]), c
