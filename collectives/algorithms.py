@@ -18,7 +18,7 @@ import numpy as np
 from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput
 
-__all__ = ["Phase", "FabricView", "COLLECTIVES", "ALGORITHMS", "algorithms_for", "phases", "view_of"]
+__all__ = ["Phase", "with_pair_bytes", "FabricView", "COLLECTIVES", "ALGORITHMS", "algorithms_for", "phases", "view_of"]
 
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 
@@ -35,6 +35,12 @@ class Phase:
     ``f = row * pairs_per_row + i``, with all-pairs in row-major (a, b) order.  The
     per-flow arrays (``src``, ``dst``, ``size_bytes``, ``group``) are built on first
     use; the symmetry-aware engine prices a large phase without ever building them.
+
+    All-to-all-v is unequal bytes per flow: ``pair_bytes[row, i]`` (shape (R, p)) then
+    gives each flow's bytes and ``flow_bytes`` is their mean (for reports); ``None``
+    (every phase that is not built from a traffic matrix) means ``flow_bytes`` each.
+    Symmetry classes assume equal sizes, so pricing solves such a phase flow by flow;
+    :func:`with_pair_bytes` keeps a matrix that turns out uniform on the uniform path.
     """
 
     name: str
@@ -44,6 +50,7 @@ class Phase:
     repeat: int = 1
     in_network: bool = False         # flows are chip -> reducing switches -> chips (NVLS): see pricing
     pairs: np.ndarray | None = None  # (2, p) member pairs; None: every ordered pair
+    pair_bytes: np.ndarray | None = None  # (R, p) bytes of each flow (all-to-all-v); None: flow_bytes each
 
     @property
     def unordered(self) -> bool:
@@ -88,6 +95,8 @@ class Phase:
     @cached_property
     def size_bytes(self) -> np.ndarray:
         """Bytes of each flow per step, shape (F,)."""
+        if self.pair_bytes is not None:
+            return np.asarray(self.pair_bytes, dtype=np.float64).ravel()
         return np.full(self.n_flows, self.flow_bytes)
 
     @cached_property
@@ -105,6 +114,10 @@ class Phase:
         """Most flows any one chip sends in the step."""
         if self.n_flows == 0:
             return 0
+        if self.pair_bytes is not None:
+            # all-to-all-v: a flow of zero bytes is no message
+            sent = self.size_bytes > 0
+            return int(np.bincount(self.src[sent]).max()) if sent.any() else 0
         if self.pairs is None:
             return self.rows.shape[1] - 1
         if self.rows_disjoint:
@@ -113,6 +126,11 @@ class Phase:
 
     def bytes_across(self, domain: np.ndarray, reach: np.ndarray | None = None) -> float:
         """Bytes of one step whose two ends lie in different ``domain`` values (racks)."""
+        if self.pair_bytes is not None:
+            across = domain[self.src] != domain[self.dst]
+            if reach is not None:
+                across &= reach
+            return float(self.size_bytes[across].sum())
         if reach is None and self.unordered:
             # every ordered pair of a row: m(m-1) pairs less those inside one domain
             R, m = self.rows.shape
@@ -133,6 +151,21 @@ class Phase:
     def with_(self, **changes) -> "Phase":
         """A copy with some fields changed (the per-flow arrays are rebuilt on use)."""
         return replace(self, **changes)
+
+
+def with_pair_bytes(ph: Phase, pair_bytes: np.ndarray) -> Phase:
+    """``ph`` carrying ``pair_bytes`` (R, p) per flow; a constant array keeps the uniform phase.
+
+    Only provably equal sizes fold: a matrix whose flows all carry the same bytes is
+    priced exactly as the uniform collective (symmetry classes included).
+    """
+    B = np.asarray(pair_bytes, dtype=np.float64)
+    if B.shape != (ph.rows.shape[0], ph.pairs_per_row):
+        raise BadInput(f"per-flow bytes have shape {B.shape}; the phase needs {(ph.rows.shape[0], ph.pairs_per_row)}")
+    if B.size == 0 or np.all(B == B.flat[0]):
+        return ph.with_(flow_bytes=float(B.flat[0]) if B.size else ph.flow_bytes, pair_bytes=None)
+    B.flags.writeable = False
+    return ph.with_(flow_bytes=float(B.mean()), pair_bytes=B)
 
 
 @dataclass(frozen=True)
@@ -199,10 +232,14 @@ def _ring(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Ph
     return [_shift(G, 1, S / n, f"ring step ({steps} identical steps)", steps)]
 
 
-def _direct(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+def _direct(collective: str, G: np.ndarray, S: float, view: FabricView, traffic=None) -> list[Phase]:
     n = G.shape[1]
     if collective == "all-to-all":
-        return [_all_pairs(G, S / n, "direct all-to-all", 1)]
+        ph = _all_pairs(G, S / n, "direct all-to-all", 1)
+        if traffic is not None:
+            # flow (a, b) of a row carries traffic[group, a, b]; all-pairs order is row-major
+            ph = with_pair_bytes(ph, traffic[:, ~np.eye(n, dtype=bool)])
+        return [ph]
     repeat = 2 if collective == "all-reduce" else 1   # all-reduce = direct reduce-scatter + all-gather
     return [_all_pairs(G, S / n, "one-shot exchange of S/n with every peer", repeat)]
 
@@ -247,7 +284,7 @@ def _domains(G: np.ndarray, view: FabricView) -> tuple[np.ndarray, int, int]:
     return A, d, m
 
 
-def _hierarchical(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+def _hierarchical(collective: str, G: np.ndarray, S: float, view: FabricView, traffic=None) -> list[Phase]:
     A, d, m = _domains(G, view)
     g = A.shape[0]
     n = d * m
@@ -259,6 +296,8 @@ def _hierarchical(collective: str, G: np.ndarray, S: float, view: FabricView) ->
         inter = A.transpose(0, 2, 1).reshape(g * m, d)
         p1 = _all_pairs(intra, S / n * d, "inside racks: gather by destination position", 1)
         p2 = _all_pairs(inter, S / n * m, "across racks between chips of the same position", 1)
+        if traffic is not None:
+            p1, p2 = _hierarchical_bytes(p1, p2, G, traffic, view, g, d, m)
         return [_regroup(p1, g, d), _regroup(p2, g, m)]
     # reduce-scatter inside each rack (ring of m), all-reduce across racks among chips of
     # the same position (ring of d on S/m), all-gather inside each rack
@@ -271,6 +310,21 @@ def _hierarchical(collective: str, G: np.ndarray, S: float, view: FabricView) ->
     # chip, then a ring of d across racks leaves S/n; all-gather runs the same in reverse
     return [_regroup(_shift(intra, 1, S / m, "inside racks: ring", m - 1), g, d),
             _regroup(_shift(inter, 1, S / n, "across racks: ring", d - 1), g, m)]
+
+
+def _hierarchical_bytes(p1: Phase, p2: Phase, G: np.ndarray, traffic: np.ndarray, view: FabricView,
+                        g: int, d: int, m: int) -> tuple[Phase, Phase]:
+    """All-to-all-v through the racks: each stage carries the sums of the matrix it aggregates."""
+    # member index (in the group's own order) of the chip at (rack D, position i), the
+    # arrangement _domains made: sorted by rack, then by rank
+    pos = np.stack([np.lexsort((members, view.domain[members])) for members in G]).reshape(g, d, m)
+    T = np.stack([traffic[k][np.ix_(pos[k].ravel(), pos[k].ravel())] for k in range(g)]).reshape(g, d, m, d, m)
+    # stage 1: (D, i) -> (D, j) carries what (D, i) sends to position j of every rack D'
+    s1 = T.sum(axis=3).reshape(g * d, m, m)
+    # stage 2: (D, j) -> (D', j) carries what every chip (D, i) of rack D sends to (D', j)
+    s2 = T.sum(axis=2).transpose(0, 3, 1, 2).reshape(g * m, d, d)
+    return (with_pair_bytes(p1, s1[:, ~np.eye(m, dtype=bool)]),
+            with_pair_bytes(p2, s2[:, ~np.eye(d, dtype=bool)]))
 
 
 def _regroup(p: Phase, g: int, sub: int) -> Phase:
@@ -337,9 +391,13 @@ def _nvls(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Ph
                   pairs=np.stack([a, a]))]
 
 
-def _pairwise(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+def _pairwise(collective: str, G: np.ndarray, S: float, view: FabricView, traffic=None) -> list[Phase]:
     n = G.shape[1]
-    return [_shift(G, k, S / n, f"pairwise step {k}: send to rank + {k}", 1) for k in range(1, n)]
+    out = [_shift(G, k, S / n, f"pairwise step {k}: send to rank + {k}", 1) for k in range(1, n)]
+    if traffic is not None:
+        a = np.arange(n)
+        out = [with_pair_bytes(ph, traffic[:, a, (a + k) % n]) for k, ph in zip(range(1, n), out)]
+    return out
 
 
 AlgorithmFn = Callable[[str, np.ndarray, float, FabricView], list]
@@ -383,8 +441,13 @@ def algorithms_for(collective: str, groups: Sequence[Sequence[int]], view: Fabri
 
 
 def phases(collective: str, algorithm: str, groups: Sequence[Sequence[int]], size_bytes: float,
-           view: FabricView) -> list[Phase]:
-    """The phases of ``collective`` by ``algorithm`` for all ``groups`` at once."""
+           view: FabricView, traffic: np.ndarray | None = None) -> list[Phase]:
+    """The phases of ``collective`` by ``algorithm`` for all ``groups`` at once.
+
+    ``traffic`` (all-to-all only): bytes member a of a group sends member b, shape
+    (n, n) for every group alike or (groups, n, n); the all-to-all-v's flows carry it
+    (see :mod:`fabricsim.collectives.traffic`).  The diagonal stays on the chip.
+    """
     _check_collective(collective)
     algos = ALGORITHMS[collective]
     if algorithm not in algos:
@@ -393,4 +456,17 @@ def phases(collective: str, algorithm: str, groups: Sequence[Sequence[int]], siz
                        f"choose one of: auto, {', '.join(algos)}")
     if not size_bytes > 0:
         raise BadInput(f"size {size_bytes!r} must be a positive number of bytes")
-    return algos[algorithm](collective, _groups_array(groups), float(size_bytes), view)
+    G = _groups_array(groups)
+    if traffic is None:
+        return algos[algorithm](collective, G, float(size_bytes), view)
+    if collective != "all-to-all":
+        raise BadInput(f"a traffic matrix gives an all-to-all-v; {collective} takes --size only")
+    T = np.asarray(traffic, dtype=np.float64)
+    g, n = G.shape
+    if T.ndim == 2:
+        T = np.broadcast_to(T, (g,) + T.shape)
+    if T.shape != (g, n, n):
+        raise BadInput(f"traffic matrix of shape {T.shape[-2:] if T.ndim >= 2 else T.shape} for {g} group(s) "
+                       f"of {n} ranks; it must be {n} x {n} (one row per rank of a group)"
+                       + (f" and one matrix per group ({g})" if T.ndim == 3 and T.shape[1:] == (n, n) else ""))
+    return algos[algorithm](collective, G, float(size_bytes), view, traffic=T)

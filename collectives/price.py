@@ -129,8 +129,8 @@ def _examples(pairs, by_rank, k=5) -> list[str]:
     return [f"{by_rank.get(int(s), s)} -> {by_rank.get(int(d), d)}" for s, d in pairs[:k]]
 
 
-def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size_bytes: float,
-          algorithm: str = "auto", split: str = "equal", tiers: str = "rule", efficiency: float = 1.0,
+def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size_bytes: float | None = None,
+          algorithm: str = "auto", traffic: np.ndarray | None = None, split: str = "equal", tiers: str = "rule", efficiency: float = 1.0,
           step_overhead_ns: float | None = None, message_overhead_ns: float | None = None,
           bound_only: bool = False,
           memory_limit_bytes: int | None = None, symmetry: bool = True,
@@ -142,8 +142,12 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
     G : fabric graph (possibly degraded by failures).
     collective : ``all-reduce``, ``all-gather``, ``reduce-scatter`` or ``all-to-all``.
     groups : chip ranks of each group (all the same size).
-    size_bytes : S as nccl-tests defines it for the collective.
+    size_bytes : S as nccl-tests defines it for the collective (with ``traffic``: omit it;
+        S is then the mean bytes per rank, the matrix's mean row sum).
     algorithm : a name from ``ALGORITHMS[collective]`` or ``auto`` (the cheapest that applies).
+    traffic : all-to-all-v: bytes rank a of a group sends rank b, (n, n) for every group or
+        (groups, n, n) (see :mod:`fabricsim.collectives.traffic`); unequal flows are solved
+        flow by flow, a uniform matrix prices exactly as the uniform all-to-all.
     split : ``equal`` over next hops (ECMP hashing) or ``capacity``-weighted.
     tiers : ``rule`` (the fabric's tier rules) or ``any`` (every shortest path).
     efficiency : fraction of line rate links deliver (calibration), in (0, 1].
@@ -178,6 +182,13 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
         raise BadInput(f"split {split!r}; choose equal or capacity")
     if tiers not in ("rule", "any"):
         raise BadInput(f"tiers {tiers!r}; choose rule or any")
+    if traffic is not None:
+        # all-to-all-v (issue 15): S is the mean per-rank send buffer, diagonal included,
+        # so a uniform matrix of S/n per pair is the uniform all-to-all of S
+        traffic = np.asarray(traffic, dtype=np.float64)
+        if size_bytes is not None or collective != "all-to-all":
+            raise BadInput("a traffic matrix gives an all-to-all-v of its own bytes: no size, all-to-all only")
+        size_bytes = float(traffic.sum(axis=-1).mean()) if traffic.size else 0.0
     if not (isinstance(size_bytes, (int, float)) and size_bytes > 0 and math.isfinite(size_bytes)):
         raise BadInput(f"size {size_bytes!r} must be a positive number of bytes")
     groups = [tuple(int(r) for r in g) for g in groups]
@@ -191,6 +202,8 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
     broken_info = {"count": len(broken), "examples": [
         {"group": i, "lost": [r for r in groups[i] if r not in present][:4]} for i in broken[:5]]}
     live = [groups[i] for i in ok_idx]
+    if traffic is not None and traffic.ndim == 3 and len(traffic) == len(groups):
+        traffic = traffic[ok_idx]            # one matrix per group: keep the priced groups'
     overhead_ns = step_overhead_ns if step_overhead_ns is not None else float(
         G.graph.get("step_overhead_ns", DEFAULT_STEP_OVERHEAD_NS))
     msg_ns = message_overhead_ns if message_overhead_ns is not None else float(
@@ -198,7 +211,7 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
     common = dict(split=split, tiers=tiers, efficiency=efficiency, overhead_s=overhead_ns * 1e-9,
                   message_s=msg_ns * 1e-9,
                   bound_only=bound_only, memory_limit_bytes=memory_limit_bytes, symmetry=symmetry,
-                  reference=reference if (bound_only and symmetry and not broken) else None)
+                  reference=reference if (bound_only and symmetry and not broken) else None, traffic=traffic)
     n = len(groups[0])
     if not live:
         nan = float("nan")
@@ -241,9 +254,9 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
 
 
 def _price_one(G, collective, algorithm, groups, size_bytes, view, by_rank, *, split, tiers, efficiency,
-               overhead_s, message_s, bound_only, memory_limit_bytes, symmetry, reference) -> dict:
+               overhead_s, message_s, bound_only, memory_limit_bytes, symmetry, reference, traffic=None) -> dict:
     from ..topo import routing
-    plist = phases(collective, algorithm, groups, size_bytes, view)
+    plist = phases(collective, algorithm, groups, size_bytes, view, traffic=traffic)
     table = routing.link_table(G)
     cap = np.asarray(table.capacity_Bps, dtype=np.float64) * efficiency
     link_bytes = np.zeros(len(cap))
@@ -470,7 +483,8 @@ def _guard_before_routing(solver, n_flows: int, n_links: int, bound_only: bool, 
 
 def _quotient(G, ph: Phase, table, split: str, tiers: str, enabled: bool, guard=None):
     """The phase's symmetry classes (see :mod:`fabricsim.topo.symmetry`), or None."""
-    if not enabled or not ph.rows_disjoint:
+    # classes assume every flow carries flow_bytes: unequal bytes (all-to-all-v) go flow by flow
+    if not enabled or not ph.rows_disjoint or ph.pair_bytes is not None:
         return None
     from ..topo import symmetry
     return (symmetry.translation_quotient(G, ph.rows, ph.pairs, links=table, split=split, guard=guard)
@@ -486,7 +500,7 @@ def _defect_bound(ref, G, ph: Phase, table, cap, split: str, tiers: str, table_r
     plus their new ones on ``G``.  Exact; ``G``'s links are matched to ``ref``'s by name.
     """
     from ..topo import routing, solver, symmetry
-    if ph.in_network or not ph.rows_disjoint:
+    if ph.in_network or not ph.rows_disjoint or ph.pair_bytes is not None:   # equal sizes only
         return None
     q = symmetry.translation_quotient(ref, ph.rows, ph.pairs, links=table_ref, split=split,
                                       guard=functools.partial(_guard_before_routing, solver, n_links=len(cap),
