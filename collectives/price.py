@@ -146,7 +146,7 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
         S is then the mean bytes per rank, the matrix's mean row sum).
     algorithm : a name from ``ALGORITHMS[collective]`` or ``auto`` (the cheapest that applies).
     traffic : all-to-all-v: bytes rank a of a group sends rank b, (n, n) for every group or
-        (groups, n, n) (see :mod:`fabricsim.collectives.traffic`); unequal flows are solved
+        (groups, n, n); unequal flows are solved
         flow by flow, a uniform matrix prices exactly as the uniform all-to-all.
     split : ``equal`` over next hops (ECMP hashing) or ``capacity``-weighted.
     tiers : ``rule`` (the fabric's tier rules) or ``any`` (every shortest path).
