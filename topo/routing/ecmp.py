@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from . import leaf
 from .core import PolicyRoutes, _compact, _coo_part, _Dags, _empty_part, _merge, _Net, _Part, _Reach
-from .quotient import Fold, Quotient, _fold, _uniform_within
+from .quotient import Fold, _classes_on_orbits
 
 __all__ = ["route_ecmp", "fold_twins"]
 
@@ -332,10 +332,5 @@ def fold_twins(G, rows, pairs=None, *, links=None, split: str = "equal", tiers: 
     # link orbits: both ends replaced by their classes (a switch is a class of its own)
     n_cls = int(refined.max()) + 1
     link_orbit = np.unique(refined[u] * n_cls + refined[v], return_inverse=True)[1].astype(np.int64)
-    O = int(link_orbit.max()) + 1
-    differs = _uniform_within(link_orbit, O, lt)
-    if differs:
-        return no(f"links that swapping twins exchanges differ in {differs}")
-    return Fold(Quotient("twins", (), multiplicity, rep_src, rep_dst, np.concatenate(reps_row), routes,
-                         _fold(routes, link_orbit, O), link_orbit, np.bincount(link_orbit, minlength=O),
-                         np.arange(R)), M)
+    return _classes_on_orbits(M, "swapping twins", link_orbit, lt, multiplicity, rep_src, rep_dst,
+                              np.concatenate(reps_row), routes, R, no)

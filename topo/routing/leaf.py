@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from .core import _DENSE_CELLS, LinkTable, _chunks, _compact, _compact_inplace, _empty_part, _itype, _Net, _Part, \
     _Reach, _row_ids
-from .quotient import Fold, Quotient, _fold, _uniform_within
+from .quotient import Fold, _classes_on_orbits
 
 __all__ = ["positions"]
 
@@ -596,10 +596,5 @@ def _fold_positions(G, lt, net, rows, X, cls, row_of, split, tiers, guard) -> Fo
                       "not by position")
     key_node = np.where(cell >= 0, n + cell, np.arange(n))
     link_orbit = np.unique(key_node[u] * (n + n * nK + 1) + key_node[v], return_inverse=True)[1].astype(np.int64)
-    O = int(link_orbit.max()) + 1
-    differs = _uniform_within(link_orbit, O, lt)
-    if differs:
-        return no(f"links that permuting positions exchanges differ in {differs}")
-    return Fold(Quotient("positions", (), multiplicity, rep_src, rep_dst, np.concatenate(reps_row), routes,
-                         _fold(routes, link_orbit, O), link_orbit, np.bincount(link_orbit, minlength=O),
-                         np.arange(R)), M)
+    return _classes_on_orbits(M, "permuting positions", link_orbit, lt, multiplicity, rep_src, rep_dst,
+                              np.concatenate(reps_row), routes, R, no)

@@ -146,6 +146,19 @@ def _fold(routes, link_orbit: np.ndarray, n_orbits: int) -> sp.csr_matrix:
     return (routes.piece_link @ fold).tocsr()
 
 
+def _classes_on_orbits(method: str, moves: str, link_orbit: np.ndarray, lt, multiplicity, rep_src, rep_dst,
+                       rep_row, routes, n_rows: int, no) -> Fold:
+    """The twin / position folds' last step: a quotient of representatives on link orbits,
+    or ``no(reason)`` when links that the symmetry exchanges differ."""
+    O = int(link_orbit.max()) + 1
+    differs = _uniform_within(link_orbit, O, lt)
+    if differs:
+        return no(f"links that {moves} exchanges differ in {differs}")
+    return Fold(Quotient(method, (), multiplicity, rep_src, rep_dst, rep_row, routes,
+                         _fold(routes, link_orbit, O), link_orbit, np.bincount(link_orbit, minlength=O),
+                         np.arange(n_rows)), method)
+
+
 def _uniform_within(link_orbit: np.ndarray, n_orbits: int, lt) -> str:
     """Which of capacity, latency, hop count differs within a link orbit ('' when none does)."""
     for name, values in (("capacity", lt.capacity_gbps), ("latency", lt.latency_ns), ("hop count", lt.hops)):
