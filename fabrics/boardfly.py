@@ -24,7 +24,7 @@ from typing import Literal
 
 import networkx as nx
 
-from ..topo.builders import boardfly as boardfly_builder
+from ..topo.builders import boardfly as boardfly_builder, check_rate
 from ..topo.devices import Device, register_device
 from .registry import register
 
@@ -73,8 +73,7 @@ def boardfly(*, chips_per_board: int = 4, boards_per_group: int = 8, groups: int
     >>> G.number_of_nodes()
     1152
     """
-    if not link_GBps > 0:
-        raise ValueError(f"link_GBps={link_GBps!r} must be > 0")
+    check_rate("link_GBps", link_GBps, unit="GB/s", scale=8.0)
     lanes = int(round(link_GBps * 8 / LANE_GBPS)) or 1
     return boardfly_builder(chips_per_board=chips_per_board, boards_per_group=boards_per_group,
                             groups=groups, ports_per_board=ports_per_board,

@@ -18,6 +18,7 @@ from typing import Literal
 
 import networkx as nx
 
+from ..topo.builders import check_size
 from ..topo.contract import CHIP, SWITCH, add_bundle
 from ..topo.devices import device
 from .registry import register
@@ -92,6 +93,9 @@ def jalapeno_rack(*, trays: int = 16, chips_per_tray: int = 8,
     (134, 768)
     """
     _check_common(trays, chips_per_tray, local_switch)
+    n = trays * chips_per_tray
+    check_size(f"a Jalapeño rack of {trays:,} trays x {chips_per_tray:,} chips", nodes=n + LOCAL_SWITCHES,
+               links=n * LOCAL_SWITCHES)
     G = nx.Graph(routing="ecmp")
     _add_rack(G, 0, trays=trays, chips_per_tray=chips_per_tray, local_switch=local_switch)
     return G
@@ -130,6 +134,10 @@ def jalapeno_pod(*, racks: int = 16, trays: int = 16, chips_per_tray: int = 8,
     _check_common(trays, chips_per_tray, local_switch)
     if racks < 1:
         raise ValueError(f"racks={racks} must be at least 1")
+    n = trays * chips_per_tray   # chips per rack
+    check_size(f"a Jalapeño pod of {racks:,} racks x {n:,} chips",
+               nodes=racks * (n + LOCAL_SWITCHES + LEAVES_PER_RACK) + RAILS * chips_per_tray,
+               links=racks * (n * (LOCAL_SWITCHES + LEAVES_PER_RACK) + 2 * LEAVES_PER_RACK * chips_per_tray))
     if chips_per_tray != RAILS:
         raise ValueError(f"chips_per_tray={chips_per_tray}: the rail wiring needs one chip column per "
                          f"rail switch, so chips_per_tray must be {RAILS}")

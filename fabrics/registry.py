@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -57,6 +58,8 @@ def _describe(ann) -> str:
         return "one of " + ", ".join(map(str, typing.get_args(ann)))
     if typing.get_origin(ann) is tuple:
         return "integers joined by x (e.g. 8x12x12)"
+    if ann is float:
+        return "a finite number"
     return getattr(ann, "__name__", str(ann))
 
 
@@ -78,7 +81,12 @@ def _convert(key: str, raw: Any, ann) -> Any:
             if raw.lower() in ("0", "false", "no", "off"):
                 return False
             raise ValueError
-        if ann in (int, float, str):
+        if ann is float:
+            val = float(raw)
+            if not math.isfinite(val):   # "inf", "nan", "1e400": no fabric figure is infinite
+                raise ValueError
+            return val
+        if ann in (int, str):
             return ann(raw)
     except ValueError:
         raise ValueError(f"{key}={raw!r} is not valid: expected {_describe(ann)}") from None

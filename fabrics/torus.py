@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from ..topo.builders import torus as torus_builder
+from ..topo.builders import check_rate, torus as torus_builder
 from ..topo.devices import Device, register_device
 from .registry import register
 
@@ -42,8 +42,7 @@ TPU7X = register_device(Device(
 
 
 def _lane_gbps(link_GBps: float) -> float:
-    if not link_GBps > 0:
-        raise ValueError(f"link_GBps={link_GBps!r} must be > 0 (90 usable, 100 raw for v5p/Ironwood)")
+    check_rate("link_GBps", link_GBps, unit="GB/s (90 usable, 100 raw for v5p/Ironwood)", scale=8.0)
     return link_GBps * 8.0 / LANES_PER_LINK   # GB/s -> Gb/s, split over the link's lanes
 
 

@@ -38,9 +38,23 @@ import networkx as nx
 
 from .contract import CHIP, SWITCH, add_bundle, bundle_attrs
 from .devices import Device, device, register_device
+from .errors import TooLarge
 
 __all__ = ["switched_domain", "leaf_spine", "torus", "dragonfly", "full_mesh", "boardfly",
-           "BUILDERS", "GENERIC_CHIP", "GENERIC_SWITCH", "AXES", "torus_node_id"]
+           "BUILDERS", "GENERIC_CHIP", "GENERIC_SWITCH", "AXES", "torus_node_id",
+           "check_size", "check_rate", "MAX_NODES", "MAX_LINKS", "LANE_GBPS_RANGE"]
+
+# Size cap, checked from a closed-form count before anything is built (I): a graph past it
+# takes minutes and GBs to build and far longer to audit or route, so it is refused with the
+# estimate instead of hanging.  Callers that really want one may raise these module constants.
+MAX_NODES = 1_000_000
+MAX_LINKS = 2_000_000
+# Memory per element (derived: tracemalloc over build("jalapeno-pod") and torus 32x32x32 gave
+# 380-530 B per edge with the contract's attributes, ~600 B per node with its attributes).
+NODE_BYTES, LINK_BYTES = 600, 550
+# Sane per-direction rate of one lane or link, Gb/s (I): 1 Mb/s to 10 Pb/s.  Outside it a value
+# is a typo, and 1e-300 or inf make every priced time inf or the solver's capacities meaningless.
+LANE_GBPS_RANGE = (1e-3, 1e7)
 
 # Placeholder devices (I): budget-free stand-ins, not real parts.
 GENERIC_CHIP = register_device(Device(
@@ -66,6 +80,51 @@ def _check_model(name: str, param: str, kind: str) -> Device:
     return dev
 
 
+def _big(n: int) -> str:
+    """``1,234,567``, or ``~10^40`` when the count is too long to read."""
+    return f"{n:,}" if n < 10**15 else f"~10^{len(str(n)) - 1}"
+
+
+def check_size(what: str, *, nodes: int, links: int) -> None:
+    """Refuse (:class:`TooLarge`) a fabric whose node or link count exceeds the cap.
+
+    ``nodes`` and ``links`` are closed-form counts computed before building, so a
+    ``--set racks=2000`` or ``dims=2000x2000`` is refused at once with its estimate.
+
+    Examples
+    --------
+    >>> check_size("torus 2000x2000", nodes=4_000_000, links=8_000_000)
+    Traceback (most recent call last):
+    ...
+    fabricsim.topo.errors.TooLarge: torus 2000x2000 would have 4,000,000 nodes and 8,000,000 links (~6.3 GiB to build); the cap is 1,000,000 nodes and 2,000,000 links
+    """
+    nodes, links = int(nodes), int(links)
+    if nodes <= MAX_NODES and links <= MAX_LINKS:
+        return
+    gib = (nodes * NODE_BYTES + links * LINK_BYTES) * 10 // 2**30
+    mem = f"{gib // 10:,}.{gib % 10}" if gib < 10**15 else _big(gib // 10)
+    raise TooLarge(f"{what} would have {_big(nodes)} nodes and {_big(links)} links (~{mem} GiB to build); "
+                   f"the cap is {MAX_NODES:,} nodes and {MAX_LINKS:,} links")
+
+
+def check_rate(name: str, value, *, unit: str = "Gb/s", scale: float = 1.0) -> float:
+    """A finite per-direction rate inside :data:`LANE_GBPS_RANGE` (``scale`` converts to Gb/s).
+
+    ``check_rate("link_GBps", 90, unit="GB/s", scale=8)`` checks a GB/s figure.
+    """
+    lo, hi = (r / scale for r in LANE_GBPS_RANGE)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not lo <= value <= hi:
+        raise ValueError(f"{name}={value!r} is out of range; valid: a finite rate {lo:g} .. {hi:g} {unit}")
+    return float(value)
+
+
+def _latency(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name}={value!r} must be a finite number >= 0 (ns)")
+    return float(value)
+
+
 def _positive(name: str, value, *, minimum=1) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
         raise ValueError(f"{name}={value!r} must be a number >= {minimum}")
@@ -76,12 +135,8 @@ def _link_rate(lanes_per_link: int, lane_gbps: float, link_gbps: float | None) -
     if isinstance(lanes_per_link, bool) or not isinstance(lanes_per_link, int) or lanes_per_link < 1:
         raise ValueError(f"lanes_per_link={lanes_per_link!r} must be an integer >= 1")
     if link_gbps is not None:
-        if not link_gbps > 0:
-            raise ValueError(f"link_gbps={link_gbps!r} must be > 0")
-        return lanes_per_link, float(link_gbps) / lanes_per_link
-    if not lane_gbps > 0:
-        raise ValueError(f"lane_gbps={lane_gbps!r} must be > 0")
-    return lanes_per_link, float(lane_gbps)
+        return lanes_per_link, check_rate("link_gbps", link_gbps) / lanes_per_link
+    return lanes_per_link, check_rate("lane_gbps", lane_gbps)
 
 
 def torus_node_id(coords, width: int = 2) -> str:
@@ -157,10 +212,11 @@ def torus(dims, *, lanes_per_link: int = 1, lane_gbps: float = 200.0, link_gbps:
     n = math.prod(dims)
     if n < 2:
         raise ValueError(f"dims={dims!r} gives {n} chip; a torus needs at least 2 chips")
+    check_size(f"a {'x'.join(map(str, dims))} torus", nodes=n,
+               links=sum(n if k > 2 else n // 2 for k in dims if k > 1))
     lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, link_gbps)
     _check_model(chip_model, "chip_model", CHIP)
-    if latency_ns < 0:
-        raise ValueError(f"latency_ns={latency_ns!r} must be >= 0")
+    _latency("latency_ns", latency_ns)
 
     width = max(2, len(str(max(dims) - 1)))
     G = nx.Graph(dims="x".join(map(str, dims)), routing="dor")
@@ -276,7 +332,10 @@ def switched_domain(*, chips: int, planes: int, lanes_per_link: int = 1, lane_gb
     """
     _int("chips", chips, 2)
     _int("planes", planes, 1)
+    check_size(f"a switched domain of {chips:,} chips x {planes:,} planes", nodes=chips + planes,
+               links=chips * planes)
     lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, None)
+    _latency("latency_ns", latency_ns)
     _check_model(chip_model, "chip_model", CHIP)
     sw = _check_model(switch_model, "switch_model", SWITCH)
     if chips_per_tray is not None:
@@ -344,7 +403,11 @@ def leaf_spine(*, leaves: int, chips_per_leaf: int, spines: int, oversubscriptio
     _int("leaves", leaves, 1)
     _int("chips_per_leaf", chips_per_leaf, 1)
     _int("spines", spines, 1)
+    check_size(f"a leaf-spine of {leaves:,} leaves x {chips_per_leaf:,} chips, {spines:,} spines",
+               nodes=leaves * (chips_per_leaf + 1) + spines, links=leaves * (chips_per_leaf + spines))
     lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, None)
+    _latency("latency_ns", latency_ns)
+    _latency("up_latency_ns", up_latency_ns)
     _check_model(chip_model, "chip_model", CHIP)
     leaf_dev = _check_model(leaf_model, "leaf_model", SWITCH)
     spine_dev = _check_model(spine_model, "spine_model", SWITCH)
@@ -400,7 +463,9 @@ def full_mesh(*, chips: int, lanes_per_link: int = 1, lane_gbps: float = 200.0,
     28
     """
     _int("chips", chips, 2)
+    check_size(f"a full mesh of {chips:,} chips", nodes=chips, links=chips * (chips - 1) // 2)
     lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, None)
+    _latency("latency_ns", latency_ns)
     _check_model(chip_model, "chip_model", CHIP)
     w = _width(chips)
     ids = [f"xpu{i:0{w}d}" for i in range(chips)]
@@ -485,6 +550,10 @@ def dragonfly(*, p: int, a: int, h: int, g: int | None = None, lanes_per_link: i
     _int("h", h, 1)
     g_max = a * h + 1
     g = g_max if g is None else _int("g", g, 1, g_max)
+    check_size(f"a dragonfly p={p}, a={a}, h={h}, g={g}", nodes=g * a * (p + 1),
+               links=g * a * p + g * a * (a - 1) // 2 + g * a * h // 2)
+    _latency("latency_ns", latency_ns)
+    _latency("global_latency_ns", global_latency_ns)
     if g * a * p < 2:
         raise ValueError(f"p={p}, a={a}, g={g} gives 1 terminal; need at least 2")
     lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, None)
@@ -665,6 +734,11 @@ def boardfly(*, chips_per_board: int = 4, boards_per_group: int = 8, groups: int
     g = _int("groups", groups, 1, 1 + global_ports // m)
     if port_placement not in ("spread", "naive"):
         raise ValueError(f"port_placement={port_placement!r}; choose one of: spread, naive")
+    check_size(f"a boardfly of {g:,} groups x {B:,} boards x {C:,} chips", nodes=C * B * g,
+               links=C * B * g + g * B * (B - 1) // 2 + g * (g - 1) // 2 * m)
+    for key, val in (("ring_latency_ns", ring_latency_ns), ("copper_latency_ns", copper_latency_ns),
+                     ("optical_latency_ns", optical_latency_ns)):
+        _latency(key, val)
     if C * B * g < 2:
         raise ValueError("chips_per_board x boards_per_group x groups gives 1 chip; need at least 2")
     lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, None)
