@@ -13,6 +13,58 @@ from . import fabrics as _fabrics
 from .topo.errors import FabricError
 
 FILE_SUFFIXES = (".toml", ".graphml", ".json")
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+# --------------------------------------------------------------------------- option types
+class _Number(click.ParamType):
+    """A finite float in [lo, hi] (``lo`` exclusive when ``open_lo``); nan, inf and 1e400 are refused."""
+
+    name = "NUMBER"
+
+    def __init__(self, lo: float, hi: float, *, open_lo: bool = False, unit: str = ""):
+        self.lo, self.hi, self.open_lo, self.unit = lo, hi, open_lo, unit
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            return value
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            v = math.nan
+        low_ok = v > self.lo if self.open_lo else v >= self.lo
+        if not (math.isfinite(v) and low_ok and v <= self.hi):
+            rng = f"{'(' if self.open_lo else '['}{self.lo:g}, {self.hi:g}]"
+            self.fail(f"{value!r} is not a finite number in {rng}{self.unit}", param, ctx)
+        return v
+
+
+def _positive_finite(hi: float = 1e300, unit: str = "") -> _Number:
+    return _Number(0.0, hi, open_lo=True, unit=unit)
+
+
+class _OutputPath(click.ParamType):
+    """An output file name with one of ``suffixes`` (case-insensitive); the message lists them."""
+
+    name = "FILE"
+
+    def __init__(self, suffixes: tuple[str, ...]):
+        self.suffixes = suffixes
+
+    def convert(self, value, param, ctx):
+        if not str(value).lower().endswith(self.suffixes) or not Path(value).stem:
+            self.fail(f"{str(value)[:120]!r}: use a file name ending in {', '.join(self.suffixes)}", param, ctx)
+        return value
+
+
+def _plot_path() -> _OutputPath:
+    return _OutputPath(PLOT_SUFFIXES)
+
+
+def _write_error(exc: OSError, path) -> click.ClickException:
+    """An OSError writing ``path`` as one line: the file and the system's reason."""
+    shown = str(path) if len(str(path)) <= 120 else f"{str(path)[:60]}... ({len(str(path)):,} characters)"
+    return click.ClickException(f"cannot write {shown}: {exc.strerror or exc}")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -34,7 +86,7 @@ def load_fabric(spec: str, sets: tuple[str, ...] = ()):
     """A catalog name or a file (.toml, .graphml, .json) -> graph; bad input -> exit 2 with one line."""
     params = _parse_sets(sets)
     try:
-        if spec.endswith(FILE_SUFFIXES) or Path(spec).is_file():
+        if spec.endswith(FILE_SUFFIXES) or _is_file(spec):
             from .fabrics.userfile import load_fabric as load_file
             return load_file(spec, **params)
         return _fabrics.build(spec, **params)
@@ -43,6 +95,13 @@ def load_fabric(spec: str, sets: tuple[str, ...] = ()):
     except ValueError as exc:
         hint = "--set" if params and spec in _fabrics.FABRICS else "FABRIC"
         raise click.BadParameter(str(exc), param_hint=hint) from None
+
+
+def _is_file(spec: str) -> bool:
+    try:
+        return Path(spec).is_file()
+    except (OSError, ValueError):   # a name too long for the file system, or with a NUL: not a file
+        return False
 
 
 def _emit_json(obj) -> None:
@@ -237,14 +296,17 @@ def export_cmd(fabric, sets, output):
         raise click.BadParameter(f"{output!r}: use a .graphml or .json file name", param_hint="--output")
     G = load_fabric(fabric, sets)
     from .fabrics.userfile import export_fabric
-    export_fabric(G, output)
+    try:
+        export_fabric(G, output)
+    except OSError as exc:
+        raise _write_error(exc, output) from None
     click.echo(f"wrote {output}: {G.number_of_nodes():,} nodes, {G.number_of_edges():,} links", err=True)
 
 
 @main.command("draw")
 @click.argument("fabric")
 @_set_option
-@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", "output", required=True, type=_plot_path(),
               help="Output picture: .png or .svg (.pdf works too).")
 @click.option("--expand", default=None, help="Which rack / group / slice to draw in full: an index, '1,2' or "
               "'all' (default: the first; big fabrics show the rest collapsed).")
@@ -255,14 +317,14 @@ def draw_cmd(fabric, sets, output, expand, dpi):
     Large fabrics are drawn at a level that stays readable: one rack (or group, or torus
     slice) expanded and the others collapsed.  The legend gives tiers and link media.
     """
-    if not output.lower().endswith((".png", ".svg", ".pdf")):
-        raise click.BadParameter(f"{output!r}: use a .png, .svg or .pdf file name", param_hint="--output")
     G = load_fabric(fabric, sets)
     from .topo.draw import draw_fabric
     try:
         draw_fabric(G, output, expand=expand, dpi=dpi)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--expand") from None
+    except OSError as exc:
+        raise _write_error(exc, output) from None
     click.echo(f"wrote {output}", err=True)
 
 
@@ -272,23 +334,32 @@ _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 
 
 def parse_size(text: str) -> float:
-    """``64MiB`` -> 67108864.0; B, KiB, MiB, GiB, TiB, KB, MB, GB, TB; a bare number is bytes."""
+    """``64MiB`` -> 67108864.0; B, KiB, MiB, GiB, TiB, KB, MB, GB, TB; a bare number is bytes.
+
+    The prefix ignores case (``64mB`` = 64 MB) but the final letter does not: ``B`` is bytes
+    and a lower-case ``b`` means bits (``64Gb`` = 64 gigabits, as the tool prints Gb/s), which
+    a buffer size is not given in, so it is refused rather than read as bytes.
+    """
     import re
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
     unit = m[2].lower() if m else ""
+    if m and m[2].endswith("b"):
+        raise click.BadParameter(f"{text!r}: a lower-case b is bits; --size takes bytes, spelled with B "
+                                 f"(e.g. {m[1]}{m[2][:-1].upper().replace('I', 'i')}B)", param_hint="--size")
     if not m or (unit and unit not in _UNITS):
         raise click.BadParameter(f"{text!r} is not a size; use a number with B, KiB, MiB, GiB, KB, MB or GB "
                                  f"(e.g. 64MiB)", param_hint="--size")
     value = float(m[1]) * _UNITS.get(unit, 1)
-    if value <= 0:
-        raise click.BadParameter(f"{text!r}: the size must be positive", param_hint="--size")
+    if not math.isfinite(value) or value < 1:
+        raise click.BadParameter(f"{text!r}: the size must be a finite number of bytes >= 1 B", param_hint="--size")
     return value
 
 
 def _price_options(fn):
     opts = [
         click.option("--size", "size", required=True, help="S as nccl-tests defines it: per-rank buffer for "
-                     "all-reduce, whole buffer for the others. 64MiB, 1GiB, 512KB ..."),
+                     "all-reduce, whole buffer for the others, in bytes: 64MiB, 1GiB, 512KB ... (B = bytes; "
+                     "a lower-case b means bits and is refused)."),
         click.option("--group-size", type=int, help="Chips per group; all groups run at once "
                      "(default: one group of every chip)."),
         click.option("--count", type=click.IntRange(min=1), help="With --group-size: run only this many groups "
@@ -307,9 +378,9 @@ def _price_options(fn):
         click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
                      help="rule: the fabric's tier rules (Jalapeño: same rack local, other racks global); "
                      "any: every shortest path."),
-        click.option("--efficiency", type=float, default=None, help="Calibration: fraction of line rate the "
+        click.option("--efficiency", type=_Number(1e-6, 1.0), default=None, help="Calibration: fraction of line rate the "
                      "links deliver (0-1]. Default 1."),
-        click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
+        click.option("--step-latency-us", type=_Number(0.0, 1e9, unit=" us"), default=None, help="Per-step overhead in microseconds "
                      "(default: the fabric's, else 1 us)."),
         click.option("--calibration", type=click.Path(), help="TOML file with efficiency and/or "
                      "step_latency_us (measured nccl-tests fits)."),
@@ -349,17 +420,19 @@ def _calibration(efficiency, step_latency_us, calibration):
 def _groups_for(G, group_size, placement, mesh, over, groups_file, count=None):
     from . import collectives as C
     from .topo.errors import BadInput
-    chosen = [x for x in (group_size, mesh, groups_file) if x]
+    chosen = [x for x in (group_size, mesh, groups_file) if x is not None]   # 0 and '' are given, not absent
     if len(chosen) > 1:
         raise click.UsageError("give one of --group-size, --mesh or --groups")
+    if over is not None and mesh is None:
+        raise click.UsageError("--over DIM needs --mesh (e.g. --mesh tp=8,ep=16 --over ep)")
     try:
-        if mesh:
+        if mesh is not None:
             if not over:
                 raise click.UsageError("--mesh needs --over DIM (which dimension's groups communicate)")
             return C.by_mesh(G, C.parse_mesh(mesh), over)
-        if groups_file:
+        if groups_file is not None:
             return C.from_file(G, groups_file)
-        size = group_size or len(C.placement.chip_ranks(G))
+        size = len(C.placement.chip_ranks(G)) if group_size is None else group_size
         return C.by_size(G, size, placement, count=count)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="placement") from None
@@ -379,6 +452,18 @@ def _price(G, collective, opts, groups=None):
                        bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="options") from None
+
+
+MAX_TIME_S = 1e15   # ~30 million years: past it (or inf/NaN) a priced time is an overflow, not a result (I)
+
+
+def _finite(r):
+    """A report whose time is inf, NaN or absurd is not a result: say so instead of printing ``time inf us``."""
+    if not (math.isfinite(r.time_s) and r.time_s <= MAX_TIME_S):
+        raise click.ClickException(
+            f"{r.collective} on {r.fabric}: the priced time is {r.time_s:.3g} s, not a result; a link rate, "
+            f"efficiency, latency or size in the fabric or options is too far out of range")
+    return r
 
 
 def _collective_arg(fn):
@@ -430,8 +515,8 @@ def _fmt_bytes(b: float) -> str:
 @_set_option
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print the cost report as JSON (schema in README).")
-@click.option("--plot", "plot", type=click.Path(dir_okay=False),
-              help="Also write a chart (.png/.svg): time per phase and link utilization by tier.")
+@click.option("--plot", "plot", type=_plot_path(),
+              help="Also write a chart (.png/.svg/.pdf): time per phase and link utilization by tier.")
 def price_cmd(collective, fabric, sets, as_json, plot, **opts):
     """Price a collective for every group of a placement at once.
 
@@ -447,12 +532,15 @@ def price_cmd(collective, fabric, sets, as_json, plot, **opts):
     """
     G = load_fabric(fabric, sets)
     t0 = time.perf_counter()
-    r = _price(G, collective, opts)
+    r = _finite(_price(G, collective, opts))
     if time.perf_counter() - t0 > 2:
         _progress(f"priced in {time.perf_counter() - t0:.1f} s")
     if plot:
         from .collectives.plots import plot_price
-        plot_price(r, plot, G=G)
+        try:
+            plot_price(r, plot, G=G)
+        except OSError as exc:
+            raise _write_error(exc, plot) from None
         _progress(f"wrote {plot}")
     if as_json:
         _emit_json(r.as_dict())
@@ -466,8 +554,8 @@ def price_cmd(collective, fabric, sets, as_json, plot, **opts):
               help="Comma-separated catalog names or files, e.g. jalapeno-rack,nvl72,torus.")
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of cost reports.")
-@click.option("--plot", "plot", type=click.Path(dir_okay=False),
-              help="Also write a chart (.png/.svg) of time and busbw per fabric.")
+@click.option("--plot", "plot", type=_plot_path(),
+              help="Also write a chart (.png/.svg/.pdf) of time and busbw per fabric.")
 def compare_cmd(collective, fabric_list, as_json, plot, **opts):
     """Price the same collective on several fabrics, one table.
 
@@ -486,10 +574,13 @@ def compare_cmd(collective, fabric_list, as_json, plot, **opts):
     for name in names:
         _progress(f"pricing on {name} ...")
         G = load_fabric(name)
-        reports.append(_price(G, collective, opts))
+        reports.append(_finite(_price(G, collective, opts)))
     if plot:
         from .collectives.plots import plot_compare
-        plot_compare(reports, plot)
+        try:
+            plot_compare(reports, plot)
+        except OSError as exc:
+            raise _write_error(exc, plot) from None
         _progress(f"wrote {plot}")
     if as_json:
         _emit_json([r.as_dict() for r in reports])
@@ -574,6 +665,7 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
                    step_overhead_ns=step_ns, bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--fail") from None
+    _finite(w.baseline)
     if as_json:
         _emit_json(w.as_dict())
     else:
@@ -640,8 +732,8 @@ def _hist(h: dict) -> str:
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print the ranked scenarios and summary as JSON.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Scenarios shown in the table.")
-@click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write sorted slowdowns and their "
-              "distribution to a PNG or SVG.")
+@click.option("--plot", "plot", type=_plot_path(), help="Write sorted slowdowns and their "
+              "distribution to a PNG, SVG or PDF.")
 def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, scheduler, results_file, as_json,
               top, plot, **opts):
     """Price every failure of a class (or pairs, or random samples), ranked worst first.
@@ -656,7 +748,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
     from .topo.errors import BadInput
     G = load_fabric(fabric, sets)   # checks the fabric and --set before any work is shipped
     groups = None
-    if opts["mesh"] or opts["groups_file"] or opts["count"]:
+    if opts["mesh"] is not None or opts["groups_file"] is not None or opts["count"] or opts["over"] is not None:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
     eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
@@ -684,7 +776,10 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
         getattr(runner, "close", lambda: None)()
     if plot:
         from .collectives.plots import plot_sweep
-        plot_sweep(s, plot)
+        try:
+            plot_sweep(s, plot)
+        except OSError as exc:
+            raise _write_error(exc, plot) from None
         _progress(f"wrote {plot}")
     if as_json:
         _emit_json(s.as_dict())

@@ -232,7 +232,18 @@ class ResumableRunner:
 
     def __init__(self, inner, path: str | os.PathLike):
         self.inner = inner
+        if not str(path).strip():
+            raise BadInput("results file '' is empty; give a file name, e.g. --resume sweep.jsonl")
         self.path = Path(path)
+        try:
+            parent_ok, is_dir = self.path.parent.is_dir(), self.path.is_dir()
+        except OSError as exc:          # a name too long for the file system
+            raise BadInput(f"results file {str(path)[:120]!r}: {exc.strerror or exc}") from None
+        if is_dir:
+            raise BadInput(f"results file {self.path} is a directory; give a file name")
+        if not parent_ok:
+            # a typo in the directory should not silently create a new tree of folders
+            raise BadInput(f"results file {self.path}: directory {self.path.parent} does not exist; create it first")
         self.reused = 0     # results taken from the file on the last map
         self.computed = 0   # results computed (and stored when JSON) on the last map
 
@@ -257,9 +268,12 @@ class ResumableRunner:
         if not self.path.exists():
             return done, prints
         try:
-            text = self.path.read_text()
+            text = self.path.read_text(encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"cannot read results file {self.path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise BadInput(f"results file {self.path}: byte {exc.start}: not UTF-8 text, so not a sweep's "
+                           f"results; give a new file") from None
         for line in text.splitlines():
             if not line.strip():
                 continue
@@ -268,7 +282,7 @@ class ResumableRunner:
                 key = (int(rec["index"]), tuple(rec["specs"]))
                 fp = str(rec["sweep"])
                 res = rec["result"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 continue                       # a line cut short by an interrupted run
             done[key] = (fp, res)
             prints.add(fp)
@@ -294,7 +308,6 @@ class ResumableRunner:
                 todo.append(t)
                 key_of[k] = fp
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(self.path, "a+", encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"cannot write results file {self.path}: {exc.strerror or exc}") from None
@@ -358,9 +371,13 @@ def sweep_runner(workers: int = 1, scheduler: str | None = None, results_file: s
     has ``close()`` (and works as a context manager); a LocalRunner has nothing to close.
     """
     from .whatif import LocalRunner
+    resumable = ResumableRunner(None, results_file) if results_file is not None else None  # path checked first
     if scheduler:
         runner = DaskRunner(scheduler, timeout_s=timeout_s, retries=retries)
         runner.connect()
     else:
         runner = LocalRunner(workers)
-    return ResumableRunner(runner, results_file) if results_file else runner
+    if resumable is None:
+        return runner
+    resumable.inner = runner
+    return resumable

@@ -6,6 +6,7 @@ the chosen dimension run at once, so the pricing sees the contention between the
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Sequence
@@ -38,15 +39,15 @@ def _n_chips(G: nx.Graph) -> int:
 
 def parse_placement(spec: str) -> tuple[str, int | None]:
     """``packed`` | ``spread`` | ``random`` | ``random:SEED`` -> (strategy, seed)."""
-    name, _, seed = spec.partition(":")
+    name, sep, seed = spec.partition(":")
     if name not in PLACEMENTS:
         raise BadInput(f"unknown placement {spec!r}; choose one of: packed, spread, random[:seed]")
-    if name != "random" and seed:
-        raise BadInput(f"placement {name!r} takes no seed (only random:SEED does)")
-    try:
-        return name, (int(seed) if seed else (0 if name == "random" else None))
-    except ValueError:
-        raise BadInput(f"random placement seed {seed!r} is not an integer") from None
+    if name != "random" and sep:
+        raise BadInput(f"placement {spec!r}: {name} takes no seed (only random:SEED does)")
+    if sep and not seed.strip().isdigit():
+        # numpy seeds are non-negative integers; "random:" with nothing after it is a typo
+        raise BadInput(f"random placement seed {seed!r} is not an integer >= 0 (e.g. random:7)")
+    return name, (int(seed) if seed else (0 if name == "random" else None))
 
 
 def by_size(G: nx.Graph, group_size: int, placement: str = "packed", *,
@@ -117,7 +118,7 @@ def by_mesh(G: nx.Graph, mesh: dict[str, int], over: str) -> tuple[tuple[int, ..
     the order given); the first varies fastest over consecutive ranks.
     """
     n = _n_chips(G)
-    total = int(np.prod(list(mesh.values())))
+    total = math.prod(mesh.values())   # Python ints: numpy's int64 product wraps on huge entries
     if total != n:
         raise BadInput(f"mesh {','.join(f'{k}={v}' for k, v in mesh.items())} covers {total:,} chips but "
                        f"{G.graph.get('name', 'the fabric')!r} has {n:,}")
@@ -137,11 +138,15 @@ def by_mesh(G: nx.Graph, mesh: dict[str, int], over: str) -> tuple[tuple[int, ..
 def from_file(G: nx.Graph, path: str | Path) -> tuple[tuple[int, ...], ...]:
     """Groups from a JSON file: a list of lists of chips, each a rank or a node id."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise BadInput(f"{path}: cannot read groups file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: byte {exc.start}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise BadInput(f"{path}: nested too deeply to be a groups file (a list of lists)") from None
     if not isinstance(data, list) or not data or not all(isinstance(g, list) for g in data):
         raise BadInput(f"{path}: expected a JSON list of groups, each a list of chip ranks or ids")
     by_id = {str(n): d[RANK] for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}

@@ -370,7 +370,7 @@ def _groups(fabric: str, params_json: str, spec: tuple) -> tuple:
     if spec[0] == "explicit":
         return spec[1]
     G = _fabric(fabric, params_json)
-    size = spec[1] or len(chip_ranks(G))
+    size = len(chip_ranks(G)) if spec[1] is None else spec[1]   # 0 is refused by by_size, not "all"
     return by_size(G, size, spec[2])
 
 

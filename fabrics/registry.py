@@ -43,7 +43,8 @@ def _fabric(name: str) -> Fabric:
     try:
         return FABRICS[name]
     except KeyError:
-        raise ValueError(f"unknown fabric {name!r}{close_matches(name, FABRICS)}; "
+        shown = repr(name) if len(str(name)) <= 80 else f"{str(name)[:40]!r}... ({len(str(name)):,} characters)"
+        raise ValueError(f"unknown fabric {shown}{close_matches(str(name)[:200], FABRICS)}; "
                          f"choose one of: {', '.join(sorted(FABRICS))}") from None
 
 

@@ -51,10 +51,16 @@ TOML_KEYS = ("builder", "params", "name", "description", "source")
 _SHOW = 5  # contract violations quoted in a message
 
 
+def _short(path) -> str:
+    """A path for a one-line message: names past 120 characters are cut in the middle."""
+    s = str(path)
+    return s if len(s) <= 120 else f"{s[:60]}...{s[-40:]} ({len(s):,} characters)"
+
+
 def _suffix(path: Path, *, allowed=FORMATS) -> str:
     suffix = path.suffix.lower()
     if suffix not in allowed:
-        raise BadInput(f"{path}: unknown file type {suffix or '(none)'!r}; use one of: {', '.join(allowed)}")
+        raise BadInput(f"{_short(path)}: unknown file type {suffix or '(none)'!r}; use one of: {', '.join(allowed)}")
     return suffix
 
 
@@ -90,13 +96,15 @@ def _load_toml(path: Path, overrides: dict[str, Any]) -> nx.Graph:
             doc = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{path}: {exc}") from None  # tomllib's message carries "(at line L, column C)"
+    except RecursionError:
+        raise BadInput(f"{path}: nested too deeply to be a fabric recipe") from None
     unknown = sorted(set(doc) - set(TOML_KEYS))
     if unknown:
         raise BadInput(f"{path}: unknown key {unknown[0]!r}; valid keys: {', '.join(TOML_KEYS)}")
     if "builder" not in doc:
         raise BadInput(f"{path}: missing key 'builder'; choose one of: {', '.join(BUILDERS)}")
     name = doc["builder"]
-    if name not in BUILDERS:
+    if not isinstance(name, str) or name not in BUILDERS:
         raise BadInput(f"{path}: builder = {name!r} is not a builder; choose one of: {', '.join(BUILDERS)}")
     params = doc.get("params", {})
     if not isinstance(params, dict):
@@ -149,8 +157,13 @@ def _load_json(path: Path) -> nx.Graph:
         raise BadInput(f"{path}: line {exc.lineno}, column {exc.colno}: malformed JSON ({exc.msg})") from None
     except UnicodeDecodeError as exc:
         raise BadInput(f"{path}: byte {exc.start}: not UTF-8 text") from None
+    except RecursionError:
+        raise BadInput(f"{path}: nested too deeply to be a node-link graph") from None
     if not isinstance(data, dict):
         raise BadInput(f"{path}: top level must be a node-link object, not {type(data).__name__}")
+    if not isinstance(data.get("graph", {}), dict):
+        raise BadInput(f"{path}: node-link key 'graph' must be an object of graph attributes, "
+                       f"not {type(data['graph']).__name__}")
     for key in ("nodes", "edges"):
         if not isinstance(data.get(key), list):
             raise BadInput(f"{path}: node-link key {key!r} must be a list"
@@ -160,9 +173,24 @@ def _load_json(path: Path) -> nx.Graph:
             raise BadInput(f"{path}: nodes[{i}] has no 'id'")
         if not isinstance(n["id"], (str, int)):
             raise BadInput(f"{path}: nodes[{i}] id {n['id']!r} must be a string or integer")
+    ids: set = set()
+    for i, n in enumerate(data["nodes"]):
+        if n["id"] in ids:
+            raise BadInput(f"{path}: nodes[{i}] repeats id {n['id']!r}; each node once")
+        ids.add(n["id"])
+    pairs: dict = {}
     for i, e in enumerate(data["edges"]):
         if not isinstance(e, dict) or "source" not in e or "target" not in e:
             raise BadInput(f"{path}: edges[{i}] needs 'source' and 'target'")
+        try:
+            pair = frozenset((e["source"], e["target"]))
+        except TypeError:
+            raise BadInput(f"{path}: edges[{i}] source/target must be node ids (strings or integers)") from None
+        if pair in pairs:
+            # networkx would merge the two silently; one edge is one bundle, so say which
+            raise BadInput(f"{path}: edges[{i}] repeats the edge {e['source']!r} -- {e['target']!r} of "
+                           f"edges[{pairs[pair]}]; give one edge per bundle (sum the lanes)")
+        pairs[pair] = i
     try:
         return nx.node_link_graph(data, edges="edges")
     except (nx.NetworkXError, KeyError, TypeError, ValueError) as exc:
@@ -201,8 +229,12 @@ def load_fabric(path: str | os.PathLike, **overrides) -> nx.Graph:
     """
     path = Path(path)
     suffix = _suffix(path)
-    if not path.is_file():
-        raise BadInput(f"{path}: no such file")
+    try:
+        is_file = path.is_file()
+    except OSError as exc:    # e.g. a name longer than the file system allows
+        raise BadInput(f"{_short(path)}: {exc.strerror or exc}") from None
+    if not is_file:
+        raise BadInput(f"{_short(path)}: no such file")
     if suffix == ".toml":
         G = _load_toml(path, overrides)
     else:

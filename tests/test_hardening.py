@@ -109,3 +109,228 @@ def test_toml_recipe_with_infinite_lane_rate_is_refused(tmp_path):
     p = tmp_path / "inf.toml"
     p.write_text('builder = "torus"\n[params]\ndims = [4, 4]\nlane_gbps = inf\n')
     refused("audit", p, match="lane_gbps")
+
+
+# --------------------------------------------------------------------------- tracebacks 1-3
+def test_a_5000_character_name_is_one_line():
+    msg = refused("audit", "A" * 5000, match="unknown fabric")
+    assert len(msg) < 400
+    msg = refused("audit", "A" * 5000 + ".json", match="File name too long")
+    assert len(msg) < 400
+
+
+@pytest.mark.parametrize("placement, match", [("random:-1", "not an integer >= 0"), ("random:", "not an integer"),
+                                              ("packed:", "takes no seed"), ("spread:3", "takes no seed"),
+                                              ("random:x", "not an integer")])
+def test_bad_placement_seeds_are_refused(placement, match):
+    refused("price", "all-reduce", "--fabric", "jalapeno-rack", "--group-size", 8, "--size", "64MiB",
+            "--placement", placement, match=match)
+
+
+def test_random_seed_still_works():
+    res = invoke("price", "all-reduce", "--fabric", "jalapeno-rack", "--group-size", 8, "--size", "1MiB",
+                 "--placement", "random:7", "--bound-only")
+    assert res.exit_code == 0, res.output
+
+
+def test_huge_mesh_does_not_wrap_around_int64():
+    refused("price", "all-to-all", "--fabric", "jalapeno-rack", "--size", "1MiB",
+            "--mesh", "tp=8589934595,ep=8198552799480731008", "--over", "tp",
+            match="covers 70,425,032,321,193,629,321,508,421,760 chips")
+
+
+# --------------------------------------------------------------------------- fabric files (5, 6, 9)
+def _nvl72_json(tmp_path, edit=None, name="f.json"):
+    from fabricsim.fabrics.userfile import export_fabric
+    p = export_fabric(build("nvl72"), tmp_path / name)
+    if edit:
+        data = json.loads(p.read_text())
+        edit(data)
+        p.write_text(json.dumps(data))   # json.dumps writes NaN / Infinity as Python's json reads them
+    return p
+
+
+@pytest.mark.parametrize("key, value", [("capacity_gbps", float("nan")), ("capacity_gbps", float("inf")),
+                                        ("lane_gbps", float("inf")), ("port_gbps", float("inf")),
+                                        ("latency_ns", float("nan")), ("latency_ns", float("inf"))])
+def test_non_finite_edge_figures_in_json_are_refused(tmp_path, key, value):
+    def edit(d):
+        d["edges"][0][key] = value
+    p = _nvl72_json(tmp_path, edit)
+    for cmd in (["audit", p], ["price", "all-reduce", "--fabric", p, "--size", "1MiB"]):
+        msg = refused(*cmd, match="contract violation")
+        assert key in msg and "finite" in msg
+
+
+def test_validate_and_audit_refuse_nan_capacities_in_the_library():
+    from fabricsim.topo.audit import audit
+    from fabricsim.topo.contract import validate
+    from fabricsim.topo.errors import BadInput
+    G = build("jalapeno-rack")
+    u, v = next(iter(G.edges))
+    G.edges[u, v]["capacity_gbps"] = float("nan")
+    assert any("finite" in x.problem for x in validate(G))
+    with pytest.raises(BadInput, match="contract violation"):
+        audit(G)
+
+
+def test_duplicate_edge_in_json_is_refused(tmp_path):
+    p = _nvl72_json(tmp_path, lambda d: d["edges"].append(dict(d["edges"][0])))
+    refused("audit", p, match="repeats the edge")
+    p = _nvl72_json(tmp_path, lambda d: d["edges"].append(dict(d["edges"][0], source=d["edges"][0]["target"],
+                                                                target=d["edges"][0]["source"])), "g.json")
+    refused("audit", p, match="repeats the edge")
+
+
+def test_duplicate_node_in_json_is_refused(tmp_path):
+    p = _nvl72_json(tmp_path, lambda d: d["nodes"].append(dict(d["nodes"][0])))
+    refused("audit", p, match="repeats id")
+
+
+def test_graph_attribute_that_is_a_list_is_refused(tmp_path):
+    p = _nvl72_json(tmp_path, lambda d: d.__setitem__("graph", [1, 2]))
+    refused("audit", p, match="'graph' must be an object")
+
+
+@pytest.mark.parametrize("text", ['builder = ["torus"]\n[params]\ndims = [4, 4]\n',
+                                  '[builder]\nname = "torus"\n[params]\ndims = [4, 4]\n',
+                                  'builder = 3\n'])
+def test_recipe_whose_builder_is_not_a_name_is_refused(tmp_path, text):
+    p = tmp_path / "r.toml"
+    p.write_text(text)
+    refused("audit", p, match="is not a builder")
+
+
+def test_deep_nesting_is_one_line(tmp_path):
+    j = tmp_path / "deep.json"
+    j.write_text("[" * 200_000)
+    refused("audit", j, match="nested too deeply")
+    t = tmp_path / "deep.toml"
+    t.write_text("builder = 'torus'\n[params]\ndims = " + "[" * 200_000)
+    refused("audit", t, match="deep.toml")
+    g = tmp_path / "groups.json"
+    g.write_text("[" * 200_000)
+    refused("price", "all-reduce", "--fabric", "jalapeno-rack", "--size", "1MiB", "--groups", g,
+            match="nested too deeply")
+
+
+# --------------------------------------------------------------------------- non-UTF-8 files (7)
+def test_non_utf8_groups_file_is_refused(tmp_path):
+    g = tmp_path / "groups.json"
+    g.write_bytes(b"[[0, 1]]\xff\xfe")
+    refused("price", "all-reduce", "--fabric", "jalapeno-rack", "--size", "1MiB", "--groups", g,
+            match="not UTF-8")
+
+
+SWEEP = ["sweep", "all-reduce", "--fabric", "jalapeno-rack", "--class", "local-switch", "--size", "1MiB",
+         "--group-size", "8", "--bound-only", "--samples", "1"]
+
+
+def test_non_utf8_resume_file_is_refused(tmp_path):
+    r = tmp_path / "res.jsonl"
+    r.write_bytes(b"\xff\xfe\x00garbage\n")
+    refused(*SWEEP, "--resume", r, match="not UTF-8")
+
+
+def test_empty_resume_name_is_refused():
+    refused(*SWEEP, "--resume", "", match="empty")
+
+
+def test_resume_under_a_missing_directory_is_refused_and_not_created(tmp_path):
+    r = tmp_path / "nope" / "deeper" / "res.jsonl"
+    refused(*SWEEP, "--resume", r, match="does not exist")
+    assert not (tmp_path / "nope").exists()
+
+
+# --------------------------------------------------------------------------- output files (10)
+@pytest.mark.parametrize("cmd", [["price", "all-reduce", "--fabric", "nvl72", "--size", "1MiB", "--bound-only"],
+                                 ["compare", "all-reduce", "--fabrics", "nvl72", "--size", "1MiB", "--bound-only"],
+                                 SWEEP])
+@pytest.mark.parametrize("plot", ["x.txt", "", "noextension"])
+def test_plot_names_without_a_picture_extension_are_refused(cmd, plot):
+    msg = refused(*cmd, "--plot", plot, match="--plot")
+    assert ".png, .svg, .pdf" in msg
+
+
+@pytest.mark.parametrize("args", [["draw", "nvl72", "-o", "/proc/x.png"],
+                                  ["export", "nvl72", "-o", "/proc/x.json"],
+                                  ["export", "nvl72", "-o", "no_such_dir/../y.json"],
+                                  ["export", "nvl72", "-o", "a" * 300 + ".json"],
+                                  ["draw", "nvl72", "-o", "a" * 300 + ".png"]])
+def test_unwritable_outputs_are_one_line(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    refused(*args, match="cannot write")
+
+
+def test_price_plot_to_an_unwritable_place_is_one_line():
+    refused("price", "all-reduce", "--fabric", "nvl72", "--size", "1MiB", "--bound-only", "--plot",
+            "/proc/x.png", match="cannot write")
+
+
+@pytest.mark.parametrize("expand", ["", ",", "1,,2", "x"])
+def test_draw_expand_that_names_nothing_is_refused(expand, tmp_path):
+    refused("draw", "boardfly", "-o", tmp_path / "d.png", "--expand", expand, match="expand")
+
+
+# --------------------------------------------------------------------------- accepted but wrong
+PRICE = ["price", "all-reduce", "--fabric", "jalapeno-rack", "--size", "1MiB"]
+
+
+def test_group_size_zero_is_refused_not_read_as_absent():
+    refused(*PRICE, "--group-size", 0, match="group size 0")
+
+
+def test_empty_mesh_is_refused():
+    refused(*PRICE, "--mesh", "", "--over", "tp", match="empty mesh")
+
+
+def test_over_without_mesh_is_refused():
+    refused(*PRICE, "--over", "ep", match="--over DIM needs --mesh")
+    refused(*SWEEP, "--over", "ep", match="--over DIM needs --mesh")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e400", "-1", "x"])
+def test_step_latency_must_be_finite(value):
+    refused(*PRICE, "--step-latency-us", value, match="--step-latency-us")
+
+
+@pytest.mark.parametrize("value", ["5e-324", "0", "nan", "inf", "1.5", "-0.5"])
+def test_efficiency_must_be_a_usable_fraction(value):
+    refused(*PRICE, "--efficiency", value, match="--efficiency")
+
+
+def _slow_lanes(lane_gbps):
+    def edit(d):
+        for e in d["edges"]:
+            e["port_gbps"] = e["port_gbps"] / e["lane_gbps"] * lane_gbps     # same lanes per port
+            e["lane_gbps"] = lane_gbps
+            e["capacity_gbps"] = e["lanes"] * lane_gbps
+    return edit
+
+
+def test_absurd_lane_rate_in_a_file_is_refused(tmp_path):
+    p = _nvl72_json(tmp_path, _slow_lanes(1e-300))
+    refused("price", "all-reduce", "--fabric", p, "--size", "1GiB", match="outside 0.001 .. 1e+07 Gb/s")
+
+
+def test_infinite_time_is_never_printed_as_a_result(tmp_path):
+    # every figure at the edge of its range: the time overflows to inf and is refused, not printed
+    p = _nvl72_json(tmp_path, _slow_lanes(1e-3))
+    msg = refused("price", "all-reduce", "--fabric", p, "--size", "1e308", "--efficiency", "1e-6", "--bound-only",
+                  match="not a result")
+    assert "time inf" not in msg
+
+
+@pytest.mark.parametrize("size", ["64Gb", "1Mb", "8b", "2mib", "1e400", "0.5"])
+def test_bit_units_and_absurd_sizes_are_refused(size):
+    refused(*PRICE, "--size", size, match="--size")
+
+
+def test_size_help_says_b_is_bytes_and_bits_are_refused():
+    res = invoke("price", "--help")
+    assert "lower-case b means bits" in " ".join(res.output.split())
+
+
+def test_byte_units_still_parse():
+    from fabricsim.cli import parse_size
+    assert parse_size("64MiB") == 2 ** 26 and parse_size("1GB") == 1e9 and parse_size("2kB") == 2000

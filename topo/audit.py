@@ -16,8 +16,9 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from .contract import (CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, MEDIUM, MODEL, PORT_GBPS,
-                       RANK, ROLE, SWITCH, TIER, chips, forwarding_graph, params_of)
+                       RANK, ROLE, SWITCH, TIER, chips, forwarding_graph, params_of, validate)
 from .devices import DEVICES, Device
+from .errors import BadInput
 
 __all__ = ["Finding", "Audit", "audit", "budget_findings", "hop_stats", "HopStats", "bisection",
            "Bisection", "totals", "tier_levels"]
@@ -385,6 +386,13 @@ def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool =
     >>> a.ok, a.totals["local_switch_capacity_Tbps"], a.bisection_GBps
     (True, 614.4, 38400.0)
     """
+    bad = validate(G, devices=devices)
+    if bad:
+        # a graph off the contract (NaN or infinite capacities, ...) has no meaningful budgets:
+        # refuse it rather than report checks that pass on garbage
+        more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+        raise BadInput(f"{G.graph.get('name', 'graph')}: {len(bad)} contract violation(s): "
+                       + "; ".join(map(str, bad[:3])) + more)
     findings = tuple(budget_findings(G, devices=devices))
     tot = totals(G, devices=devices)
     racks = sorted({d["rack"] for _, d in G.nodes(data=True) if "rack" in d})

@@ -36,7 +36,7 @@ from itertools import product
 
 import networkx as nx
 
-from .contract import CHIP, SWITCH, add_bundle, bundle_attrs
+from .contract import CHIP, LANE_GBPS_RANGE, SWITCH, add_bundle, bundle_attrs
 from .devices import Device, device, register_device
 from .errors import TooLarge
 
@@ -52,9 +52,6 @@ MAX_LINKS = 2_000_000
 # Memory per element (derived: tracemalloc over build("jalapeno-pod") and torus 32x32x32 gave
 # 380-530 B per edge with the contract's attributes, ~600 B per node with its attributes).
 NODE_BYTES, LINK_BYTES = 600, 550
-# Sane per-direction rate of one lane or link, Gb/s (I): 1 Mb/s to 10 Pb/s.  Outside it a value
-# is a typo, and 1e-300 or inf make every priced time inf or the solver's capacities meaningless.
-LANE_GBPS_RANGE = (1e-3, 1e7)
 
 # Placeholder devices (I): budget-free stand-ins, not real parts.
 GENERIC_CHIP = register_device(Device(

@@ -84,6 +84,7 @@ Units live in names: ``*_gbps`` Gb/s, ``*_GBps`` GB/s (1e9 B/s), ``*_ns``, ``*_s
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,6 +107,9 @@ MEDIA = ("copper", "optical", "pcb")
 DOMAIN_TAGS = ("rack", "tray", "switch_tray", "board", "group", "plane", "cube", "column", "rail", "circuit",
                "ocs", "harness")
 ROUTING_POLICIES = ("ecmp", "tiered", "dor")
+# Sane per-direction rate of one lane, Gb/s (I): 1 Mb/s to 10 Pb/s.  Outside it a figure is a typo,
+# and a 1e-300 lane makes every priced time overflow.  Builders check their rate parameters against it.
+LANE_GBPS_RANGE = (1e-3, 1e7)
 
 
 @dataclass(frozen=True)
@@ -211,11 +215,16 @@ def validate(G: nx.Graph, *, devices=None) -> list[Violation]:
             continue
         for key in (LANE_GBPS, PORT_GBPS, CAPACITY_GBPS, LATENCY_NS):
             val = d.get(key)
-            if not isinstance(val, (int, float)) or isinstance(val, bool) or val < 0 or (
-                    key != LATENCY_NS and val == 0):
-                out.append(Violation(where, f"{key} {val!r} is not a positive number"))
+            if not isinstance(val, (int, float)) or isinstance(val, bool) or not math.isfinite(val) \
+                    or val < 0 or (key != LATENCY_NS and val == 0):
+                # NaN and inf are refused here: the solver cannot price an infinite or NaN link
+                out.append(Violation(where, f"{key} {val!r} is not a finite "
+                                            f"{'non-negative' if key == LATENCY_NS else 'positive'} number"))
                 break
         else:
+            lo, hi = LANE_GBPS_RANGE
+            if not lo <= d[LANE_GBPS] <= hi:
+                out.append(Violation(where, f"lane_gbps {d[LANE_GBPS]!r} is outside {lo:g} .. {hi:g} Gb/s"))
             if abs(d[CAPACITY_GBPS] - d[LANES] * d[LANE_GBPS]) > 1e-9 * d[CAPACITY_GBPS]:
                 out.append(Violation(where, f"capacity_gbps {d[CAPACITY_GBPS]} != lanes x lane_gbps "
                                             f"= {d[LANES] * d[LANE_GBPS]}"))

@@ -1061,9 +1061,9 @@ def _parse_expand(expand):
     """Command-line spellings: ``"3"`` -> 3, ``"1,2"`` -> (1, 2), ``"all"`` stays."""
     if not isinstance(expand, str) or expand == "all":
         return expand
-    parts = [p.strip() for p in expand.split(",") if p.strip()]
+    parts = [p.strip() for p in expand.split(",")]
     try:
-        vals = tuple(int(p) for p in parts)
+        vals = tuple(int(p) for p in parts)   # '' and '1,,2' fail here: no index to expand
     except ValueError:
         raise ValueError(f"expand={expand!r}: give a rack, group or slice number (e.g. 3), numbers joined by "
                          f"commas for a torus slice (e.g. 1,2), or 'all'") from None
