@@ -146,6 +146,10 @@ class _Group(click.Group):
             raise click.ClickException(str(exc)) from None
         except MemoryError:
             raise click.ClickException("out of memory; try the link-load bound (--bound-only)") from None
+        except OSError as exc:   # a file the commands did not catch themselves: still one line
+            name = str(exc.filename or "")
+            shown = name if len(name) <= 120 else f"{name[:60]}... ({len(name):,} characters)"
+            raise click.ClickException(f"{shown + ': ' if shown else ''}{exc.strerror or exc}") from None
 
 
 # --------------------------------------------------------------------------- commands
@@ -285,18 +289,43 @@ def _format_audit(a, show_all: bool) -> str:
     return "\n".join(out)
 
 
+EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml")}
+
+
 @main.command("export")
 @click.argument("fabric")
 @_set_option
-@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
-              help="Output file: .graphml or .json (node-link).")
-def export_cmd(fabric, sets, output):
-    """Write a fabric's graph to GraphML or node-link JSON (loads back with FABRIC=FILE)."""
-    if not output.endswith((".graphml", ".json")):
-        raise click.BadParameter(f"{output!r}: use a .graphml or .json file name", param_hint="--output")
+@click.option("-o", "--output", "output", required=True, type=_OutputPath(sum(EXPORT_FORMATS.values(), ())),
+              help="Output file: .graphml, .json (node-link) or .yml (ASTRA-sim network config).")
+@click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default=None,
+              help="graphml | json | astra-sim (default: from the -o extension; .yml/.yaml is astra-sim).")
+def export_cmd(fabric, sets, output, fmt):
+    """Write a fabric's graph (GraphML, node-link JSON) or an ASTRA-sim 2.x network config.
+
+    GraphML and JSON load back with FABRIC=FILE.  ``--format astra-sim`` writes the
+    analytical backend's network.yml (topology, npus_count, bandwidth GB/s, latency ns,
+    one entry per dimension) and says on stderr and in the file what the mapping loses.
+    """
+    suffix = Path(output).suffix.lower()
+    fmt = fmt or next(f for f, sfx in EXPORT_FORMATS.items() if suffix in sfx)
+    if suffix not in EXPORT_FORMATS[fmt]:
+        raise click.BadParameter(f"{output!r}: --format {fmt} writes {' or '.join(EXPORT_FORMATS[fmt])} files",
+                                 param_hint="--output")
     G = load_fabric(fabric, sets)
-    from .fabrics.userfile import export_fabric
     try:
+        if fmt == "astra-sim":
+            from .topo.errors import BadInput
+            from .topo.export import write_astra
+            try:
+                net = write_astra(G, output)
+            except BadInput as exc:
+                raise click.ClickException(str(exc)) from None
+            click.echo(f"wrote {output}: {' x '.join(f'{d.topology}({d.npus})' for d in net.dims)} = "
+                       f"{net.npus:,} NPUs", err=True)
+            for loss in net.losses:
+                _progress(f"the ASTRA-sim mapping loses: {loss}")
+            return
+        from .fabrics.userfile import export_fabric
         export_fabric(G, output)
     except OSError as exc:
         raise _write_error(exc, output) from None

@@ -12,6 +12,7 @@ failures : ``domains``, ``domain_classes``, ``Domain``, ``parse_spec``, ``apply_
 audit : ``audit``, ``Audit``, ``Finding``, ``budget_findings``, ``hop_stats``, ``bisection``, ``totals``
 draw (imported on first use; loads matplotlib) : ``draw_fabric``, ``draw_utilization``
 errors : ``FabricError``, ``BadInput``, ``NoRoute``, ``BrokenGroup``, ``TooLarge``
+export : ``astra_network``, ``write_astra``, ``AstraNetwork``, ``Dimension`` (ASTRA-sim analytical network.yml)
 """
 # Names resolve on first use, so importing the catalog (which needs only the contract
 # and devices) does not pay for scipy's sparse graph and linear-algebra imports.
@@ -26,6 +27,7 @@ _HOME = {
     "solver": ("Bound", "FlowResult", "Rates", "check_maxmin", "estimate_memory_bytes", "guard_memory",
                "link_load_bound", "maxmin_rates", "simulate"),
     "draw": ("draw_fabric", "draw_utilization"),
+    "export": ("AstraNetwork", "Dimension", "astra_network", "write_astra"),
 }
 _WHERE = {name: mod for mod, names in _HOME.items() for name in names}
 
@@ -43,4 +45,5 @@ __all__ = ["Audit", "Finding", "audit", "bisection", "budget_findings", "hop_sta
            "BadInput", "BrokenGroup", "FabricError", "NoRoute", "TooLarge", "Domain", "apply_failures",
            "chip_tier_bandwidth", "domain_classes", "domains", "parse_spec", "LinkTable", "Routes", "link_table",
            "route", "Bound", "FlowResult", "Rates", "check_maxmin", "estimate_memory_bytes", "guard_memory",
-           "link_load_bound", "maxmin_rates", "simulate", "draw_fabric", "draw_utilization"]
+           "link_load_bound", "maxmin_rates", "simulate", "draw_fabric", "draw_utilization",
+           "AstraNetwork", "Dimension", "astra_network", "write_astra"]

@@ -1,0 +1,404 @@
+"""Fabrics out to ASTRA-sim: a graph mapped onto the analytical backend's dimensions.
+
+ASTRA-sim 2.x's analytical network (``astra-network-analytical``) takes a YAML file with
+one entry per dimension, innermost first::
+
+    topology: [ Ring, FullyConnected, Switch ]
+    npus_count: [ 2, 8, 4 ]        # NPUs per dimension; NPUs = the product
+    bandwidth: [ 200.0, 100.0, 50.0 ]   # GB/s, per link per direction
+    latency: [ 50.0, 500.0, 2000.0 ]    # ns, per link
+
+(format: astra-sim/astra-network-analytical ``example_network.yml`` and ``input/*.yml``).
+NPU ``i`` has coordinate ``i mod n0`` in dimension 0, ``(i // n0) mod n1`` in dimension 1,
+and so on; :func:`astra_network` orders the dimensions so that NPU ``i`` is the chip of rank
+``i`` and says so when the fabric's ranks are not nested that way.
+
+The mapping reads the graph's structure and the contract's domain tags, not the fabric's
+name, so a new catalog entry maps when it is built the same way:
+
+* a torus (graph attribute ``dims``, chips only): one ``Ring`` per dimension longer than 1,
+  bandwidth = one link's rate (a ring of 2 is one bundle of both links: half of it);
+* chips only, nested domains (``board`` or ``tray``, then ``group`` or ``rack``, then the
+  whole fabric): the innermost domain is a ``Ring`` (a cycle) or ``FullyConnected`` (a
+  clique); every higher level whose sub-domains are pairwise linked is ``FullyConnected``
+  with bandwidth = the capacity between two sub-domains / the chips of one (each chip's
+  share of the pair's links): Boardfly, a full mesh, LPX-style trays;
+* chips on switches: one ``Switch`` per switched level: the rack (switches whose links all
+  stay in one rack, or the first switch above the chips) and the racks (switches above
+  those), bandwidth = a chip's capacity into that level, capped by the uplinks' share;
+  chip-to-chip links inside a tray in front of the switches (Maia-style) become a
+  ``FullyConnected`` dimension first.
+
+Latency per dimension is the one-way link latency; for a ``Switch`` it folds the switch
+latencies in (ASTRA-sim's ``Switch`` crosses two links: chip to switch, switch to chip, so
+each carries half the switches' delay).  What the mapping loses (planes merged, in-network
+reduction, rail-only relays, Boardfly's wiring, OCS ...) is listed in ``losses``.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+import networkx as nx
+
+from .contract import CAPACITY_GBPS, CHIP, KIND, LATENCY_NS, RANK, chips as chip_list, params_of
+from .errors import BadInput
+
+__all__ = ["Dimension", "AstraNetwork", "astra_network", "write_astra"]
+
+TOPOLOGIES = ("Ring", "FullyConnected", "Switch")
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One ASTRA-sim dimension."""
+
+    topology: str            # Ring | FullyConnected | Switch
+    npus: int
+    bandwidth_GBps: float    # per link, per direction
+    latency_ns: float        # per link
+    what: str                # the part of the fabric it stands for
+
+
+@dataclass(frozen=True)
+class AstraNetwork:
+    """A fabric as ASTRA-sim analytical dimensions, innermost first, and what the mapping loses."""
+
+    fabric: str
+    dims: tuple[Dimension, ...]
+    losses: tuple[str, ...]
+
+    @property
+    def npus(self) -> int:
+        return math.prod(d.npus for d in self.dims)
+
+    def as_yaml(self, header: str = "") -> str:
+        """The network.yml text: four keys, one entry per dimension, comments for the rest."""
+        def row(vals):
+            return "[ " + ", ".join(vals) + " ]"
+        out = [f"# ASTRA-sim 2.x analytical network config for {self.fabric}, written by fabricsim"]
+        out += [f"# {line}" for line in header.splitlines()]
+        out.append(f"# {' x '.join(str(d.npus) for d in self.dims)} = {self.npus:,} NPUs; NPU i = fabricsim chip rank i")
+        for i, d in enumerate(self.dims):
+            out.append(f"# dimension {i}: {d.topology} of {d.npus}: {d.what}")
+        if self.losses:
+            out.append("# What this mapping loses:")
+            out += [f"#   - {x}" for x in self.losses]
+        out += ["",
+                f"topology: {row(d.topology for d in self.dims)}",
+                f"npus_count: {row(str(d.npus) for d in self.dims)}",
+                f"bandwidth: {row(repr(float(d.bandwidth_GBps)) for d in self.dims)}  # GB/s",
+                f"latency: {row(repr(float(d.latency_ns)) for d in self.dims)}  # ns", ""]
+        return "\n".join(out)
+
+
+def _refuse(G, why: str):
+    raise BadInput(f"{G.graph.get('name', 'this fabric')}: cannot be mapped onto ASTRA-sim dimensions "
+                   f"(Ring, FullyConnected, Switch): {why}")
+
+
+def _uniform(vals, what: str, losses: list, unit: str) -> float:
+    lo, hi = min(vals), max(vals)
+    if hi > lo * (1 + 1e-9):
+        losses.append(f"{what} ranges {lo:g}..{hi:g} {unit}; ASTRA-sim takes one figure, the lowest")
+    return lo
+
+
+def _lat(G, u, v) -> float:
+    return float(G.edges[u, v][LATENCY_NS])
+
+
+def _node_lat(G, n) -> float:
+    return float(G.nodes[n].get(LATENCY_NS, 0.0) or 0.0)
+
+
+# --------------------------------------------------------------------------- tori
+def _torus(G, chips, losses) -> list[Dimension]:
+    ks = [int(k) for k in str(G.graph["dims"]).split("x")]
+    axes = "xyzw"
+    dims = []
+    # ranks are row-major with the last ring fastest: ASTRA's dimension 0 is the last ring
+    for a in reversed(range(len(ks))):
+        k = ks[a]
+        if k == 1:
+            continue
+        edges = [(u, v, d) for u, v, d in G.edges(data=True) if d.get("axis") == axes[a]]
+        if not edges:
+            _refuse(G, f"the {k}-ring along {axes[a]} has no links")
+        per_link = [d[CAPACITY_GBPS] / (2 if k == 2 else 1) / 8 for *_, d in edges]
+        bw = _uniform(per_link, f"link rate along {axes[a]}", losses, "GB/s")
+        lat = _uniform([d[LATENCY_NS] for *_, d in edges], f"link latency along {axes[a]}", losses, "ns")
+        dims.append(Dimension("Ring", k, bw, lat, f"the {k}-chip rings along {axes[a]}"))
+    if any(d.get("ocs") is not None for *_, d in G.edges(data=True)):
+        losses.append("optical circuit switches are fixed links here (no reconfiguration, no OCS failure domain)")
+    return dims
+
+
+# --------------------------------------------------------------------------- nested chip domains
+def _partitions(G, chips) -> list[tuple[str, dict]]:
+    """Nested chip partitions, finest first, ending with the whole fabric."""
+    nd = G.nodes
+    levels = []
+    if all("board" in nd[c] for c in chips):
+        levels.append(("board", {c: nd[c]["board"] for c in chips}))
+    elif all("tray" in nd[c] for c in chips):
+        levels.append(("tray", {c: (nd[c].get("rack", 0), nd[c]["tray"]) for c in chips}))
+    for key in ("group", "rack"):
+        if all(key in nd[c] for c in chips):
+            levels.append((key, {c: nd[c][key] for c in chips}))
+    levels.append(("fabric", {c: 0 for c in chips}))
+    out = []
+    for name, part in levels:
+        n_dom = len(set(part.values()))
+        if out and n_dom >= len(set(out[-1][1].values())):
+            continue   # no coarser than the level below: not a new level
+        if out and any(part[a] != part[b] for a, b in _same(out[-1][1])):
+            continue   # does not nest the level below
+        if n_dom == len(chips):
+            continue   # every chip its own domain
+        out.append((name, part))
+    return out
+
+
+def _same(part: dict):
+    """Pairs (first chip of a domain, another chip of it): enough to test nesting."""
+    first = {}
+    for c, d in part.items():
+        if d in first:
+            yield first[d], c
+        else:
+            first[d] = c
+
+
+def _members(part: dict) -> dict:
+    out = defaultdict(list)
+    for c, d in part.items():
+        out[d].append(c)
+    return out
+
+
+def _chip_levels(G, chips, losses, direct, *, innermost_only: bool = False) -> tuple[list[Dimension], dict]:
+    """Dimensions for the chip-to-chip links; returns them and the partition they cover."""
+    parts = _partitions(G, chips)[:1] if innermost_only else _partitions(G, chips)
+    dims: list[Dimension] = []
+    name0, p0 = parts[0]
+    kinds, bws, lats, sizes = set(), [], [], set()
+    for dom, members in _members(p0).items():
+        H = direct.subgraph(members)
+        k = len(members)
+        sizes.add(k)
+        m = H.number_of_edges()
+        if k >= 3 and m == k * (k - 1) // 2:
+            kinds.add("FullyConnected")
+            per = [d[CAPACITY_GBPS] / 8 for *_, d in H.edges(data=True)]
+        elif k >= 2 and nx.is_connected(H) and (m == k == max(dict(H.degree()).values()) * k // 2 or k == 2):
+            kinds.add("Ring")
+            per = [d[CAPACITY_GBPS] / (2 if k == 2 and d.get("lanes", 2) % 2 == 0 and
+                                       d.get("port_gbps", 0) < d[CAPACITY_GBPS] else 1) / 8
+                   for *_, d in H.edges(data=True)]
+        else:
+            _refuse(G, f"the chips of {name0} {dom} are neither a ring nor fully connected "
+                       f"({k} chips, {m} links)")
+        bws += per
+        lats += [d[LATENCY_NS] for *_, d in H.edges(data=True)]
+    if len(kinds) > 1 or len(sizes) > 1:
+        _refuse(G, f"its {name0}s differ ({', '.join(sorted(kinds))}; sizes {sorted(sizes)})")
+    k = sizes.pop()
+    scope = "the whole fabric" if name0 == "fabric" else f"a {name0}"
+    dims.append(Dimension(kinds.pop(), k, _uniform(bws, f"{name0} link rate", losses, "GB/s"),
+                          _uniform(lats, f"{name0} link latency", losses, "ns"), f"chips of {scope}, direct links"))
+    below = p0
+    for name, part in parts[1:]:
+        units = {d: set(m) for d, m in _members(below).items()}
+        unit_of = below
+        pair_cap: dict = defaultdict(float)
+        pair_lat: dict = defaultdict(list)
+        for u, v, d in direct.edges(data=True):
+            a, b = unit_of[u], unit_of[v]
+            if a != b and part[u] == part[v]:
+                pair_cap[frozenset((a, b))] += d[CAPACITY_GBPS]
+                pair_lat[frozenset((a, b))].append(d[LATENCY_NS])
+        counts = set()
+        caps, lats = [], []
+        for dom, members in _members(part).items():
+            subs = sorted({unit_of[c] for c in members}, key=str)
+            counts.add(len(subs))
+            for i, a in enumerate(subs):
+                for b in subs[i + 1:]:
+                    key = frozenset((a, b))
+                    if key not in pair_cap:
+                        _refuse(G, f"{name} {dom}: its {name0}s {a} and {b} have no direct link "
+                                   f"(ASTRA-sim's FullyConnected needs every pair)")
+                    caps.append(pair_cap[key] / 8 / len(units[a]))
+                    lats.append(min(pair_lat[key]))
+        if len(counts) > 1:
+            _refuse(G, f"its {name}s hold different numbers of {name0}s ({sorted(counts)})")
+        n = counts.pop()
+        dims.append(Dimension("FullyConnected", n, _uniform(caps, f"per-chip share of the {name0}-pair links",
+                                                            losses, "GB/s"),
+                              _uniform(lats, f"{name0}-pair link latency", losses, "ns"),
+                              f"{name0}s of {'the whole fabric' if name == 'fabric' else 'a ' + name}, each "
+                              f"chip's share of the links between two {name0}s"))
+        if len(units[next(iter(units))]) > 1:
+            losses.append(f"links between {name0}s land on particular chips; ASTRA-sim gives every chip an "
+                          f"equal share and no hops inside the {name0} to reach them")
+        below, name0 = part, name
+    return dims, below
+
+
+# --------------------------------------------------------------------------- switched tiers
+def _switched(G, chips, losses, start_part) -> list[Dimension]:
+    """Switch dimensions above ``start_part`` (a chip partition already mapped, or None)."""
+    nd = G.nodes
+    is_chip = {n: nd[n].get(KIND) == CHIP for n in G}
+    up_of = {s: [t for t in G[s] if not is_chip[t]] for s in G if not is_chip[s]}
+    racks = {c: nd[c].get("rack", 0) for c in chips}
+    n_racks = len(set(racks.values()))
+    tiered = G.graph.get("routing") == "tiered"
+    rack_size = defaultdict(int)
+    for c in chips:
+        rack_size[racks[c]] += 1
+    # the rack level: switches whose chips all sit in one rack; "local" ones have no uplinks
+    in_rack, above = defaultdict(float), defaultdict(float)
+    rack_lat, up_lat = defaultdict(list), defaultdict(list)
+    for c in chips:
+        for s in G[c]:
+            if is_chip[s]:
+                continue
+            d = G.edges[c, s]
+            chip_set = {racks[t] for t in G[s] if is_chip[t]}
+            pure = not up_of[s]
+            if n_racks > 1 and len(chip_set) > 1:
+                _refuse(G, f"switch {s} joins chips of several racks directly; only rack-local switches "
+                           f"under a switched upper tier map onto Switch dimensions")
+            reach = sum(1 for t in G[s] if is_chip[t])
+            if reach != rack_size[racks[c]]:
+                where = "its rack" if n_racks > 1 else "the fabric"
+                _refuse(G, f"switch {s} reaches {reach} of the {rack_size[racks[c]]} chips of {where}; "
+                           f"ASTRA-sim's Switch joins every chip of a dimension in one hop")
+            if pure or not tiered and n_racks == 1:
+                in_rack[c] += d[CAPACITY_GBPS] / 8
+                rack_lat[c].append(d[LATENCY_NS] + _node_lat(G, s) / 2)
+            if not pure:
+                down = sum(G.edges[s, t][CAPACITY_GBPS] for t in G[s] if is_chip[t])
+                up = sum(G.edges[s, t][CAPACITY_GBPS] for t in up_of[s])
+                above[c] += d[CAPACITY_GBPS] / 8 * min(1.0, up / down)
+                top = max(up_of[s], key=lambda t: _node_lat(G, t))
+                up_lat[c].append(d[LATENCY_NS] + _node_lat(G, s) + _lat(G, s, top) + _node_lat(G, top) / 2)
+    if not tiered and n_racks > 1:
+        # ECMP over a leaf: the leaf switches the rack's own traffic too
+        for c in chips:
+            for s in G[c]:
+                if not is_chip[s] and up_of[s]:
+                    in_rack[c] += G.edges[c, s][CAPACITY_GBPS] / 8
+                    rack_lat[c].append(G.edges[c, s][LATENCY_NS] + _node_lat(G, s) / 2)
+    per_rack = len(chips) // n_racks
+    inner_units = 1 if start_part is None else len(chips) // len(set(start_part.values()))
+    dims = []
+    if any(in_rack.values()):
+        if set(in_rack) != set(chips):
+            _refuse(G, "some chips have no switch in their rack")
+        n = per_rack // inner_units
+        if n > 1:
+            dims.append(Dimension("Switch", n, _uniform(list(in_rack.values()), "per-chip rack-switch bandwidth",
+                                                        losses, "GB/s"),
+                                  _uniform([min(v) for v in rack_lat.values()], "rack switch latency", losses, "ns"),
+                                  "chips of a rack, every switch of its tier as one"))
+    if n_racks > 1:
+        if set(above) != set(chips):
+            _refuse(G, "some chips have no path to the tier above their rack")
+        dims.append(Dimension("Switch", n_racks, _uniform(list(above.values()), "per-chip bandwidth above the rack",
+                                                          losses, "GB/s"),
+                              _uniform([min(v) for v in up_lat.values()], "latency above the rack", losses, "ns"),
+                              "racks: a chip and the chips of the same index in every other rack"))
+    return dims
+
+
+def _check_ranks(G, chips, dims, losses) -> None:
+    """ASTRA-sim's NPU i is the chip of rank i when ranks nest like the dimensions (domain-major)."""
+    # rank order must keep each innermost unit contiguous; a cheap check on racks and trays
+    nd = G.nodes
+    for key in ("rack", "group", "board"):
+        if all(key in nd[c] for c in chips):
+            seq = [nd[c][key] for c in chips]   # chips are in rank order
+            runs = sum(1 for a, b in zip(seq, seq[1:]) if a != b) + 1
+            if runs != len(set(seq)):
+                losses.append(f"chip ranks are not grouped by {key}; NPU i is rank i, so ASTRA-sim's "
+                              f"dimensions do not follow the {key}s")
+
+
+def astra_network(G: nx.Graph) -> AstraNetwork:
+    """Map ``G`` onto ASTRA-sim analytical dimensions; :class:`BadInput` when it does not map.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> net = astra_network(build("torus", dims=(4, 4, 4)))
+    >>> [(d.topology, d.npus, d.bandwidth_GBps) for d in net.dims]
+    [('Ring', 4, 90.0), ('Ring', 4, 90.0), ('Ring', 4, 90.0)]
+    >>> [(d.topology, d.npus) for d in astra_network(build("nvl72")).dims]
+    [('Switch', 72)]
+    """
+    chips = chip_list(G)
+    if len(chips) < 2:
+        _refuse(G, f"it has {len(chips)} chip(s)")
+    losses: list[str] = []
+    has_switch = len(chips) < G.number_of_nodes()
+    direct = nx.Graph()
+    direct.add_nodes_from(chips)
+    direct.add_edges_from((u, v, d) for u, v, d in G.edges(data=True)
+                          if G.nodes[u].get(KIND) == CHIP and G.nodes[v].get(KIND) == CHIP)
+    if "dims" in G.graph and not has_switch:
+        dims = _torus(G, chips, losses)
+    elif not has_switch:
+        dims, _ = _chip_levels(G, chips, losses, direct)
+    else:
+        start = None
+        dims = []
+        if direct.number_of_edges():
+            # chip-to-chip links in front of the switches: only the innermost level (a tray)
+            parts = _partitions(G, chips)
+            if parts[0][0] not in ("tray", "board"):
+                _refuse(G, "it mixes switches with chip-to-chip links that are not inside trays or boards")
+            sub = {c: parts[0][1][c] for c in chips}
+            for u, v in direct.edges:
+                if sub[u] != sub[v]:
+                    _refuse(G, f"chip link {u} -- {v} leaves its {parts[0][0]} while switches join the rest")
+            dims += _chip_levels(G, chips, losses, direct, innermost_only=True)[0]
+            start = sub
+        dims += _switched(G, chips, losses, start)
+        first = [s for s in G[chips[0]] if G.nodes[s].get(KIND) != CHIP]
+        if len(first) > 1:
+            losses.append(f"a chip's {len(first)} switches (planes, tiers) become one Switch per dimension, "
+                          f"their bandwidth summed; one plane's failure or imbalance is not modelled")
+        if any(G.nodes[s].get("reduces") for s in G):
+            losses.append("in-network reduction (NVLS / SHARP) is not modelled: ASTRA-sim's Switch only forwards")
+        if any(G.nodes[s].get("role") == "rail" for s in G):
+            losses.append("rail-only wiring: a rail switch joins one chip column of every rack, so pairs of other "
+                          "indices relay through the rack (PXN); ASTRA-sim's outer Switch joins same-index "
+                          "chips only and has no relays")
+        if any(G.nodes[s].get("patch") for s in G):
+            losses.append("static (patched) leaves are modelled as switches")
+    if not dims:
+        _refuse(G, "no dimension has more than one chip")
+    if math.prod(d.npus for d in dims) != len(chips):
+        _refuse(G, f"its dimensions cover {math.prod(d.npus for d in dims):,} NPUs but it has {len(chips):,} chips")
+    if "dims" not in G.graph:
+        _check_ranks(G, chips, dims, losses)
+    if any(d.get("ocs") is not None for *_, d in G.edges(data=True)) and not any("optical circuit" in x for x in losses):
+        losses.append("optical circuit switches are fixed links here (no reconfiguration, no OCS failure domain)")
+    media = {d.get("medium") for *_, d in G.edges(data=True)}
+    if len(media) > 1:
+        losses.append(f"link media ({', '.join(sorted(m for m in media if m))}) differ only in the latencies above")
+    return AstraNetwork(str(G.graph.get("name", "fabric")), tuple(dims), tuple(dict.fromkeys(losses)))
+
+
+def write_astra(G: nx.Graph, path) -> AstraNetwork:
+    """Write ``G`` as an ASTRA-sim network.yml at ``path``; return the mapping (its ``losses`` too)."""
+    net = astra_network(G)
+    params = params_of(G)
+    header = "parameters: " + ", ".join(f"{k}={v}" for k, v in params.items()) if params else ""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(net.as_yaml(header))
+    return net
