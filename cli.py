@@ -54,6 +54,12 @@ class _OutputPath(click.ParamType):
     def convert(self, value, param, ctx):
         if not str(value).lower().endswith(self.suffixes) or not Path(value).stem:
             self.fail(f"{str(value)[:120]!r}: use a file name ending in {', '.join(self.suffixes)}", param, ctx)
+        try:
+            parent_ok = Path(value).parent.is_dir()
+        except (OSError, ValueError):
+            parent_ok = False
+        if not parent_ok:
+            self.fail(f"{str(value)[:120]!r}: directory {str(Path(value).parent)[:120]!r} does not exist", param, ctx)
         return value
 
 

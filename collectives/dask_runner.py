@@ -308,15 +308,19 @@ class ResumableRunner:
                 todo.append(t)
                 key_of[k] = fp
         try:
-            fh = open(self.path, "a+", encoding="utf-8")
+            # start on a fresh line if the last run was cut mid-line; the last byte is read in
+            # binary, since a text-mode seek can land inside a multi-byte character
+            cut = False
+            if self.path.exists() and self.path.stat().st_size:
+                with open(self.path, "rb") as tail:
+                    tail.seek(-1, os.SEEK_END)
+                    cut = tail.read(1) != b"\n"
+            fh = open(self.path, "a", encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"cannot write results file {self.path}: {exc.strerror or exc}") from None
         with fh:
-            # start on a fresh line if the last run was cut mid-line
-            if fh.tell() > 0:
-                fh.seek(fh.tell() - 1)
-                if fh.read(1) != "\n":
-                    fh.write("\n")
+            if cut:
+                fh.write("\n")
             for res in cached:
                 self.reused += 1
                 yield res

@@ -334,7 +334,7 @@ def astra_network(G: nx.Graph) -> AstraNetwork:
     Examples
     --------
     >>> from fabricsim.fabrics import build
-    >>> net = astra_network(build("torus", dims=(4, 4, 4)))
+    >>> net = astra_network(build("torus", dims=(4, 4, 4), link_GBps=90.0))
     >>> [(d.topology, d.npus, d.bandwidth_GBps) for d in net.dims]
     [('Ring', 4, 90.0), ('Ring', 4, 90.0), ('Ring', 4, 90.0)]
     >>> [(d.topology, d.npus) for d in astra_network(build("nvl72")).dims]
