@@ -349,3 +349,10 @@ def test_resume_file_ending_in_a_multibyte_character(tmp_path):
 def test_plot_into_a_missing_directory_is_refused(tmp_path):
     # found by tests/test_fuzz.py: matplotlib's ValueError escaped
     refused(*PRICE, "--bound-only", "--plot", tmp_path / "nope" / "x.png", match="does not exist")
+
+
+@pytest.mark.parametrize("value", [[], {}, [1, 2]])
+def test_unhashable_model_in_json_is_a_violation(tmp_path, value):
+    # found by tests/test_fuzz.py: validate looked a list up in the device catalog (TypeError)
+    p = _nvl72_json(tmp_path, lambda d: d["nodes"][0].__setitem__("model", value))
+    refused("audit", p, match="is not in the device catalog")

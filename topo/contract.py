@@ -186,7 +186,7 @@ def validate(G: nx.Graph, *, devices=None) -> list[Violation]:
         if kind not in (CHIP, SWITCH):
             out.append(Violation(str(n), f"kind {kind!r} is not 'chip' or 'switch'"))
             continue
-        if d.get(MODEL) not in devices:
+        if not isinstance(d.get(MODEL), str) or d[MODEL] not in devices:
             out.append(Violation(str(n), f"model {d.get(MODEL)!r} is not in the device catalog"))
         elif devices[d[MODEL]].kind != kind:
             out.append(Violation(str(n), f"model {d[MODEL]!r} is a {devices[d[MODEL]].kind}, node is a {kind}"))
