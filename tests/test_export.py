@@ -137,3 +137,9 @@ def test_format_and_extension_must_agree(tmp_path, name, fmt, match):
     args = ["nvl72"] + (["--format", fmt] if fmt else [])
     res, _ = export(tmp_path, *args, name=name)
     assert res.exit_code == 2 and match in res.output
+
+
+def test_ironwood_rings_and_its_optical_switches_stated_lost():
+    net = astra_network(build("ironwood", dims=(4, 4, 8)))
+    assert [(d.topology, d.npus) for d in net.dims] == [("Ring", 8), ("Ring", 4), ("Ring", 4)]
+    assert any("optical circuit switches" in x for x in net.losses)
