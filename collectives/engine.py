@@ -125,7 +125,7 @@ class CostReport:
     # utilization over its bandwidth time (what ``bottlenecks`` ranks); not in the JSON
     link_bytes: Any = field(default=None, repr=False, compare=False)
     link_utilization: Any = field(default=None, repr=False, compare=False)
-    protocol: str = "ideal"              # ll | ll128 | simple | ideal (protocol effects off)
+    protocol: str = "ideal"              # the protocol priced: ll | ll128 | simple | ideal (protocol effects off)
     # which fast path priced the phases: {"path", "quotient_size", "flows", "refused": [{"method", "reason"}], "phases"}
     method: dict = field(default_factory=dict, compare=False)
 
@@ -162,7 +162,7 @@ class PriceOptions:
 
     size_bytes: float | None = None
     algorithm: str = "auto"
-    protocol: str = "ideal"
+    protocol: str = "auto"
     calibration: Any = None              # collectives.cost.calibration.Calibration (lookup(c, a, p) -> dict)
     split: str = "equal"
     tiers: str = "rule"
