@@ -564,8 +564,10 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     if price_kwargs.get("algorithm", "auto") == "auto":
         base = price(G, collective, groups=_groups(fabric, params_json, gspec), size_bytes=size_bytes,
                      **price_kwargs)
-        notes.append(f"auto picked {base.algorithm} on the intact fabric; every scenario uses it")
         kw = dict(price_kwargs, algorithm=base.algorithm)
+        if price_kwargs.get("protocol", "auto") == "auto":
+            kw["protocol"] = base.protocol     # the protocol auto chose with it
+        notes.append(f"auto picked {base.algorithm} ({base.protocol}) on the intact fabric; every scenario uses it")
     else:
         kw = dict(price_kwargs)
     tasks = [_Task(i, fabric, params_json, tuple(ids[j] for j in c), collective, gspec, float(size_bytes),
