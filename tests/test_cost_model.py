@@ -164,6 +164,13 @@ def test_calibration_replaces_family_efficiency_and_latencies(nvl72):
     step_s = family_of(G).step_latency_us("ring", "simple") * 1e-6
     base_s = family_of(G).base_latency_us("ring", "simple") * 1e-6
     assert d1.time_s - d0.time_s == pytest.approx(100e-6 - base_s - steps * step_s, rel=1e-9)
+    # on NVLS a calibrated efficiency is all the in-network kernels deliver: the family's bound is not applied on top
+    nv = dict(kw, algorithm="nvls")
+    ideal = price(G, "all-reduce", **dict(nv, protocol="ideal"))
+    assert price(G, "all-reduce", calibration=_Cal(efficiency=0.47), **nv).bandwidth_time_s == pytest.approx(
+        ideal.bandwidth_time_s / 0.47, rel=1e-12)
+    assert price(G, "all-reduce", efficiency=0.47, **nv).bandwidth_time_s == pytest.approx(
+        ideal.bandwidth_time_s / 0.47, rel=1e-12)
     # legacy step_overhead_ns overrides the calibration's step latency
     d2 = price(G, "all-reduce", calibration=_Cal(step_latency_us=50.0), step_overhead_ns=0.0, **small)
     d3 = price(G, "all-reduce", calibration=_Cal(step_latency_us=0.0), **small)
