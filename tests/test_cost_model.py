@@ -252,3 +252,23 @@ def test_catalog_fabrics_name_their_family():
     for name, fam in want.items():
         assert build(name).graph["family"] == fam
     assert build("nvl72", generation="vera-rubin").graph["family"] == "nvlink6"
+
+
+def test_toml_readers_fall_back_to_tomli(monkeypatch):
+    """Python 3.10 has no tomllib: the readers import the tomli backport pyproject declares."""
+    import importlib
+    import sys
+    pytest.importorskip("tomli")
+    import fabricsim.collectives.cost.family as family_mod
+    import fabricsim.fabrics.userfile as userfile
+    monkeypatch.setitem(sys.modules, "tomllib", None)       # import tomllib -> ModuleNotFoundError
+    try:
+        for mod in (userfile, family_mod):
+            importlib.reload(mod)
+            assert mod.tomllib.__name__ == "tomli"
+        family_mod.load_family.cache_clear()
+        assert family_mod.load_family("nvlink5").efficiency == 0.802
+    finally:
+        monkeypatch.undo()
+        for mod in (userfile, family_mod):
+            importlib.reload(mod)
