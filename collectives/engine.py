@@ -199,6 +199,36 @@ class PriceOptions:
             raise BadInput("calibration must be a Calibration (see fabricsim.collectives.cost.calibration)")
 
 
+@dataclass(frozen=True)
+class CalibrationTable:
+    """A calibration as plain dicts, with the contract's ``lookup``: what a sweep ships to workers.
+
+    (A :class:`~fabricsim.collectives.cost.calibration.Calibration` may hold read-only
+    mapping proxies, which do not pickle.)  Most specific wins: flat < collective <
+    collective.algorithm < collective.algorithm.protocol.
+    """
+
+    flat: dict
+    sections: dict
+    path: str | None = None
+
+    @classmethod
+    def of(cls, cal):
+        if cal is None or isinstance(cal, cls):
+            return cal
+        return cls(dict(cal.flat), {k: dict(v) for k, v in cal.sections.items()}, getattr(cal, "path", None))
+
+    def lookup(self, collective: str, algorithm: str | None, protocol: str | None) -> dict[str, float]:
+        out, key = dict(self.flat), str(collective)
+        out.update(self.sections.get(key, {}))
+        for part in (algorithm, protocol):
+            if part is None:
+                break
+            key = f"{key}.{str(part).lower()}"
+            out.update(self.sections.get(key, {}))
+        return out
+
+
 def _rank_nodes(G: nx.Graph) -> dict[int, Any]:
     return {d[RANK]: n for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}
 

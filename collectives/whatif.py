@@ -570,6 +570,9 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
         notes.append(f"auto picked {base.algorithm} ({base.protocol}) on the intact fabric; every scenario uses it")
     else:
         kw = dict(price_kwargs)
+    if kw.get("calibration") is not None:
+        from .engine import CalibrationTable
+        kw["calibration"] = CalibrationTable.of(kw["calibration"])     # plain dicts: picklable for workers
     tasks = [_Task(i, fabric, params_json, tuple(ids[j] for j in c), collective, gspec, float(size_bytes),
                    tuple(sorted(kw.items()))) for i, c in enumerate(combos)]
     if base is None:

@@ -272,3 +272,30 @@ def test_toml_readers_fall_back_to_tomli(monkeypatch):
         monkeypatch.undo()
         for mod in (userfile, family_mod):
             importlib.reload(mod)
+
+
+def test_sweep_ships_a_picklable_calibration():
+    import pickle
+    from types import MappingProxyType
+
+    from fabricsim.collectives.engine import CalibrationTable
+    from fabricsim.collectives.whatif import LocalRunner, sweep
+
+    class Proxy:                       # like a Calibration holding read-only mappings
+        flat = MappingProxyType({"efficiency": 0.5})
+        sections = MappingProxyType({"all-reduce.ring": MappingProxyType({"step_latency_us": 2.0})})
+        path = "cal.toml"
+
+        def lookup(self, c, a, p):
+            return CalibrationTable.of(self).lookup(c, a, p)
+
+    t = CalibrationTable.of(Proxy())
+    assert pickle.loads(pickle.dumps(t)).lookup("all-reduce", "ring", "simple") == {"efficiency": 0.5,
+                                                                                     "step_latency_us": 2.0}
+    assert t.lookup("all-gather", "ring", "simple") == {"efficiency": 0.5}
+    kw = dict(collective="all-reduce", size_bytes=GiB, group_size=8, algorithm="ring", protocol="simple")
+    one = sweep("jalapeno-rack", None, "local-switch", calibration=Proxy(), **kw)
+    two = sweep("jalapeno-rack", None, "local-switch", calibration=Proxy(), runner=LocalRunner(2), **kw)
+    base = sweep("jalapeno-rack", None, "local-switch", **kw)
+    assert one.baseline.bandwidth_time_s == pytest.approx(base.baseline.bandwidth_time_s * 0.977 / 0.5, rel=1e-12)
+    assert sorted(s["slowdown"] for s in two.scenarios) == sorted(s["slowdown"] for s in one.scenarios)
