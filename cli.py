@@ -323,22 +323,23 @@ def _price_options(fn):
     return fn
 
 
-def _calibration(efficiency, step_latency_us, calibration):
+def _calibration(efficiency, step_latency_us, calibration, collective=None, algorithm=None):
     eff, step = efficiency, step_latency_us
     if calibration:
-        import tomllib
+        from .collectives.cost.calibration import load_calibration
+        from .topo.errors import BadInput
         try:
-            data = tomllib.loads(Path(calibration).read_text())
-        except OSError as exc:
-            raise click.BadParameter(f"{calibration}: {exc.strerror}", param_hint="--calibration") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise click.BadParameter(f"{calibration}: {exc}", param_hint="--calibration") from None
-        unknown = set(data) - {"efficiency", "step_latency_us"}
-        if unknown:
-            raise click.BadParameter(f"{calibration}: unknown key(s) {', '.join(sorted(unknown))}; valid: "
-                                     f"efficiency, step_latency_us", param_hint="--calibration")
-        eff = data.get("efficiency", eff) if eff is None else eff
-        step = data.get("step_latency_us", step) if step is None else step
+            cal = load_calibration(calibration)
+        except BadInput as exc:
+            raise click.BadParameter(str(exc), param_hint="--calibration") from None
+        # flat keys, then [collective], then [collective.algorithm] (an explicit --algorithm)
+        found = cal.lookup(collective, None if algorithm in (None, "auto") else algorithm, None) \
+            if collective else dict(cal.flat)
+        if found.get("base_latency_us"):
+            raise click.BadParameter(f"{calibration}: base_latency_us needs the protocol-aware engine; this "
+                                     f"one prices efficiency and step_latency_us only", param_hint="--calibration")
+        eff = found.get("efficiency", eff) if eff is None else eff
+        step = found.get("step_latency_us", step) if step is None else step
     if eff is not None and not 0 < eff <= 1:
         raise click.BadParameter(f"efficiency {eff} must be in (0, 1]", param_hint="--efficiency")
     if step is not None and step < 0:
@@ -368,7 +369,8 @@ def _groups_for(G, group_size, placement, mesh, over, groups_file, count=None):
 def _price(G, collective, opts, groups=None):
     from . import collectives as C
     from .topo.errors import BadInput
-    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
+    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"],
+                                 collective, opts["algorithm"])
     size = parse_size(opts["size"])
     if groups is None:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
@@ -567,7 +569,8 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     G = load_fabric(fabric, sets)
     groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"], opts["groups_file"],
                          opts["count"])
-    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
+    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"],
+                                 collective, opts["algorithm"])
     try:
         w = whatif(G, list(fails), collective, groups=groups, size_bytes=parse_size(opts["size"]),
                    algorithm=opts["algorithm"], split=opts["split"], tiers=opts["tiers"], efficiency=eff,
@@ -659,7 +662,8 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
     if opts["mesh"] or opts["groups_file"] or opts["count"]:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
-    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
+    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"],
+                                 collective, opts["algorithm"])
 
     def progress(done, total, result):
         if done == 1 or done == total or done % max(1, total // 20) == 0:
@@ -703,6 +707,69 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
 
 def _x(v) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.6g}"
+
+
+# --------------------------------------------------------------------------- calibrate (issue 13)
+@main.command("calibrate")
+@click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@click.option("--fabric", "fabric", required=True, help="The fabric the logs were measured on.")
+@_set_option
+@click.option("--group-size", type=click.IntRange(min=1), help="Chips per group, every group at once "
+              "(default: one group of the log's rank count).")
+@click.option("--mesh", help="A parallelism mesh over chip ranks, e.g. tp=8,dp=9; with --over.")
+@click.option("--over", help="With --mesh: the dimension whose groups ran the measured collective.")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False),
+              help="Write the calibration TOML here (one section per fitted collective).")
+@click.option("--json", "as_json", is_flag=True, help="Print fits and points as JSON (schema in README).")
+def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json):
+    """Fit the cost model's constants to nccl-tests logs; write a calibration file.
+
+    \b
+    Examples:
+      fabricsim calibrate ar.log --fabric nvl72 -o cal.toml
+      fabricsim price all-reduce --fabric nvl72 --size 1GiB --calibration cal.toml
+
+    Per collective (and per NCCL algorithm/protocol when the log names them with
+    NCCL_ALGO / NCCL_PROTO) fits efficiency and step latency by least squares on the
+    relative time error; prints size / measured / model / error %.
+    """
+    from .collectives.cost.calibrate import calibrate
+    from .collectives.cost.nccl_tests import parse_log
+    from .topo.errors import BadInput
+    G = load_fabric(fabric, sets)
+    groups = None
+    if group_size or mesh:
+        groups = _groups_for(G, group_size, "packed", mesh, over, None)
+    try:
+        runs = [r for path in logs for r in parse_log(path)]
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="LOG") from None
+    try:
+        res = calibrate(G, runs, groups=groups)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="LOG / --group-size") from None
+    if output:
+        try:
+            Path(output).write_text(res.toml())
+        except OSError as exc:
+            raise click.BadParameter(f"{output}: {exc.strerror}", param_hint="-o") from None
+    if as_json:
+        _emit_json(res.as_dict())
+    else:
+        for f in res.fits:
+            label = f.section + ("" if f.protocol is None or f.protocol in f.section else f" (protocol {f.protocol})")
+            click.echo(f"[{label}] on {res.fabric}, {'/'.join(map(str, f.nranks))} ranks: "
+                       + ", ".join(f"{k} = {v:.4g}" for k, v in f.params.items())
+                       + f"; rms error {f.rms_error_pct:.2f}% (default model {f.default_rms_error_pct:.1f}%)")
+            click.echo(_table([[_fmt_bytes(p.size_bytes), f"{p.measured_time_us:,.1f}", f"{p.model_time_us:,.1f}",
+                                f"{p.error_pct:+.2f}", f"{p.measured_busbw_GBps:,.1f}", f"{p.model_busbw_GBps:,.1f}"]
+                               for p in f.points],
+                              ["size", "measured us", "model us", "error %", "busbw GB/s", "model busbw"]))
+            for note in f.notes:
+                click.echo(f"note: {note}")
+            click.echo("")
+    if output:
+        _progress(f"wrote {output}")
 
 
 if __name__ == "__main__":  # pragma: no cover

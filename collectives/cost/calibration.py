@@ -93,13 +93,19 @@ class Calibration:
                      tuple(sorted((k, tuple(sorted(v.items()))) for k, v in self.sections.items())),
                      self.path))
 
-    def lookup(self, collective: str, algorithm: str, protocol: str) -> dict[str, float]:
-        """Merged params, most specific wins: flat < collective < collective.algorithm < ...protocol."""
+    def lookup(self, collective: str, algorithm: str | None, protocol: str | None) -> dict[str, float]:
+        """Merged params, most specific wins: flat < collective < collective.algorithm < ...protocol.
+
+        ``algorithm`` None stops at the collective's section, ``protocol`` None at the
+        algorithm's (an engine without that choice).
+        """
         out = dict(self.flat)
         key = str(collective)
-        for part in (None, str(algorithm).lower(), str(protocol).lower()):
-            if part is not None:
-                key = f"{key}.{part}"
+        out.update(self.sections.get(key, {}))
+        for part in (algorithm, protocol):
+            if part is None:
+                break
+            key = f"{key}.{str(part).lower()}"
             out.update(self.sections.get(key, {}))
         return out
 
