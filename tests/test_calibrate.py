@@ -220,3 +220,60 @@ def test_missing_log_exit_2(tmp_path):
 def test_runs_without_points_are_refused(nvl72):
     with pytest.raises(BadInput, match="no nccl-tests runs"):
         calibrate(nvl72, [])
+
+
+# ---------------------------------------------------------------- --calibration on price / whatif / compare / sweep
+_RACK = ["--fabric", "jalapeno-rack", "--group-size", "8", "--size", "64MiB", "--json"]
+
+
+def _bw(args):
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)["bandwidth_time_s"]
+
+
+def test_calibration_sections_pick_by_collective_and_algorithm(tmp_path):
+    f = tmp_path / "cal.toml"
+    f.write_text("efficiency = 0.8\n[all-reduce.ring]\nefficiency = 0.5\n[all-gather]\nefficiency = 0.25\n")
+    full = _bw(["price", "all-reduce", *_RACK, "--algorithm", "ring"])
+    cal = ["--calibration", str(f)]
+    assert _bw(["price", "all-reduce", *_RACK, "--algorithm", "ring", *cal]) == pytest.approx(2 * full, rel=1e-9)
+    direct = _bw(["price", "all-reduce", *_RACK, "--algorithm", "direct"])
+    assert _bw(["price", "all-reduce", *_RACK, "--algorithm", "direct", *cal]) == pytest.approx(direct / 0.8, rel=1e-9)
+    ag = _bw(["price", "all-gather", *_RACK, "--algorithm", "ring"])
+    assert _bw(["price", "all-gather", *_RACK, "--algorithm", "ring", *cal]) == pytest.approx(4 * ag, rel=1e-9)
+    # the command line still wins over the file
+    assert _bw(["price", "all-reduce", *_RACK, "--algorithm", "ring", *cal, "--efficiency", "1"]) == pytest.approx(full)
+
+
+def test_whatif_reads_the_calibration(tmp_path):
+    f = tmp_path / "cal.toml"
+    f.write_text("[all-reduce]\nefficiency = 0.5\n")
+    args = ["whatif", "all-reduce", *_RACK, "--algorithm", "ring", "--fail", "local-switch:r00/lsw0"]
+    plain = CliRunner().invoke(main, args)
+    half = CliRunner().invoke(main, args + ["--calibration", str(f)])
+    assert plain.exit_code == 0 and half.exit_code == 0, plain.output + half.output
+    for key in ("baseline", "degraded"):
+        assert json.loads(half.output)[key]["bandwidth_time_s"] == pytest.approx(
+            2 * json.loads(plain.output)[key]["bandwidth_time_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("efficiency = true\n", ["efficiency = True is not a number"]),
+    ("[all-reduce]\nefficiency = 1.5\n", ["all-reduce.efficiency = 1.5 is out of range"]),
+    ("[all-reduce.nvlz]\nefficiency = 0.5\n", ["unknown algorithm 'nvlz'"]),
+    ("efficiency = nan\n", ["not finite"]),
+    ("[all-reduce]\nbase_latency_us = 5\n", ["base_latency_us needs the protocol-aware engine"]),
+])
+@pytest.mark.parametrize("command", ["price", "compare"])
+def test_bad_calibration_is_one_line_exit_2(tmp_path, text, words, command):
+    f = tmp_path / "cal.toml"
+    f.write_text(text)
+    fab = ["--fabric", "jalapeno-rack"] if command == "price" else ["--fabrics", "jalapeno-rack,nvl72"]
+    res = CliRunner().invoke(main, [command, "all-reduce", *fab, "--group-size", "8", "--size", "1MiB",
+                                    "--calibration", str(f)])
+    assert res.exit_code == 2, res.output
+    err, = [ln for ln in res.output.splitlines() if ln.startswith("Error:")]
+    assert "Traceback" not in res.output and "cal.toml" in err
+    for w in words:
+        assert w in err
