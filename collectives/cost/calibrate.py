@@ -39,7 +39,7 @@ from ...topo.errors import BadInput
 from .calibration import PROTOCOLS, Calibration, calibration_from_dict, dumps_calibration
 from .nccl_tests import NcclPoint, NcclRun, parse_log
 
-__all__ = ["FitPoint", "Fit", "CalibrationResult", "calibrate", "calibrate_logs", "NCCL_ALGORITHMS",
+__all__ = ["FitPoint", "Fit", "CalibrationResult", "calibrate", "calibrate_logs", "model_time", "NCCL_ALGORITHMS",
            "NCCL_PROTOCOLS", "fitted_params"]
 
 # NCCL_ALGO value (lower case) -> fabricsim algorithm (NCCL docs, "NCCL_ALGO": Ring, Tree,
@@ -99,6 +99,8 @@ class FitPoint:
     error_pct: float
     path: str
     line: int
+    default_time_us: float = math.nan           # the uncalibrated model (engine defaults)
+    default_error_pct: float = math.nan
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -123,6 +125,7 @@ class Fit:
     nranks: tuple[int, ...]
     logs: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()        # the algorithms the log leaves open (all: auto)
 
     def as_dict(self) -> dict:
         return {"collective": self.collective, "algorithm": self.algorithm, "protocol": self.protocol,
@@ -152,7 +155,7 @@ class CalibrationResult:
                                "measured_busbw_GBps": p.measured_busbw_GBps,
                                "model_busbw_GBps": p.model_busbw_GBps, "error_pct": p.error_pct,
                                "measured_time_us": p.measured_time_us, "model_time_us": p.model_time_us,
-                               "path": p.path, "line": p.line})
+                               "default_error_pct": p.default_error_pct, "path": p.path, "line": p.line})
         return {"fabric": self.fabric, "logs": list(self.logs), "fits": [f.as_dict() for f in self.fits],
                 "points": points}
 
@@ -343,9 +346,9 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
         pts, err, default_err = [], [], []
         algo_arg = s.algorithm if len(s.algos) == 1 else None
         for p, g, path in s.items:
-            t = _model_time(G, g, s.collective, algo_arg if algo_arg else _best_algo(G, g, s, p, params),
+            t = _model_time(G, g, s.collective, algo_arg if algo_arg else _best_algo(G, g, s.collective, s.algos, s.protocol, p.size_bytes, params),
                             s.protocol, p.size_bytes, params)
-            t_default = _model_time(G, g, s.collective, algo_arg if algo_arg else _best_algo(G, g, s, p, {}),
+            t_default = _model_time(G, g, s.collective, algo_arg if algo_arg else _best_algo(G, g, s.collective, s.algos, s.protocol, p.size_bytes, {}),
                                     s.protocol, p.size_bytes, {})
             meas = p.time_us * 1e-6
             e = (t / meas - 1.0) * 100.0
@@ -353,7 +356,8 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
             default_err.append((t_default / meas - 1.0) * 100.0)
             pts.append(FitPoint(size_bytes=p.size_bytes, measured_time_us=p.time_us, model_time_us=t * 1e6,
                                 measured_busbw_GBps=p.busbw_GBps, model_busbw_GBps=p.busbw_GBps * meas / t,
-                                error_pct=float(e), path=path, line=p.line))
+                                error_pct=float(e), path=path, line=p.line, default_time_us=t_default * 1e6,
+                                default_error_pct=float(default_err[-1])))
         direct = np.array([p.model_time_us * 1e-6 for p in pts])
         if np.max(np.abs(decomposed / direct - 1.0)) > _DECOMP_TOL:
             s.notes.append(f"the engine's time is not L0 + B/efficiency + k*latency here (decomposition off by "
@@ -361,7 +365,7 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
         fits.append(Fit(collective=s.collective, algorithm=s.algorithm, protocol=s.protocol, section=section,
                         params=params, rms_error_pct=_rms(err), default_rms_error_pct=_rms(default_err),
                         points=tuple(pts), nranks=tuple(sorted(s.nranks)), logs=tuple(s.logs),
-                        notes=tuple(dict.fromkeys(s.notes))))
+                        notes=tuple(dict.fromkeys(s.notes)), candidates=tuple(s.algos)))
     cal = calibration_from_dict({}) if not fits else Calibration(sections={f.section: dict(f.params) for f in fits})
     fabric = str(G.graph.get("name", "?"))
     header = "\n".join([
@@ -375,20 +379,33 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
     return CalibrationResult(fits=tuple(fits), calibration=cal, fabric=fabric, logs=tuple(logs), header=header)
 
 
-def _best_algo(G, groups, s: _Series, p: NcclPoint, params):
+def _best_algo(G, groups, collective, algos, protocol, size_bytes, params):
     """With candidates narrowed by the log (``^NVLS``), the cheapest of them; None = auto."""
     from ..algorithms import ALGORITHMS
-    if set(s.algos) == set(ALGORITHMS[s.collective]):
+    if set(algos) == set(ALGORITHMS[collective]):
         return None
     best, best_t = None, math.inf
-    for a in s.algos:
+    for a in algos:
         try:
-            t = _model_time(G, groups, s.collective, a, s.protocol, p.size_bytes, params)
+            t = _model_time(G, groups, collective, a, protocol, size_bytes, params)
         except BadInput:
             continue
         if t < best_t:
             best, best_t = a, t
     return best
+
+
+def model_time(G, fit: Fit, size_bytes: float, *, groups=None) -> float:
+    """The calibrated model's time in seconds for ``fit``'s collective at ``size_bytes``.
+
+    ``groups`` default: one group of the fit's (first) rank count, as `calibrate` used.
+    Out-of-sample checks call this at sizes the fit did not see.
+    """
+    if groups is None:
+        groups = _one_group(G, fit.nranks[0], fit.section)
+    algo = fit.algorithm or _best_algo(G, groups, fit.collective, fit.candidates, fit.protocol, size_bytes,
+                                       fit.params)
+    return _model_time(G, groups, fit.collective, algo, fit.protocol, size_bytes, fit.params)
 
 
 def calibrate_logs(G, paths: Sequence, *, groups=None) -> CalibrationResult:
