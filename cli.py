@@ -311,8 +311,8 @@ def _price_options(fn):
                      "links deliver (0-1]. Default 1."),
         click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
                      "(default: the fabric's, else 1 us)."),
-        click.option("--calibration", type=click.Path(), help="TOML file with efficiency and/or "
-                     "step_latency_us (measured nccl-tests fits)."),
+        click.option("--calibration", type=click.Path(), help="TOML file of efficiency / step_latency_us, "
+                     "flat or in [collective] / [collective.algorithm] sections (`fabricsim calibrate` writes one)."),
         click.option("--bound-only", is_flag=True, help="Price by the link-load bound only (fast, no fairness)."),
         click.option("--per-flow", is_flag=True, help="Route and solve every flow even where symmetry (torus "
                      "translations, interchangeable chips or positions) lets the phase be solved as classes "
