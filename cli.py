@@ -302,13 +302,18 @@ def _price_options(fn):
         click.option("--algorithm", default="auto", show_default=True,
                      help="ring, direct, halving-doubling, hierarchical, torus-rings, nvls (all-reduce); "
                      "direct, pairwise, hierarchical (all-to-all); auto picks the cheapest."),
+        click.option("--protocol", type=click.Choice(["auto", "ll", "ll128", "simple", "ideal"]), default="auto",
+                     show_default=True, help="Step model: auto picks algorithm and protocol per size (NCCL-style, "
+                     "the fabric family's constants); ideal = protocol effects off (raw line rate, closed forms)."),
+        click.option("--explain", is_flag=True, help="Say which fast path priced each phase (symmetry "
+                     "classes, per-flow ...) and why the others were refused."),
         click.option("--split", type=click.Choice(["equal", "capacity"]), default="equal", show_default=True,
                      help="ECMP split over next hops: equal, or weighted by surviving capacity."),
         click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
                      help="rule: the fabric's tier rules (Jalapeño: same rack local, other racks global); "
                      "any: every shortest path."),
         click.option("--efficiency", type=float, default=None, help="Calibration: fraction of line rate the "
-                     "links deliver (0-1]. Default 1."),
+                     "links deliver (0-1], for every collective. Default: the fabric family's (ideal: 1)."),
         click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
                      "(default: the fabric's, else 1 us)."),
         click.option("--calibration", type=click.Path(), help="TOML file of efficiency / step_latency_us, "
@@ -323,28 +328,58 @@ def _price_options(fn):
     return fn
 
 
-def _calibration(efficiency, step_latency_us, calibration, collective=None, algorithm=None):
-    eff, step = efficiency, step_latency_us
+def _calibration(efficiency, step_latency_us, calibration):
+    """(efficiency or None, step latency ns or None, Calibration or None) from the options."""
+    eff, step, cal = efficiency, step_latency_us, None
     if calibration:
-        from .collectives.cost.calibration import load_calibration
-        from .topo.errors import BadInput
         try:
-            cal = load_calibration(calibration)
-        except BadInput as exc:
-            raise click.BadParameter(str(exc), param_hint="--calibration") from None
-        # flat keys, then [collective], then [collective.algorithm] (an explicit --algorithm)
-        found = cal.lookup(collective, None if algorithm in (None, "auto") else algorithm, None) \
-            if collective else dict(cal.flat)
-        if found.get("base_latency_us"):
-            raise click.BadParameter(f"{calibration}: base_latency_us needs the protocol-aware engine; this "
-                                     f"one prices efficiency and step_latency_us only", param_hint="--calibration")
-        eff = found.get("efficiency", eff) if eff is None else eff
-        step = found.get("step_latency_us", step) if step is None else step
+            from .collectives.cost.calibration import load_calibration
+        except ModuleNotFoundError:
+            load_calibration = None
+        if load_calibration is not None:
+            from .topo.errors import BadInput
+            try:
+                cal = load_calibration(calibration)
+            except BadInput as exc:
+                raise click.BadParameter(str(exc), param_hint="--calibration") from None
+        else:
+            eff, step = _flat_calibration(calibration, eff, step)
     if eff is not None and not 0 < eff <= 1:
         raise click.BadParameter(f"efficiency {eff} must be in (0, 1]", param_hint="--efficiency")
     if step is not None and step < 0:
         raise click.BadParameter(f"step latency {step} us must be >= 0", param_hint="--step-latency-us")
-    return (1.0 if eff is None else float(eff)), (None if step is None else float(step) * 1000.0)
+    return (None if eff is None else float(eff)), (None if step is None else float(step) * 1000.0), cal
+
+
+def _flat_calibration(calibration, eff, step):
+    """The flat keys (efficiency, step_latency_us) of a calibration file."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        data = tomllib.loads(Path(calibration).read_text())
+    except OSError as exc:
+        raise click.BadParameter(f"{calibration}: {exc.strerror}", param_hint="--calibration") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise click.BadParameter(f"{calibration}: {exc}", param_hint="--calibration") from None
+    unknown = set(data) - {"efficiency", "step_latency_us"}
+    if unknown:
+        raise click.BadParameter(f"{calibration}: unknown key(s) {', '.join(sorted(unknown))}; valid: "
+                                 f"efficiency, step_latency_us", param_hint="--calibration")
+    eff = data.get("efficiency", eff) if eff is None else eff
+    step = data.get("step_latency_us", step) if step is None else step
+    return eff, step
+
+
+def _options(opts, size=True):
+    """The one PriceOptions the price/compare/whatif/sweep options describe."""
+    from .collectives import PriceOptions
+    eff, step_ns, cal = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
+    return PriceOptions(size_bytes=parse_size(opts["size"]) if size else None, algorithm=opts["algorithm"],
+                        protocol=opts["protocol"], calibration=cal, split=opts["split"], tiers=opts["tiers"],
+                        efficiency=eff, step_overhead_ns=step_ns, bound_only=opts["bound_only"],
+                        symmetry=not opts["per_flow"])
 
 
 def _groups_for(G, group_size, placement, mesh, over, groups_file, count=None):
@@ -369,16 +404,12 @@ def _groups_for(G, group_size, placement, mesh, over, groups_file, count=None):
 def _price(G, collective, opts, groups=None):
     from . import collectives as C
     from .topo.errors import BadInput
-    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"],
-                                 collective, opts["algorithm"])
-    size = parse_size(opts["size"])
+    options = _options(opts)
     if groups is None:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
     try:
-        return C.price(G, collective, groups=groups, size_bytes=size, algorithm=opts["algorithm"],
-                       split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
-                       bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
+        return C.price(G, collective, groups=groups, options=options)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="options") from None
 
@@ -394,7 +425,7 @@ def _us(s) -> str:
 
 def _format_report(r) -> str:
     out = [f"{r.collective} on {r.fabric}: {r.groups:,} group(s) of {r.group_size}, S = {_fmt_bytes(r.size_bytes)}, "
-           f"algorithm {r.algorithm} ({r.mode})",
+           f"algorithm {r.algorithm}, protocol {r.protocol} ({r.mode})",
            f"time {_us(r.time_s)} = bandwidth {_us(r.bandwidth_time_s)} + latency {_us(r.latency_s)}   "
            f"(link-load bound {_us(r.bound_s)})",
            f"algbw {r.algbw_GBps:,.1f} GB/s   busbw {r.busbw_GBps:,.1f} GB/s"]
@@ -416,6 +447,16 @@ def _format_report(r) -> str:
                    + "; ".join(r.unreachable_pairs["examples"]))
     if r.broken_groups.get("count"):
         out.append(f"PARTIAL: {r.broken_groups['count']:,} groups lost a chip, e.g. {r.broken_groups['examples'][:2]}")
+    return "\n".join(out)
+
+
+def _format_method(m: dict) -> str:
+    out = ["", f"method: {m.get('path', '?')} ({m.get('flows', 0):,} flows per step, "
+               f"{m.get('quotient_size', 0):,} classes solved)"]
+    for p in m.get("phases", []):
+        out.append(f"  {p['phase']}: {p['path']}" + (f", {p['quotient_size']:,} classes" if p["quotient_size"] else ""))
+    for x in m.get("refused", []):
+        out.append(f"  refused {x['method']}: {x['reason']}")
     return "\n".join(out)
 
 
@@ -460,6 +501,8 @@ def price_cmd(collective, fabric, sets, as_json, plot, **opts):
         _emit_json(r.as_dict())
     else:
         click.echo(_format_report(r))
+        if opts["explain"]:
+            click.echo(_format_method(r.method))
 
 
 @main.command("compare")
@@ -569,12 +612,10 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     G = load_fabric(fabric, sets)
     groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"], opts["groups_file"],
                          opts["count"])
-    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"],
-                                 collective, opts["algorithm"])
+    options = _options(opts, size=False)
     try:
         w = whatif(G, list(fails), collective, groups=groups, size_bytes=parse_size(opts["size"]),
-                   algorithm=opts["algorithm"], split=opts["split"], tiers=opts["tiers"], efficiency=eff,
-                   step_overhead_ns=step_ns, bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
+                   **options.price_kwargs())
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--fail") from None
     if as_json:
@@ -662,8 +703,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
     if opts["mesh"] or opts["groups_file"] or opts["count"]:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
-    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"],
-                                 collective, opts["algorithm"])
+    options = _options(opts, size=False)
 
     def progress(done, total, result):
         if done == 1 or done == total or done % max(1, total // 20) == 0:
@@ -679,9 +719,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
         s = sweep(fabric, _parse_sets(sets), failure_class, n=n, samples=samples, seed=seed, collective=collective,
                   size_bytes=parse_size(opts["size"]), group_size=None if groups else opts["group_size"],
                   placement=opts["placement"],
-                  groups=groups, runner=runner, progress=progress, algorithm=opts["algorithm"],
-                  split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
-                  bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
+                  groups=groups, runner=runner, progress=progress, **options.price_kwargs())
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="options") from None
     finally:

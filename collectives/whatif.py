@@ -56,8 +56,8 @@ from .price import CostReport, _finite, price
 __all__ = ["WhatIf", "whatif", "Sweep", "sweep", "Runner", "LocalRunner", "PRICE_OPTIONS"]
 
 # price() options a whatif or sweep passes through
-PRICE_OPTIONS = ("algorithm", "split", "tiers", "efficiency", "step_overhead_ns", "bound_only",
-                 "memory_limit_bytes", "symmetry")
+PRICE_OPTIONS = ("algorithm", "protocol", "calibration", "split", "tiers", "efficiency", "step_overhead_ns",
+                 "message_overhead_ns", "bound_only", "memory_limit_bytes", "symmetry")
 # a group whose time moved by less than this (relative) is unaffected: float noise of the solver
 REL_TOL = 1e-9
 # full enumeration of C(k, n) scenarios above this count is refused (use samples=)

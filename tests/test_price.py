@@ -183,11 +183,13 @@ def test_price_cli_json_matches_library_and_has_the_schema():
     assert res.exit_code == 0, res.output
     got = json.loads(res.output)
     G = build("jalapeno-rack")
-    want = price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2 ** 26, algorithm="ring").as_dict()
+    # the CLI's default step model is protocol auto; the library's is ideal
+    want = price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2 ** 26, algorithm="ring",
+                 protocol="auto").as_dict()
     assert got == json.loads(json.dumps(want))
     for key in ("collective", "algorithm", "fabric", "group_size", "groups", "size_bytes", "time_s",
                 "bandwidth_time_s", "latency_s", "bound_s", "algbw_GBps", "busbw_GBps", "phases",
-                "bottlenecks", "unreachable_pairs", "broken_groups"):
+                "bottlenecks", "unreachable_pairs", "broken_groups", "protocol", "method"):
         assert key in got
 
 
@@ -195,7 +197,7 @@ def test_calibration_file(tmp_path):
     f = tmp_path / "cal.toml"
     f.write_text("efficiency = 0.5\nstep_latency_us = 0\n")
     args = ["price", "all-reduce", "--fabric", "jalapeno-rack", "--group-size", "8", "--size", "64MiB",
-            "--algorithm", "ring", "--json"]
+            "--algorithm", "ring", "--protocol", "ideal", "--json"]
     full = json.loads(CliRunner().invoke(main, args).output)
     half = json.loads(CliRunner().invoke(main, args + ["--calibration", str(f)]).output)
     assert half["bandwidth_time_s"] == pytest.approx(2 * full["bandwidth_time_s"], rel=1e-9)
