@@ -68,7 +68,7 @@ def results() -> list[dict]:
             row["held"] = hfit
             # rounded so that a fitted point's ~1e-9 reads 0.00, not -0.00
             row["held_err"] = {p.size_bytes: round((model_time(G, hfit, p.size_bytes) * 1e6 / p.measured_time_us
-                                                    - 1) * 100, 6) + 0.0 for p in fit.points}
+                                                    - 1) * 100, 2) + 0.0 for p in fit.points}
         out.append(row)
     return out
 

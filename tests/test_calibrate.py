@@ -316,3 +316,13 @@ def test_bad_calibration_is_one_line_exit_2(tmp_path, text, words, command):
     assert "Traceback" not in res.output and "cal.toml" in err
     for w in words:
         assert w in err
+
+
+def test_every_nccl_tests_collective_gets_its_section(nvl72):
+    """all_gather_perf and alltoall_perf runs of one file: one section each, and never worse than the default."""
+    res = calibrate_logs(nvl72, [DATA / "v2_13_two_runs_crlf.log"])
+    assert [f.section for f in res.fits] == ["all-gather", "all-to-all"]
+    for f in res.fits:
+        assert f.protocol == "ll128" and f.nranks == (4,)
+        assert f.rms_error_pct <= f.default_rms_error_pct
+    assert set(res.calibration.sections) == {"all-gather", "all-to-all"}

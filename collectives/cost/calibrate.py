@@ -48,6 +48,9 @@ NCCL_ALGORITHMS = {"ring": "ring", "tree": "halving-doubling", "nvls": "nvls"}
 NCCL_PROTOCOLS = {"ll": "ll", "ll128": "ll128", "simple": "simple"}
 _ENV_NAME = {"algorithm": "ALGO", "protocol": "PROTO"}
 _DECOMP_TOL = 1e-6          # relative gap between decomposition and engine that triggers defect correction
+_IDENTIFIABLE = 1e-2        # smallest singular value ratio of the normalised design for a constant to be fitted
+_POLISH_GAP = 1e-2          # beyond this gap, finish with least squares on the engine (costly: prices per step)
+_POLISH_NFEV = 20
 _CORRECTIONS = 8            # at most this many engine evaluations of every point for the correction
 
 
@@ -239,14 +242,26 @@ def _fit_series(G, s: _Series, names: tuple[str, ...]):
             combos.append((algo, proto, L0, C))
     if not combos:
         raise BadInput(f"no {s.collective} algorithm applies to the measured groups")
-    # fit only what the points can tell apart: a column dependent on the ones before it
-    # (one size; step and base latency on a fixed step count) keeps the engine default
+    # fit only what the points can tell apart: on the design the engine would use at a
+    # typical answer (the cheapest candidate per point), a constant whose column adds no
+    # direction to the ones before it (one size; base and step latency of a one-step
+    # algorithm) keeps the engine default
+    x_typ = np.array([2.0 if n == "efficiency" else 1.0 for n in names])
+    pick = np.argmin([L0 + C @ x_typ for _, _, L0, C in combos], axis=0)
+    design = np.array([combos[c][3][i] for i, c in enumerate(pick)]) / measured[:, None]
     use = []
-    for j, n in enumerate(names):
-        cols = [combos[0][3][:, k] / measured for k in (*use, j)]
-        if np.linalg.matrix_rank(np.column_stack(cols), tol=1e-9 * max(1.0, float(np.abs(cols).max()))) == len(cols):
+    for j in range(len(names)):
+        cols = design[:, [*use, j]]
+        norms = np.linalg.norm(cols, axis=0)
+        if norms[-1] == 0:
+            continue
+        sv = np.linalg.svd(cols / norms, compute_uv=False)
+        if len(sv) == cols.shape[1] and sv[-1] / sv[0] > _IDENTIFIABLE:     # fewer points than constants: no
             use.append(j)
     kept = tuple(names[j] for j in use)
+    if not kept:
+        raise BadInput(f"{', '.join(s.logs)}: the {s.collective} points do not depend on any calibration "
+                       f"constant; nothing to fit")
     if len(kept) < len(names):
         s.notes.append(f"not fitted (the points cannot tell them apart): "
                        f"{', '.join(n for n in names if n not in kept)}; they keep the engine default")
@@ -282,9 +297,20 @@ def _fit_series(G, s: _Series, names: tuple[str, ...]):
             best_x, best_t = x, direct
         else:
             break
+    how = "defect correction"
+    if gap > _POLISH_GAP:
+        # far from linear (a pipelined phase switching between its latency and bandwidth
+        # terms): least squares on the engine itself, from the best answer so far
+        def engine_resid(x):
+            return _direct_times(G, s, _params(names, x)) / measured - 1.0
+        sol = least_squares(engine_resid, best_x, bounds=(lo, np.inf), method="trf", x_scale="jac",
+                            diff_step=1e-4, max_nfev=_POLISH_NFEV)
+        t = _direct_times(G, s, _params(names, sol.x))
+        if _rms(t / measured - 1.0) < _rms(best_t / measured - 1.0):
+            best_x, best_t, how = sol.x, t, "least squares on the engine's own times"
     if gap > _DECOMP_TOL:
-        s.notes.append(f"the engine's time differs from L0 + B/efficiency + k*latency by up to {gap:.1%} "
-                       f"(pipelined phases); fitted by defect correction against the engine's own times")
+        s.notes.append(f"the engine's time differs from L0 + B/efficiency + k*latency by up to {gap * 100:.3g}% "
+                       f"(pipelined phases); fitted by {how}")
     return _params(names, best_x), names, best_t
 
 
