@@ -539,10 +539,10 @@ def compare_cmd(collective, fabric_list, as_json, plot, **opts):
     if as_json:
         _emit_json([r.as_dict() for r in reports])
         return
-    click.echo(_table([[r.fabric, r.algorithm, r.groups, _us(r.time_s), _us(r.bandwidth_time_s),
+    click.echo(_table([[r.fabric, r.algorithm, r.protocol, r.groups, _us(r.time_s), _us(r.bandwidth_time_s),
                         _us(r.latency_s), f"{r.algbw_GBps:,.1f}", f"{r.busbw_GBps:,.1f}",
                         "PARTIAL" if r.partial else ""] for r in reports],
-                      ["fabric", "algorithm", "groups", "time", "bandwidth", "latency", "algbw GB/s",
+                      ["fabric", "algorithm", "protocol", "groups", "time", "bandwidth", "latency", "algbw GB/s",
                        "busbw GB/s", ""]))
 
 
@@ -631,7 +631,8 @@ def _format_whatif(w) -> str:
                    ["bandwidth", _us(b.bandwidth_time_s), _us(d.bandwidth_time_s)],
                    ["latency", _us(b.latency_s), _us(d.latency_s)],
                    ["busbw GB/s", f"{b.busbw_GBps:,.1f}", f"{d.busbw_GBps:,.1f}"],
-                   ["algorithm", b.algorithm, d.algorithm]], ["", "baseline", "degraded"]),
+                   ["algorithm", b.algorithm, d.algorithm],
+                   ["protocol", b.protocol, d.protocol]], ["", "baseline", "degraded"]),
            f"slowdown x{w.slowdown:.6g} (bandwidth x{w.bandwidth_slowdown:.6g})" + ("   PARTIAL" if w.partial else "")]
     ac = w.affected_chips
     out.append(f"affected chips: {ac.get('count', 0):,} (lost {ac.get('lost', 0):,}, tier bandwidth changed "

@@ -36,7 +36,8 @@ Step model (``protocol``)
 
     In-network reduction (NVLS) is further bounded by the family's
     ``in_network_efficiency``: what the NVLS kernels and switch multicast deliver
-    (NVLink 5: derived from public GB200 NVL72 nccl-tests results).  The total adds
+    (NVLink 5: derived from public GB200 NVL72 nccl-tests results).  An efficiency from
+    a calibration or the caller is the whole delivered fraction and replaces both.  The total adds
     the base latency once.  A calibration (``collectives/cost/calibration.py``) replaces
     efficiency, base and step latency per collective / algorithm / protocol; legacy
     ``efficiency=`` and ``step_overhead_ns=`` override both for every collective.
@@ -125,7 +126,7 @@ class CostReport:
     # utilization over its bandwidth time (what ``bottlenecks`` ranks); not in the JSON
     link_bytes: Any = field(default=None, repr=False, compare=False)
     link_utilization: Any = field(default=None, repr=False, compare=False)
-    protocol: str = "ideal"              # ll | ll128 | simple | ideal (protocol effects off)
+    protocol: str = "ideal"              # the protocol priced: ll | ll128 | simple | ideal (protocol effects off)
     # which fast path priced the phases: {"path", "quotient_size", "flows", "refused": [{"method", "reason"}], "phases"}
     method: dict = field(default_factory=dict, compare=False)
 
@@ -162,7 +163,7 @@ class PriceOptions:
 
     size_bytes: float | None = None
     algorithm: str = "auto"
-    protocol: str = "ideal"
+    protocol: str = "auto"
     calibration: Any = None              # collectives.cost.calibration.Calibration (lookup(c, a, p) -> dict)
     split: str = "equal"
     tiers: str = "rule"
@@ -392,6 +393,9 @@ class _Model:
         o, fam = self.opts, self.family
         cal = self._cal(algorithm, protocol)
         eff = o.efficiency if o.efficiency is not None else float(cal.get("efficiency", fam.efficiency))
+        # the family's NVLS bound goes with the family's efficiency; a measured (calibrated or
+        # given) efficiency is already all the in-network kernels deliver
+        in_net = fam.in_network_efficiency if o.efficiency is None and "efficiency" not in cal else 1.0
         frac = fam.bw_fraction[protocol]
         if o.step_overhead_ns is not None:
             step_s = o.step_overhead_ns * 1e-9
@@ -411,7 +415,7 @@ class _Model:
         for ph, st, messages in zip(s.plist, s.steps, s.messages):
             scale = s.solve_efficiency / (eff * frac)
             if ph.in_network:
-                scale /= fam.in_network_efficiency
+                scale /= in_net
             step_bw, step_bound, g_fin = st.time_s * scale, st.bound_s * scale, st.group_finish_s * scale
             # per-peer messages run over the channels in parallel (NCCL p2p), not in series
             peers = max(messages - 1, 0)
@@ -429,9 +433,9 @@ class _Model:
             bw_total += r * step_bw
             bound_total += r * step_bound
             reports.append(_phase_report(ph, st, step_bw, step_lat, step_bound, ph_t))
-        if any(ph.in_network for ph in s.plist):
-            notes.append(f"in-network reduction delivers {fam.in_network_efficiency:g} x the {fam.name} "
-                         f"transport rate (family file; NVLS as measured)")
+        if any(ph.in_network for ph in s.plist) and in_net != 1.0:
+            notes.append(f"in-network reduction delivers {in_net:g} x the {fam.name} transport rate (family "
+                         f"file, derived from measured NVLS; an efficiency you give or calibrate replaces both)")
         lat = total - bw_total
         return _Timed(total, bw_total, lat, bound_total + lat, tuple(reports), tuple(group_t.tolist()),
                       tuple(notes))

@@ -37,9 +37,10 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
     size_bytes : S as nccl-tests defines it for the collective (with ``traffic``: omit it;
         S is then the mean bytes per rank, the matrix's mean row sum).
     algorithm : a name from ``ALGORITHMS[collective]`` or ``auto`` (the cheapest that applies).
-    protocol : ``ideal`` (default here: protocol effects off, raw line rate, the closed
-        forms), ``ll``, ``ll128``, ``simple`` or ``auto`` (the cheapest algorithm and
-        protocol under the fabric family's step model; the CLI's default).
+    protocol : ``auto`` (default, as in the CLI: the cheapest algorithm *and* protocol
+        under the fabric family's step model, as NCCL's tuner picks), ``ll``, ``ll128``,
+        ``simple``, or ``ideal`` (protocol effects off: raw line rate x ``efficiency``
+        and the fixed per-step overheads; the closed forms of the bandwidth model).
     calibration : a :class:`~fabricsim.collectives.cost.calibration.Calibration`: its
         efficiency / base and step latency replace the family's per collective,
         algorithm and protocol.
@@ -72,9 +73,12 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
     >>> from fabricsim.fabrics import build
     >>> from fabricsim.collectives import by_size
     >>> G = build("jalapeno-rack")
-    >>> r = price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2**26, algorithm="ring")
+    >>> r = price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2**26, algorithm="ring", protocol="ideal")
     >>> round(r.bandwidth_time_s / (2 * 7 / 8 * 2**26 / 600e9), 9)
     1.0
+    >>> r = price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2**26, algorithm="ring")
+    >>> r.protocol, round(r.bandwidth_time_s / (2 * 7 / 8 * 2**26 / (600e9 * 0.977)), 9)
+    ('simple', 1.0)
     """
     given = {k: v for k, v in dict(algorithm=algorithm, protocol=protocol, calibration=calibration, split=split,
                                    tiers=tiers, efficiency=efficiency, step_overhead_ns=step_overhead_ns,

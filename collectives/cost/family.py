@@ -42,15 +42,18 @@ class Family:
     chunk_bytes: Mapping[str, float]       # protocol -> data bytes per channel per pipeline slot
     algorithms: Mapping[str, Mapping]      # algorithm -> {"protocols", "base_latency_us", "step_latency_us"}
 
+    def _algo(self, algorithm: str) -> Mapping:
+        # an algorithm the file does not list is priced with the ring's constants
+        return self.algorithms.get(algorithm) or self.algorithms["ring"]
+
     def protocols_for(self, algorithm: str) -> tuple[str, ...]:
-        a = self.algorithms.get(algorithm)
-        return tuple(a["protocols"]) if a else ()
+        return tuple(self._algo(algorithm)["protocols"])
 
     def base_latency_us(self, algorithm: str, protocol: str) -> float:
-        return float(self.algorithms[algorithm]["base_latency_us"][protocol])
+        return float(self._algo(algorithm)["base_latency_us"][protocol])
 
     def step_latency_us(self, algorithm: str, protocol: str) -> float:
-        return float(self.algorithms[algorithm]["step_latency_us"][protocol])
+        return float(self._algo(algorithm)["step_latency_us"][protocol])
 
 
 @functools.lru_cache(maxsize=None)
