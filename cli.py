@@ -769,7 +769,7 @@ def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json):
       fabricsim price all-reduce --fabric nvl72 --size 1GiB --calibration cal.toml
 
     Per collective (and per NCCL algorithm/protocol when the log names them with
-    NCCL_ALGO / NCCL_PROTO) fits efficiency and step latency by least squares on the
+    NCCL_ALGO / NCCL_PROTO) fits efficiency, base and step latency by least squares on the
     relative time error; prints size / measured / model / error %.
     """
     from .collectives.cost.calibrate import calibrate
