@@ -316,8 +316,8 @@ def _price_options(fn):
                      "links deliver (0-1], for every collective. Default: the fabric family's (ideal: 1)."),
         click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
                      "(default: the fabric's, else 1 us)."),
-        click.option("--calibration", type=click.Path(), help="TOML file with efficiency and/or "
-                     "step_latency_us (measured nccl-tests fits)."),
+        click.option("--calibration", type=click.Path(), help="TOML file of efficiency / step_latency_us, "
+                     "flat or in [collective] / [collective.algorithm] sections (`fabricsim calibrate` writes one)."),
         click.option("--bound-only", is_flag=True, help="Price by the link-load bound only (fast, no fairness)."),
         click.option("--per-flow", is_flag=True, help="Route and solve every flow even where symmetry (torus "
                      "translations, interchangeable chips or positions) lets the phase be solved as classes "
@@ -746,6 +746,69 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
 
 def _x(v) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.6g}"
+
+
+# --------------------------------------------------------------------------- calibrate (issue 13)
+@main.command("calibrate")
+@click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@click.option("--fabric", "fabric", required=True, help="The fabric the logs were measured on.")
+@_set_option
+@click.option("--group-size", type=click.IntRange(min=1), help="Chips per group, every group at once "
+              "(default: one group of the log's rank count).")
+@click.option("--mesh", help="A parallelism mesh over chip ranks, e.g. tp=8,dp=9; with --over.")
+@click.option("--over", help="With --mesh: the dimension whose groups ran the measured collective.")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False),
+              help="Write the calibration TOML here (one section per fitted collective).")
+@click.option("--json", "as_json", is_flag=True, help="Print fits and points as JSON (schema in README).")
+def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json):
+    """Fit the cost model's constants to nccl-tests logs; write a calibration file.
+
+    \b
+    Examples:
+      fabricsim calibrate ar.log --fabric nvl72 -o cal.toml
+      fabricsim price all-reduce --fabric nvl72 --size 1GiB --calibration cal.toml
+
+    Per collective (and per NCCL algorithm/protocol when the log names them with
+    NCCL_ALGO / NCCL_PROTO) fits efficiency, base and step latency by least squares on the
+    relative time error; prints size / measured / model / error %.
+    """
+    from .collectives.cost.calibrate import calibrate
+    from .collectives.cost.nccl_tests import parse_log
+    from .topo.errors import BadInput
+    G = load_fabric(fabric, sets)
+    groups = None
+    if group_size or mesh:
+        groups = _groups_for(G, group_size, "packed", mesh, over, None)
+    try:
+        runs = [r for path in logs for r in parse_log(path)]
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="LOG") from None
+    try:
+        res = calibrate(G, runs, groups=groups)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="LOG / --group-size") from None
+    if output:
+        try:
+            Path(output).write_text(res.toml())
+        except OSError as exc:
+            raise click.BadParameter(f"{output}: {exc.strerror}", param_hint="-o") from None
+    if as_json:
+        _emit_json(res.as_dict())
+    else:
+        for f in res.fits:
+            label = f.section + ("" if f.protocol is None or f.protocol in f.section else f" (protocol {f.protocol})")
+            click.echo(f"[{label}] on {res.fabric}, {'/'.join(map(str, f.nranks))} ranks: "
+                       + ", ".join(f"{k} = {v:.4g}" for k, v in f.params.items())
+                       + f"; rms error {f.rms_error_pct:.2f}% (default model {f.default_rms_error_pct:.1f}%)")
+            click.echo(_table([[_fmt_bytes(p.size_bytes), f"{p.measured_time_us:,.1f}", f"{p.model_time_us:,.1f}",
+                                f"{p.error_pct:+.2f}", f"{p.measured_busbw_GBps:,.1f}", f"{p.model_busbw_GBps:,.1f}"]
+                               for p in f.points],
+                              ["size", "measured us", "model us", "error %", "busbw GB/s", "model busbw"]))
+            for note in f.notes:
+                click.echo(f"note: {note}")
+            click.echo("")
+    if output:
+        _progress(f"wrote {output}")
 
 
 if __name__ == "__main__":  # pragma: no cover
