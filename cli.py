@@ -408,17 +408,22 @@ def _price_options(fn):
         click.option("--algorithm", default="auto", show_default=True,
                      help="ring, direct, halving-doubling, hierarchical, torus-rings, nvls (all-reduce); "
                      "direct, pairwise, hierarchical (all-to-all); auto picks the cheapest."),
+        click.option("--protocol", type=click.Choice(["auto", "ll", "ll128", "simple", "ideal"]), default="auto",
+                     show_default=True, help="Step model: auto picks algorithm and protocol per size (NCCL-style, "
+                     "the fabric family's constants); ideal = protocol effects off (raw line rate, closed forms)."),
+        click.option("--explain", is_flag=True, help="Say which fast path priced each phase (symmetry "
+                     "classes, per-flow ...) and why the others were refused."),
         click.option("--split", type=click.Choice(["equal", "capacity"]), default="equal", show_default=True,
                      help="ECMP split over next hops: equal, or weighted by surviving capacity."),
         click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
                      help="rule: the fabric's tier rules (Jalapeño: same rack local, other racks global); "
                      "any: every shortest path."),
-        click.option("--efficiency", type=_Number(1e-6, 1.0), default=None, help="Calibration: fraction of line rate the "
-                     "links deliver (0-1]. Default 1."),
+        click.option("--efficiency", type=_Number(1e-6, 1.0), default=None, help="Calibration: fraction of line "
+                     "rate the links deliver (0-1], for every collective. Default: the fabric family's (ideal: 1)."),
         click.option("--step-latency-us", type=_Number(0.0, 1e9, unit=" us"), default=None, help="Per-step overhead in microseconds "
                      "(default: the fabric's, else 1 us)."),
-        click.option("--calibration", type=click.Path(), help="TOML file with efficiency and/or "
-                     "step_latency_us (measured nccl-tests fits)."),
+        click.option("--calibration", type=click.Path(), help="TOML file of efficiency / step_latency_us, "
+                     "flat or in [collective] / [collective.algorithm] sections (`fabricsim calibrate` writes one)."),
         click.option("--bound-only", is_flag=True, help="Price by the link-load bound only (fast, no fairness)."),
         click.option("--per-flow", is_flag=True, help="Route and solve every flow even where symmetry (torus "
                      "translations, interchangeable chips or positions) lets the phase be solved as classes "
@@ -430,26 +435,30 @@ def _price_options(fn):
 
 
 def _calibration(efficiency, step_latency_us, calibration):
-    eff, step = efficiency, step_latency_us
+    """(efficiency or None, step latency ns or None, Calibration or None) from the options."""
+    from .collectives.cost.calibration import load_calibration
+    from .topo.errors import BadInput
+    eff, step, cal = efficiency, step_latency_us, None
     if calibration:
-        import tomllib
         try:
-            data = tomllib.loads(Path(calibration).read_text())
-        except OSError as exc:
-            raise click.BadParameter(f"{calibration}: {exc.strerror}", param_hint="--calibration") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise click.BadParameter(f"{calibration}: {exc}", param_hint="--calibration") from None
-        unknown = set(data) - {"efficiency", "step_latency_us"}
-        if unknown:
-            raise click.BadParameter(f"{calibration}: unknown key(s) {', '.join(sorted(unknown))}; valid: "
-                                     f"efficiency, step_latency_us", param_hint="--calibration")
-        eff = data.get("efficiency", eff) if eff is None else eff
-        step = data.get("step_latency_us", step) if step is None else step
+            cal = load_calibration(calibration)
+        except BadInput as exc:
+            raise click.BadParameter(str(exc), param_hint="--calibration") from None
     if eff is not None and not 0 < eff <= 1:
         raise click.BadParameter(f"efficiency {eff} must be in (0, 1]", param_hint="--efficiency")
     if step is not None and step < 0:
         raise click.BadParameter(f"step latency {step} us must be >= 0", param_hint="--step-latency-us")
-    return (1.0 if eff is None else float(eff)), (None if step is None else float(step) * 1000.0)
+    return (None if eff is None else float(eff)), (None if step is None else float(step) * 1000.0), cal
+
+
+def _options(opts, size=True):
+    """The one PriceOptions the price/compare/whatif/sweep options describe."""
+    from .collectives import PriceOptions
+    eff, step_ns, cal = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
+    return PriceOptions(size_bytes=parse_size(opts["size"]) if size else None, algorithm=opts["algorithm"],
+                        protocol=opts["protocol"], calibration=cal, split=opts["split"], tiers=opts["tiers"],
+                        efficiency=eff, step_overhead_ns=step_ns, bound_only=opts["bound_only"],
+                        symmetry=not opts["per_flow"])
 
 
 def _groups_for(G, group_size, placement, mesh, over, groups_file, count=None):
@@ -476,15 +485,12 @@ def _groups_for(G, group_size, placement, mesh, over, groups_file, count=None):
 def _price(G, collective, opts, groups=None):
     from . import collectives as C
     from .topo.errors import BadInput
-    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
-    size = parse_size(opts["size"])
+    options = _options(opts)
     if groups is None:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
     try:
-        return C.price(G, collective, groups=groups, size_bytes=size, algorithm=opts["algorithm"],
-                       split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
-                       bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
+        return C.price(G, collective, groups=groups, options=options)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="options") from None
 
@@ -512,7 +518,7 @@ def _us(s) -> str:
 
 def _format_report(r) -> str:
     out = [f"{r.collective} on {r.fabric}: {r.groups:,} group(s) of {r.group_size}, S = {_fmt_bytes(r.size_bytes)}, "
-           f"algorithm {r.algorithm} ({r.mode})",
+           f"algorithm {r.algorithm}, protocol {r.protocol} ({r.mode})",
            f"time {_us(r.time_s)} = bandwidth {_us(r.bandwidth_time_s)} + latency {_us(r.latency_s)}   "
            f"(link-load bound {_us(r.bound_s)})",
            f"algbw {r.algbw_GBps:,.1f} GB/s   busbw {r.busbw_GBps:,.1f} GB/s"]
@@ -534,6 +540,16 @@ def _format_report(r) -> str:
                    + "; ".join(r.unreachable_pairs["examples"]))
     if r.broken_groups.get("count"):
         out.append(f"PARTIAL: {r.broken_groups['count']:,} groups lost a chip, e.g. {r.broken_groups['examples'][:2]}")
+    return "\n".join(out)
+
+
+def _format_method(m: dict) -> str:
+    out = ["", f"method: {m.get('path', '?')} ({m.get('flows', 0):,} flows per step, "
+               f"{m.get('quotient_size', 0):,} classes solved)"]
+    for p in m.get("phases", []):
+        out.append(f"  {p['phase']}: {p['path']}" + (f", {p['quotient_size']:,} classes" if p["quotient_size"] else ""))
+    for x in m.get("refused", []):
+        out.append(f"  refused {x['method']}: {x['reason']}")
     return "\n".join(out)
 
 
@@ -581,6 +597,8 @@ def price_cmd(collective, fabric, sets, as_json, plot, **opts):
         _emit_json(r.as_dict())
     else:
         click.echo(_format_report(r))
+        if opts["explain"]:
+            click.echo(_format_method(r.method))
 
 
 @main.command("compare")
@@ -620,10 +638,10 @@ def compare_cmd(collective, fabric_list, as_json, plot, **opts):
     if as_json:
         _emit_json([r.as_dict() for r in reports])
         return
-    click.echo(_table([[r.fabric, r.algorithm, r.groups, _us(r.time_s), _us(r.bandwidth_time_s),
+    click.echo(_table([[r.fabric, r.algorithm, r.protocol, r.groups, _us(r.time_s), _us(r.bandwidth_time_s),
                         _us(r.latency_s), f"{r.algbw_GBps:,.1f}", f"{r.busbw_GBps:,.1f}",
                         "PARTIAL" if r.partial else ""] for r in reports],
-                      ["fabric", "algorithm", "groups", "time", "bandwidth", "latency", "algbw GB/s",
+                      ["fabric", "algorithm", "protocol", "groups", "time", "bandwidth", "latency", "algbw GB/s",
                        "busbw GB/s", ""]))
 
 
@@ -693,11 +711,10 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     G = load_fabric(fabric, sets)
     groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"], opts["groups_file"],
                          opts["count"])
-    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
+    options = _options(opts, size=False)
     try:
         w = whatif(G, list(fails), collective, groups=groups, size_bytes=parse_size(opts["size"]),
-                   algorithm=opts["algorithm"], split=opts["split"], tiers=opts["tiers"], efficiency=eff,
-                   step_overhead_ns=step_ns, bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
+                   **options.price_kwargs())
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--fail") from None
     _finite(w.baseline)
@@ -714,7 +731,8 @@ def _format_whatif(w) -> str:
                    ["bandwidth", _us(b.bandwidth_time_s), _us(d.bandwidth_time_s)],
                    ["latency", _us(b.latency_s), _us(d.latency_s)],
                    ["busbw GB/s", f"{b.busbw_GBps:,.1f}", f"{d.busbw_GBps:,.1f}"],
-                   ["algorithm", b.algorithm, d.algorithm]], ["", "baseline", "degraded"]),
+                   ["algorithm", b.algorithm, d.algorithm],
+                   ["protocol", b.protocol, d.protocol]], ["", "baseline", "degraded"]),
            f"slowdown x{w.slowdown:.6g} (bandwidth x{w.bandwidth_slowdown:.6g})" + ("   PARTIAL" if w.partial else "")]
     ac = w.affected_chips
     out.append(f"affected chips: {ac.get('count', 0):,} (lost {ac.get('lost', 0):,}, tier bandwidth changed "
@@ -786,7 +804,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
     if opts["mesh"] is not None or opts["groups_file"] is not None or opts["count"] or opts["over"] is not None:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
-    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
+    options = _options(opts, size=False)
 
     def progress(done, total, result):
         if done == 1 or done == total or done % max(1, total // 20) == 0:
@@ -802,9 +820,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
         s = sweep(fabric, _parse_sets(sets), failure_class, n=n, samples=samples, seed=seed, collective=collective,
                   size_bytes=parse_size(opts["size"]), group_size=None if groups else opts["group_size"],
                   placement=opts["placement"],
-                  groups=groups, runner=runner, progress=progress, algorithm=opts["algorithm"],
-                  split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
-                  bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
+                  groups=groups, runner=runner, progress=progress, **options.price_kwargs())
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="options") from None
     finally:
@@ -833,6 +849,69 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
 
 def _x(v) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.6g}"
+
+
+# --------------------------------------------------------------------------- calibrate (issue 13)
+@main.command("calibrate")
+@click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@click.option("--fabric", "fabric", required=True, help="The fabric the logs were measured on.")
+@_set_option
+@click.option("--group-size", type=click.IntRange(min=1), help="Chips per group, every group at once "
+              "(default: one group of the log's rank count).")
+@click.option("--mesh", help="A parallelism mesh over chip ranks, e.g. tp=8,dp=9; with --over.")
+@click.option("--over", help="With --mesh: the dimension whose groups ran the measured collective.")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False),
+              help="Write the calibration TOML here (one section per fitted collective).")
+@click.option("--json", "as_json", is_flag=True, help="Print fits and points as JSON (schema in README).")
+def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json):
+    """Fit the cost model's constants to nccl-tests logs; write a calibration file.
+
+    \b
+    Examples:
+      fabricsim calibrate ar.log --fabric nvl72 -o cal.toml
+      fabricsim price all-reduce --fabric nvl72 --size 1GiB --calibration cal.toml
+
+    Per collective (and per NCCL algorithm/protocol when the log names them with
+    NCCL_ALGO / NCCL_PROTO) fits efficiency, base and step latency by least squares on the
+    relative time error; prints size / measured / model / error %.
+    """
+    from .collectives.cost.calibrate import calibrate
+    from .collectives.cost.nccl_tests import parse_log
+    from .topo.errors import BadInput
+    G = load_fabric(fabric, sets)
+    groups = None
+    if group_size or mesh:
+        groups = _groups_for(G, group_size, "packed", mesh, over, None)
+    try:
+        runs = [r for path in logs for r in parse_log(path)]
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="LOG") from None
+    try:
+        res = calibrate(G, runs, groups=groups)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="LOG / --group-size") from None
+    if output:
+        try:
+            Path(output).write_text(res.toml())
+        except OSError as exc:
+            raise click.BadParameter(f"{output}: {exc.strerror}", param_hint="-o") from None
+    if as_json:
+        _emit_json(res.as_dict())
+    else:
+        for f in res.fits:
+            label = f.section + ("" if f.protocol is None or f.protocol in f.section else f" (protocol {f.protocol})")
+            click.echo(f"[{label}] on {res.fabric}, {'/'.join(map(str, f.nranks))} ranks: "
+                       + ", ".join(f"{k} = {v:.4g}" for k, v in f.params.items())
+                       + f"; rms error {f.rms_error_pct:.2f}% (default model {f.default_rms_error_pct:.1f}%)")
+            click.echo(_table([[_fmt_bytes(p.size_bytes), f"{p.measured_time_us:,.1f}", f"{p.model_time_us:,.1f}",
+                                f"{p.error_pct:+.2f}", f"{p.measured_busbw_GBps:,.1f}", f"{p.model_busbw_GBps:,.1f}"]
+                               for p in f.points],
+                              ["size", "measured us", "model us", "error %", "busbw GB/s", "model busbw"]))
+            for note in f.notes:
+                click.echo(f"note: {note}")
+            click.echo("")
+    if output:
+        _progress(f"wrote {output}")
 
 
 if __name__ == "__main__":  # pragma: no cover

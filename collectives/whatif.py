@@ -57,7 +57,7 @@ __all__ = ["WhatIf", "whatif", "Sweep", "sweep", "Runner", "LocalRunner", "PRICE
 
 # price() options a whatif or sweep passes through
 PRICE_OPTIONS = ("algorithm", "split", "tiers", "efficiency", "step_overhead_ns", "bound_only",
-                 "memory_limit_bytes", "symmetry")
+                 "memory_limit_bytes", "symmetry", "protocol", "calibration", "message_overhead_ns")
 # a group whose time moved by less than this (relative) is unaffected: float noise of the solver
 REL_TOL = 1e-9
 # full enumeration of C(k, n) scenarios above this count is refused (use samples=)
@@ -564,10 +564,15 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     if price_kwargs.get("algorithm", "auto") == "auto":
         base = price(G, collective, groups=_groups(fabric, params_json, gspec), size_bytes=size_bytes,
                      **price_kwargs)
-        notes.append(f"auto picked {base.algorithm} on the intact fabric; every scenario uses it")
         kw = dict(price_kwargs, algorithm=base.algorithm)
+        if price_kwargs.get("protocol", "auto") == "auto":
+            kw["protocol"] = base.protocol     # the protocol auto chose with it
+        notes.append(f"auto picked {base.algorithm} ({base.protocol}) on the intact fabric; every scenario uses it")
     else:
         kw = dict(price_kwargs)
+    if kw.get("calibration") is not None:
+        from .engine import CalibrationTable
+        kw["calibration"] = CalibrationTable.of(kw["calibration"])     # plain dicts: picklable for workers
     tasks = [_Task(i, fabric, params_json, tuple(ids[j] for j in c), collective, gspec, float(size_bytes),
                    tuple(sorted(kw.items()))) for i, c in enumerate(combos)]
     if base is None:

@@ -4,8 +4,9 @@ Every rank of the 2,048-chip pod is in one EP group of width 8 ... 2,048 (packed
 group of 256 spans 2 racks), all groups at once, S = 64 MiB per rank (nccl-tests'
 all-to-all size).  Flat = direct all-to-all; hierarchical = rail-aligned (inside the
 rack first, then across racks between chips of the same position only).  Up to 128
-the group sits in one rack and rides the 600 GB/s local tier; beyond, the share
-(n - 128)/n of every rank's bytes crosses racks on the 200 GB/s global tier.
+the group sits in one rack and rides the 600 GB/s local tier (586 GB/s delivered: the
+Ethernet family's efficiency 0.977, as every price uses the default step model); beyond,
+the share (n - 128)/n of every rank's bytes crosses racks on the 200 GB/s global tier.
 
     python examples/ep_width.py [OUTDIR]      # writes OUTDIR/ep_width.png
 """

@@ -75,9 +75,11 @@ def boardfly(*, chips_per_board: int = 4, boards_per_group: int = 8, groups: int
     """
     check_rate("link_GBps", link_GBps, unit="GB/s", scale=8.0)
     lanes = int(round(link_GBps * 8 / LANE_GBPS)) or 1
-    return boardfly_builder(chips_per_board=chips_per_board, boards_per_group=boards_per_group,
+    G = boardfly_builder(chips_per_board=chips_per_board, boards_per_group=boards_per_group,
                             groups=groups, ports_per_board=ports_per_board,
                             links_per_group_pair=links_per_group_pair, lanes_per_link=lanes,
                             lane_gbps=link_GBps * 8 / lanes, port_placement=port_placement,
                             chip_model="tpu-8i", ring_latency_ns=HOP_NS, copper_latency_ns=HOP_NS,
                             optical_latency_ns=HOP_NS)
+    G.graph["family"] = "tpu-ici"  # step model constants: collectives/cost/families/tpu-ici.toml
+    return G

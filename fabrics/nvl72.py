@@ -91,5 +91,7 @@ def nvl72(*, generation: Literal["gb200", "gb300", "vera-rubin"] = "gb200") -> n
     for n, d in G.nodes(data=True):
         if d["kind"] == "switch":
             d["reduces"] = True  # NVLink SHARP (NVLS) in every switch chip (F); device can_reduce=True
-    G.graph.update(generation=generation, inferred=inferred)
+    # the step model's constants (collectives/cost/families): Blackwell NVLink 5, Rubin NVLink 6
+    G.graph.update(generation=generation, inferred=inferred,
+                   family="nvlink6" if generation == "vera-rubin" else "nvlink5")
     return G

@@ -9,7 +9,9 @@ row-major over (x, y, z) with z fastest, graph attributes ``dims`` ("8x12x12") a
 
 ICI link model (I, from F figures): a link is 100 GB/s raw per direction for v5p and
 Ironwood (F), i.e. 4 lanes x 200G; Ironwood's 1.2 TB/s bidir per chip = 6 links x 100 GB/s
-per direction (F) agrees.  Usable rate 90 GB/s per link (F) -> 4 lanes x 180G on the edges.
+per direction (F) agrees.  The graph carries that raw rate (4 lanes x 200G on the edges); the
+90 GB/s usable (F) is the tpu-ici family's efficiency 0.9 (collectives/cost/families/tpu-ici.toml),
+applied once by the price engine's step model (``protocol="ideal"`` prices the raw rate).
 The ~1 us per hop (F) is the link's ``latency_ns``: it folds the forwarding chip's delay
 into the link it enters, so a route's latency is hops x 1 us.
 """
@@ -42,14 +44,14 @@ TPU7X = register_device(Device(
 
 
 def _lane_gbps(link_GBps: float) -> float:
-    check_rate("link_GBps", link_GBps, unit="GB/s (90 usable, 100 raw for v5p/Ironwood)", scale=8.0)
+    check_rate("link_GBps", link_GBps, unit="GB/s (100 raw for v5p/Ironwood)", scale=8.0)
     return link_GBps * 8.0 / LANES_PER_LINK   # GB/s -> Gb/s, split over the link's lanes
 
 
 @register("torus", description="3D torus of TPU-class chips (default 8x12x12 = 1,152, diameter 16), "
-                               "6 ICI links of 90 GB/s per direction",
-          source="FACTS §3: v5p/Ironwood 90 GB/s usable per link (F); 8x12x12 shape (I)")
-def torus(*, dims: tuple[int, ...] = (8, 12, 12), link_GBps: float = 90.0) -> nx.Graph:
+                               "6 ICI links of 100 GB/s raw per direction",
+          source="FACTS §3: v5p/Ironwood 100 GB/s raw (90 usable) per link (F); 8x12x12 shape (I)")
+def torus(*, dims: tuple[int, ...] = (8, 12, 12), link_GBps: float = 100.0) -> nx.Graph:
     """A torus of TPU v5p-class chips.
 
     Parameters
@@ -58,7 +60,8 @@ def torus(*, dims: tuple[int, ...] = (8, 12, 12), link_GBps: float = 90.0) -> nx
         Ring lengths, 1 to 4 dimensions (``8x12x12`` on the command line).  8x12x12 is
         the 1,152-chip shape TPU 8i's Boardfly is compared with: diameter 4+6+6 = 16.
     link_GBps : float
-        Usable rate of one ICI link per direction, GB/s (90 for v5p/Ironwood, F).
+        Raw rate of one ICI link per direction, GB/s (100 for v5p/Ironwood, F; 90 of it usable,
+        the tpu-ici family's efficiency).
 
     Examples
     --------
@@ -66,8 +69,10 @@ def torus(*, dims: tuple[int, ...] = (8, 12, 12), link_GBps: float = 90.0) -> nx
     >>> G.number_of_nodes(), G.number_of_edges()
     (64, 192)
     """
-    return torus_builder(dims, lanes_per_link=LANES_PER_LINK, lane_gbps=_lane_gbps(link_GBps),
-                         chip_model="tpu-v5p", medium="copper", tier="ici", latency_ns=HOP_NS)
+    G = torus_builder(dims, lanes_per_link=LANES_PER_LINK, lane_gbps=_lane_gbps(link_GBps),
+                      chip_model="tpu-v5p", medium="copper", tier="ici", latency_ns=HOP_NS)
+    G.graph["family"] = "tpu-ici"  # step model constants: collectives/cost/families/tpu-ici.toml
+    return G
 
 
 @register("ironwood", description="Google Ironwood (TPU7x) pod: 9,216 chips in a 3D torus of 4x4x4 cubes "
@@ -75,7 +80,7 @@ def torus(*, dims: tuple[int, ...] = (8, 12, 12), link_GBps: float = 90.0) -> nx
                                   "pod shape is not published)",
           source="Google Ironwood (F: 9,216 chips, 1.2 TB/s bidir ICI); cubes/trays F2 (TPU v4 paper); "
                  "shape and OCS numbering I")
-def ironwood(*, dims: tuple[int, int, int] = (16, 24, 24), link_GBps: float = 90.0) -> nx.Graph:
+def ironwood(*, dims: tuple[int, int, int] = (16, 24, 24), link_GBps: float = 100.0) -> nx.Graph:
     """An Ironwood-class pod: a 3D torus built from 4x4x4 cubes.
 
     Parameters
@@ -84,7 +89,7 @@ def ironwood(*, dims: tuple[int, int, int] = (16, 24, 24), link_GBps: float = 90
         Torus shape, each a multiple of 4.  16x24x24 = 9,216 (F: the chip count) is one
         shape with that count; Google has not published the physical one (I).
     link_GBps : float
-        Usable rate of one ICI link per direction, GB/s (90, F).
+        Raw rate of one ICI link per direction, GB/s (100, F; 90 usable: the family's efficiency).
 
     Returns
     -------
@@ -141,4 +146,5 @@ def ironwood(*, dims: tuple[int, int, int] = (16, 24, 24), link_GBps: float = 90
         elif (du["rack"], du["tray"]) == (dv["rack"], dv["tray"]):
             e["medium"] = "pcb"
     G.graph["cube"] = "x".join([str(CUBE)] * 3)
+    G.graph["family"] = "tpu-ici"  # step model constants: collectives/cost/families/tpu-ici.toml
     return G

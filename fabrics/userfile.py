@@ -32,7 +32,10 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 import typing
 import xml.etree.ElementTree as ET
 from pathlib import Path

@@ -77,7 +77,7 @@ def test_labels_do_not_overlap(name):
     ("nvl72", {"chip", "nvlink switch", "nvlink tier, copper (2 x 200G)"}),
     ("boardfly", {"pcb, ring on a board (8 x 200G)", "copper, between boards of a group (8 x 200G)",
                   "optical, between groups (8 x 200G)"}),
-    ("torus", {"ici tier, copper (4 x 180G)", "wraparound link (continues at the opposite edge)"}),
+    ("torus", {"ici tier, copper (4 x 200G)", "wraparound link (continues at the opposite edge)"}),
 ])
 def test_legend_names_tiers_and_link_kinds(name, legend):
     fig = fabric_figure(build(name))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fabricsim.collectives.cost.family import family_of
 from fabricsim.collectives import by_size, price
 from fabricsim.collectives.whatif import whatif
 from fabricsim.fabrics import build
@@ -83,7 +84,8 @@ def test_ep_width(tmp_path):
         assert row[3] == pytest.approx(flat.bandwidth_time_s * 1e6, abs=0.051)
     hier = price(G, "all-to-all", groups=by_size(G, 256), size_bytes=64 * 2**20, algorithm="hierarchical")
     assert _ep_row(out, 256)[4] == pytest.approx(hier.time_s * 1e6, abs=0.051)
-    assert _ep_row(out, 128)[-2] == pytest.approx(600.0, abs=0.051)     # one rack: the local tier
+    # one rack: the local tier's 600 GB/s as the Ethernet family delivers it (efficiency 0.977)
+    assert _ep_row(out, 128)[-2] == pytest.approx(600.0 * family_of(G).efficiency, abs=0.051)
     assert _ep_row(out, 2048)[-2] < 220                                 # 16 racks: near the 200 GB/s side
     assert "local 600 GB/s, global 200 GB/s (3:1)" in out
 
@@ -153,3 +155,29 @@ def test_ocs_failures(tmp_path):
                                                             bound_only=True, **kw).slowdown, abs=1e-6)
     # all 16 z-axis OCSes down: the z rings are cut between the 4 cubes along z
     assert _row(out, "16 down:")[0] == 1024 * 768
+
+
+def test_validation(tmp_path):
+    """docs/validation.md's block is what examples/validation.py writes, and its numbers are calibrate's."""
+    from fabricsim.collectives.cost.calibrate import calibrate_logs
+    docs = EXAMPLES.parent / "docs"
+    doc = tmp_path / "validation.md"
+    doc.write_text((docs / "validation.md").read_text())
+    env = dict(os.environ, MPLBACKEND="Agg")
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "validation.py"), str(tmp_path), "--doc", str(doc)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for key in ("nvl72-72", "gb200-4gpu-ring"):
+        png = tmp_path / f"validation-{key}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"wrote {png}" in proc.stdout
+        assert (docs / "img" / png.name).is_file()
+    assert doc.read_text() == (docs / "validation.md").read_text(), \
+        "docs/validation.md is stale: run python examples/validation.py docs/img --doc docs/validation.md"
+    fit, = calibrate_logs(build("nvl72"), [EXAMPLES.parent / "tests/data/nccl/gb200_nvl72_72rank_coreweave.log"]).fits
+    assert f"{fit.rms_error_pct:.2f}%" in doc.read_text()
+    assert f"rms: default {fit.default_rms_error_pct:.1f}%  calibrated {fit.rms_error_pct:.2f}%" in proc.stdout
+    p8 = fit.points[-1]
+    row = _row(proc.stdout, "8 GiB")          # the first table: the 72-rank series
+    assert row[0] == pytest.approx(p8.measured_busbw_GBps, abs=0.006)
+    assert row[3] == pytest.approx(p8.model_busbw_GBps, abs=0.006)
+    assert row[4] == pytest.approx(p8.error_pct, abs=0.006)

@@ -6,7 +6,15 @@ import pytest
 from click.testing import CliRunner
 
 from fabricsim.cli import main, parse_size
-from fabricsim.collectives import busbw_factor, by_mesh, by_size, parse_mesh, price
+from fabricsim.collectives import busbw_factor, by_mesh, by_size, parse_mesh
+from fabricsim.collectives import price as _price
+
+
+def price(*args, **kwargs):
+    """These are closed forms of the bandwidth model: protocol effects off (protocol="ideal")
+    unless a test asks for another protocol."""
+    kwargs.setdefault("protocol", "ideal")
+    return _price(*args, **kwargs)
 from fabricsim.fabrics import FABRICS, build
 from fabricsim.topo import routing, solver
 from fabricsim.topo.errors import BadInput
@@ -102,7 +110,7 @@ def test_nvls_halves_the_bytes_on_nvl72():
 def test_torus_rings_bound_by_per_dimension_rings(dims):
     G = build("torus", dims="x".join(map(str, dims)))
     n = int(np.prod(dims))
-    link = G.graph.get("link_GBps") or 90.0
+    link = G.graph.get("link_GBps") or 100.0   # raw ICI rate (the 90 usable is the family's efficiency)
     r = price(G, "all-reduce", groups=by_size(G, n), size_bytes=S, algorithm="torus-rings")
     # per dimension k: 2(k-1) steps of data/k split over both directions of a ring
     data, want = S, 0.0
@@ -183,11 +191,13 @@ def test_price_cli_json_matches_library_and_has_the_schema():
     assert res.exit_code == 0, res.output
     got = json.loads(res.output)
     G = build("jalapeno-rack")
-    want = price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2 ** 26, algorithm="ring").as_dict()
+    # the CLI's default step model is the library's: protocol auto
+    want = price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2 ** 26, algorithm="ring",
+                 protocol="auto").as_dict()
     assert got == json.loads(json.dumps(want))
     for key in ("collective", "algorithm", "fabric", "group_size", "groups", "size_bytes", "time_s",
                 "bandwidth_time_s", "latency_s", "bound_s", "algbw_GBps", "busbw_GBps", "phases",
-                "bottlenecks", "unreachable_pairs", "broken_groups"):
+                "bottlenecks", "unreachable_pairs", "broken_groups", "protocol", "method"):
         assert key in got
 
 
@@ -195,7 +205,7 @@ def test_calibration_file(tmp_path):
     f = tmp_path / "cal.toml"
     f.write_text("efficiency = 0.5\nstep_latency_us = 0\n")
     args = ["price", "all-reduce", "--fabric", "jalapeno-rack", "--group-size", "8", "--size", "64MiB",
-            "--algorithm", "ring", "--json"]
+            "--algorithm", "ring", "--protocol", "ideal", "--json"]
     full = json.loads(CliRunner().invoke(main, args).output)
     half = json.loads(CliRunner().invoke(main, args + ["--calibration", str(f)]).output)
     assert half["bandwidth_time_s"] == pytest.approx(2 * full["bandwidth_time_s"], rel=1e-9)

@@ -526,7 +526,7 @@ def parse_log(path, *, collective: str | None = None, nranks: int | None = None)
 
 
 # A short synthetic log for the examples (invented host and times; the algbw and busbw
-# columns follow from them by the nccl-tests definitions for 8 ranks).  Real logs: docs/validation/data/.
+# columns follow from them by the nccl-tests definitions for 8 ranks).  Real logs: tests/data/nccl/gb200_*.
 _EXAMPLE = """\
 # Collective test starting: all_reduce_perf
 # nThread 1 nGpus 8 minBytes 1048576 maxBytes 1073741824 step: 1024(factor) warmup iters: 5 iters: 20

@@ -1,0 +1,466 @@
+"""Fit the cost model's constants to nccl-tests measurements (``fabricsim calibrate``).
+
+`calibrate` takes parsed runs (`~fabricsim.collectives.cost.nccl_tests.parse_log`), groups
+them by what the log says it measured -- collective, and the NCCL algorithm and protocol
+when an ``NCCL_ALGO`` / ``NCCL_PROTO`` line names one -- and for each group fits
+``efficiency`` and ``step_latency_us`` (and ``base_latency_us`` when the engine takes it)
+by least squares on the *relative* time error of every point (`scipy.optimize.least_squares`).
+The result is a `~fabricsim.collectives.cost.calibration.Calibration` with one section per
+fit (``[all-reduce]``, ``[all-reduce.ring]``, ``[all-reduce.ring.simple]``).
+
+How the model is evaluated
+--------------------------
+Every model time comes from the real engine through one adapter, `_model_time`, which
+calls `fabricsim.collectives.price`.  The fit does not call it inside the optimiser: for a
+fixed algorithm and protocol the engine's time is ``L0 + B / efficiency + k * step + c * base``
+(the max-min rates scale with link capacity, the latencies add), so each size is priced a
+few times to read ``L0, B, k, c`` and the optimiser works on that decomposition.  When the
+log does not say which algorithm (or protocol) ran, the model is the cheapest candidate per
+size, as ``algorithm="auto"`` picks.  Every reported model time is a direct `_model_time`
+call with the fitted parameters; where it disagrees with the decomposition (an engine that
+is not linear in those terms) the fit says so in its notes.
+
+NCCL names: ``NCCL_ALGO`` Ring -> ring, Tree -> halving-doubling (both log-depth trees of
+the same bandwidth term), NVLS -> nvls; a list (``Ring,Tree``) or an exclusion (``^NVLS``)
+leaves the choice to the model among those candidates.  ``NCCL_PROTO`` LL / LL128 /
+Simple -> ll / ll128 / simple.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ...topo.errors import BadInput
+from .calibration import PROTOCOLS, Calibration, calibration_from_dict, dumps_calibration
+from .nccl_tests import NcclPoint, NcclRun, parse_log
+
+__all__ = ["FitPoint", "Fit", "CalibrationResult", "calibrate", "calibrate_logs", "model_time", "NCCL_ALGORITHMS",
+           "NCCL_PROTOCOLS", "fitted_params"]
+
+# NCCL_ALGO value (lower case) -> fabricsim algorithm (NCCL docs, "NCCL_ALGO": Ring, Tree,
+# CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT); the ones without a counterpart are refused
+NCCL_ALGORITHMS = {"ring": "ring", "tree": "halving-doubling", "nvls": "nvls"}
+NCCL_PROTOCOLS = {"ll": "ll", "ll128": "ll128", "simple": "simple"}
+_ENV_NAME = {"algorithm": "ALGO", "protocol": "PROTO"}
+_DECOMP_TOL = 1e-6          # relative gap between decomposition and engine that triggers defect correction
+_IDENTIFIABLE = 1e-2        # smallest singular value ratio of the normalised design for a constant to be fitted
+_POLISH_GAP = 1e-2          # beyond this gap, finish with least squares on the engine (costly: prices per step)
+_POLISH_NFEV = 20
+_CORRECTIONS = 8            # at most this many engine evaluations of every point for the correction
+
+
+def _price():
+    from .. import price        # late: fabricsim.collectives imports this package
+    return price
+
+
+def fitted_params() -> tuple[str, ...]:
+    """The parameters the engine takes, so the ones a fit can set (most identifiable first)."""
+    sig = inspect.signature(_price()).parameters
+    return ("efficiency", "base_latency_us", "step_latency_us") if "calibration" in sig else (
+        "efficiency", "step_latency_us")
+
+
+def _model_time(G, groups, collective: str, algorithm: str | None, protocol: str | None,
+                size_bytes: float, params: Mapping[str, float]) -> float:
+    """The engine's time in seconds for one collective call with calibration ``params``.
+
+    The ONE place the fit talks to the engine.  ``algorithm`` None means ``auto``;
+    ``protocol`` None the engine's own choice (``auto``); a parameter missing from ``params`` keeps
+    the engine's default.
+    """
+    price = _price()
+    sig = inspect.signature(price).parameters
+    kw = {}
+    if "calibration" in sig:
+        kw["calibration"] = Calibration(flat=dict(params))
+    else:
+        if "efficiency" in params:
+            kw["efficiency"] = params["efficiency"]
+        if "step_latency_us" in params:
+            kw["step_overhead_ns"] = params["step_latency_us"] * 1000.0
+        if params.get("base_latency_us"):
+            raise BadInput("this engine has no base latency; fit efficiency and step_latency_us only")
+    if "protocol" in sig:
+        kw["protocol"] = protocol or "auto"       # not in the log: the engine picks, as NCCL did
+    r = price(G, collective, groups=groups, size_bytes=float(size_bytes), algorithm=algorithm or "auto", **kw)
+    return float(r.time_s)
+
+
+@dataclass(frozen=True)
+class FitPoint:
+    """One measured point against the fitted model (times in us, error of model time vs measured)."""
+    size_bytes: int
+    measured_time_us: float
+    model_time_us: float
+    measured_busbw_GBps: float
+    model_busbw_GBps: float
+    error_pct: float
+    path: str
+    line: int
+    default_time_us: float = math.nan           # the uncalibrated model (engine defaults)
+    default_error_pct: float = math.nan
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The fit of one (collective, algorithm, protocol) group of measurements.
+
+    ``algorithm`` / ``protocol`` are None when the logs do not say (the model then picks,
+    as ``auto`` does); ``section`` is the calibration section the ``params`` go to;
+    ``default_rms_error_pct`` is the uncalibrated model's error on the same points.
+    """
+    collective: str
+    algorithm: str | None
+    protocol: str | None
+    section: str
+    params: Mapping[str, float]
+    rms_error_pct: float
+    default_rms_error_pct: float
+    points: tuple[FitPoint, ...]
+    nranks: tuple[int, ...]
+    logs: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()        # the algorithms the log leaves open (all: auto)
+
+    def as_dict(self) -> dict:
+        return {"collective": self.collective, "algorithm": self.algorithm, "protocol": self.protocol,
+                "section": self.section, "params": dict(self.params), "rms_error_pct": self.rms_error_pct,
+                "default_rms_error_pct": self.default_rms_error_pct, "nranks": list(self.nranks),
+                "logs": list(self.logs), "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """Every fit, the calibration they make, and the header that says where it came from."""
+    fits: tuple[Fit, ...]
+    calibration: Calibration
+    fabric: str
+    logs: tuple[str, ...]
+    header: str
+
+    def toml(self) -> str:
+        return dumps_calibration(self.calibration, header=self.header)
+
+    def as_dict(self) -> dict:
+        """The ``calibrate --json`` shape: ``fits`` and ``points`` (each point names its fit)."""
+        points = []
+        for i, f in enumerate(self.fits):
+            for p in f.points:
+                points.append({"fit": i, "collective": f.collective, "size_bytes": p.size_bytes,
+                               "measured_busbw_GBps": p.measured_busbw_GBps,
+                               "model_busbw_GBps": p.model_busbw_GBps, "error_pct": p.error_pct,
+                               "measured_time_us": p.measured_time_us, "model_time_us": p.model_time_us,
+                               "default_error_pct": p.default_error_pct, "path": p.path, "line": p.line})
+        return {"fabric": self.fabric, "logs": list(self.logs), "fits": [f.as_dict() for f in self.fits],
+                "points": points}
+
+
+def _candidates(value: str | None, table: Mapping[str, str], allowed: Sequence[str], what: str, where: str):
+    """NCCL_ALGO / NCCL_PROTO text -> (the one fabricsim name or None, candidate names)."""
+    if value is None:
+        return None, tuple(allowed)
+    text = value.strip().lower()
+    exclude = text.startswith("^")
+    names = [t.strip() for t in text.lstrip("^").split(",") if t.strip()]
+    mapped = [table[n] for n in names if n in table]
+    if exclude:
+        cands = tuple(a for a in allowed if a not in mapped)
+    else:
+        unknown = [n for n in names if n not in table]
+        if unknown and not mapped:
+            raise BadInput(f"{where}: NCCL_{_ENV_NAME[what]}={value} has no fabricsim counterpart; known: "
+                           f"{', '.join(sorted(table))}")
+        cands = tuple(dict.fromkeys(a for a in mapped if a in allowed))
+    if not cands:
+        raise BadInput(f"{where}: NCCL_{_ENV_NAME[what]}={value} leaves no {what} fabricsim models for this "
+                       f"collective; choose among: {', '.join(allowed)}")
+    return (cands[0] if len(cands) == 1 and not exclude else None), cands
+
+
+@dataclass
+class _Series:
+    collective: str
+    algorithm: str | None
+    protocol: str | None
+    algos: tuple
+    protos: tuple
+    items: list = field(default_factory=list)       # (NcclPoint, groups, path)
+    nranks: set = field(default_factory=set)
+    logs: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+
+def _one_group(G, nranks: int, path: str):
+    from ..placement import by_size, chip_ranks
+    n_chips = len(chip_ranks(G))
+    if nranks > n_chips:
+        raise BadInput(f"{path}: the log has {nranks} ranks but fabric {G.graph.get('name', '?')!r} has "
+                       f"{n_chips} chips; choose a fabric with at least {nranks}")
+    return by_size(G, nranks, "packed", count=1)
+
+
+def _decompose(G, groups, coll, algo, proto, size, names):
+    """(L0, coefficient per name) with model time = L0 + sum(coef * x) for x = 1/eff, us, us."""
+    zero = {n: (1.0 if n == "efficiency" else 0.0) for n in names}
+    a0 = _model_time(G, groups, coll, algo, proto, size, zero)
+    coef = {}
+    for n in names:
+        probe = dict(zero)
+        probe[n] = 0.5 if n == "efficiency" else 1.0
+        t = _model_time(G, groups, coll, algo, proto, size, probe)
+        coef[n] = t - a0            # efficiency: B (1/0.5 - 1/1 = 1); latencies: seconds per us
+    base = a0 - coef.get("efficiency", 0.0)
+    return base, coef
+
+
+def _fit_series(G, s: _Series, names: tuple[str, ...]):
+    from scipy.optimize import least_squares
+    measured = np.array([p.time_us * 1e-6 for p, _, _ in s.items])
+    combos = []
+    for algo in s.algos:
+        for proto in s.protos:
+            rows = []
+            try:
+                for p, groups, _ in s.items:
+                    rows.append(_decompose(G, groups, s.collective, algo, proto, p.size_bytes, names))
+            except BadInput as exc:
+                if len(s.algos) * len(s.protos) == 1:
+                    raise
+                s.notes.append(f"{algo}{'/' + proto if proto else ''} does not apply: {exc}")
+                continue
+            L0 = np.array([r[0] for r in rows])
+            C = np.array([[r[1][n] for n in names] for r in rows])
+            combos.append((algo, proto, L0, C))
+    if not combos:
+        raise BadInput(f"no {s.collective} algorithm applies to the measured groups")
+    # fit only what the points can tell apart: on the design the engine would use at a
+    # typical answer (the cheapest candidate per point), a constant whose column adds no
+    # direction to the ones before it (one size; base and step latency of a one-step
+    # algorithm) keeps the engine default
+    x_typ = np.array([2.0 if n == "efficiency" else 1.0 for n in names])
+    pick = np.argmin([L0 + C @ x_typ for _, _, L0, C in combos], axis=0)
+    design = np.array([combos[c][3][i] for i, c in enumerate(pick)]) / measured[:, None]
+    use = []
+    for j in range(len(names)):
+        cols = design[:, [*use, j]]
+        norms = np.linalg.norm(cols, axis=0)
+        if norms[-1] == 0:
+            continue
+        sv = np.linalg.svd(cols / norms, compute_uv=False)
+        if len(sv) == cols.shape[1] and sv[-1] / sv[0] > _IDENTIFIABLE:     # fewer points than constants: no
+            use.append(j)
+    kept = tuple(names[j] for j in use)
+    if not kept:
+        raise BadInput(f"{', '.join(s.logs)}: the {s.collective} points do not depend on any calibration "
+                       f"constant; nothing to fit")
+    if len(kept) < len(names):
+        s.notes.append(f"not fitted (the points cannot tell them apart): "
+                       f"{', '.join(n for n in names if n not in kept)}; they keep the engine default")
+        return _fit_series(G, s, kept)
+    lo = np.array([1.0 if n == "efficiency" else 0.0 for n in names])    # x = 1/eff >= 1, latencies >= 0
+
+    def model(x):
+        return np.min([L0 + C @ x for _, _, L0, C in combos], axis=0)
+
+    def solve(offset, start):
+        return least_squares(lambda x: (model(x) + offset) / measured - 1.0, start, bounds=(lo, np.inf),
+                             method="trf", x_scale="jac")
+
+    best = None
+    for _, _, L0, C in combos:          # each candidate alone is linear: start from each
+        x0 = np.maximum(lo, [2.0 if n == "efficiency" else 1.0 for n in names])
+        sol = least_squares(lambda x, L0=L0, C=C: (L0 + C @ x) / measured - 1.0, x0, bounds=(lo, np.inf),
+                            method="trf", x_scale="jac")
+        sol = solve(0.0, sol.x)
+        if best is None or sol.cost < best.cost:
+            best = sol
+    # Defect correction: where the engine is not exactly L0 + B/eff + k*latency (pipelined
+    # phases take max(latency, bandwidth) terms), refit with the decomposition shifted by
+    # the engine's own times at the last answer, keeping the best answer by engine times.
+    x = best.x
+    direct = _direct_times(G, s, _params(names, x))
+    gap = float(np.max(np.abs(model(x) / direct - 1.0)))
+    best_x, best_t = x, direct
+    for _ in range(_CORRECTIONS if gap > _DECOMP_TOL else 0):
+        x = solve(direct - model(x), x).x
+        direct = _direct_times(G, s, _params(names, x))
+        if _rms(direct / measured - 1.0) < _rms(best_t / measured - 1.0) - 1e-12:
+            best_x, best_t = x, direct
+        else:
+            break
+    how = "defect correction"
+    if gap > _POLISH_GAP:
+        # far from linear (a pipelined phase switching between its latency and bandwidth
+        # terms): least squares on the engine itself, from the best answer so far
+        def engine_resid(x):
+            return _direct_times(G, s, _params(names, x)) / measured - 1.0
+        sol = least_squares(engine_resid, best_x, bounds=(lo, np.inf), method="trf", x_scale="jac",
+                            diff_step=1e-4, max_nfev=_POLISH_NFEV)
+        t = _direct_times(G, s, _params(names, sol.x))
+        if _rms(t / measured - 1.0) < _rms(best_t / measured - 1.0):
+            best_x, best_t, how = sol.x, t, "least squares on the engine's own times"
+    if gap > _DECOMP_TOL:
+        s.notes.append(f"the engine's time differs from L0 + B/efficiency + k*latency by up to {gap * 100:.3g}% "
+                       f"(pipelined phases); fitted by {how}")
+    return _params(names, best_x), names, best_t
+
+
+def _params(names, x) -> dict[str, float]:
+    """Optimiser vector -> constants, to 6 significant digits (what the TOML keeps; 1e-13 us is 0)."""
+    out = {}
+    for n, v in zip(names, x):
+        v = float(1.0 / v if n == "efficiency" else v)
+        out[n] = 0.0 if abs(v) < 1e-9 else float(f"{v:.6g}")
+    return out
+
+
+def _direct_times(G, s: _Series, params) -> np.ndarray:
+    """The engine's time for every point of ``s`` with ``params`` (seconds)."""
+    algo = s.algorithm if len(s.algos) == 1 else None
+    return np.array([_model_time(G, g, s.collective, algo or _best_algo(G, g, s.collective, s.algos, s.protocol,
+                                                                          p.size_bytes, params),
+                                 s.protocol, p.size_bytes, params) for p, g, _ in s.items])
+
+
+def _rms(err) -> float:
+    return float(math.sqrt(float(np.mean(np.square(err))))) if len(err) else float("nan")
+
+
+def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
+    """Fit the model's constants on ``G`` to the measured ``runs``.
+
+    Parameters
+    ----------
+    G : the fabric the logs were measured on.
+    runs : parsed nccl-tests runs (several logs and collectives at once).
+    groups : the groups each measurement ran as (all of one size); default one group of
+        each run's ``nranks`` chips (one nccl-tests communicator, the other chips idle).
+
+    Returns
+    -------
+    CalibrationResult
+        One `Fit` per (collective, algorithm, protocol) the logs distinguish.
+
+    Raises
+    ------
+    BadInput
+        A run's rank count differs from ``groups``, exceeds the fabric, or is unknown
+        without ``groups``; a collective the model has no algorithms for; NCCL names
+        without a counterpart; two fits for one calibration section.
+    """
+    from ..algorithms import ALGORITHMS
+    if not runs:
+        raise BadInput("no nccl-tests runs to fit")
+    names = fitted_params()
+    price_sig = inspect.signature(_price()).parameters
+    series: dict[tuple, _Series] = {}
+    logs: dict[str, None] = {}
+    for run in runs:
+        where = f"{run.path}:{run.first_line}"
+        if run.collective not in ALGORITHMS:
+            raise BadInput(f"{where}: the model has no {run.collective}; it fits "
+                           f"{', '.join(ALGORITHMS)}")
+        if groups is not None:
+            n = len(groups[0])
+            if run.nranks is not None and run.nranks != n:
+                raise BadInput(f"{where}: the log has {run.nranks} ranks but the groups have {n} chips; "
+                               f"give --group-size {run.nranks} (or leave it out)")
+            run_groups = groups
+        elif run.nranks is None:
+            raise BadInput(f"{where}: the log does not say how many ranks ran; give --group-size")
+        else:
+            run_groups = _one_group(G, run.nranks, where)
+        algo, algos = _candidates(run.algorithm, NCCL_ALGORITHMS, tuple(ALGORITHMS[run.collective]),
+                                  "algorithm", where)
+        proto, protos = _candidates(run.protocol, NCCL_PROTOCOLS, PROTOCOLS[:3], "protocol", where)
+        if "protocol" not in price_sig:
+            protos = (None,)          # the engine has no protocol model: the protocol is a label only
+        key = (run.collective, algo, proto, algos, protos)
+        s = series.setdefault(key, _Series(run.collective, algo, proto, algos, protos))
+        pts = run.select(in_place=False) or run.select(in_place=True)
+        s.items.extend((p, run_groups, run.path) for p in pts)
+        s.nranks.add(len(run_groups[0]))
+        s.logs[run.path] = None
+        logs[run.path] = None
+        if "protocol" not in price_sig and proto is not None:
+            s.notes.append(f"the engine has no protocol model; NCCL_PROTO={run.protocol} is a label only")
+    fits, sections = [], {}
+    for s in series.values():
+        if not s.items:
+            raise BadInput(f"{', '.join(s.logs)}: no {s.collective} points to fit (every row N/A or failed)")
+        params, _, times = _fit_series(G, s, names)
+        section = s.collective + (f".{s.algorithm}" if s.algorithm else "") + (
+            f".{s.protocol}" if s.algorithm and s.protocol else "")
+        if section in sections:
+            raise BadInput(f"two fits for calibration section [{section}] ({', '.join(sections[section])} and "
+                           f"{', '.join(s.logs)}); give each log its NCCL_ALGO")
+        sections[section] = tuple(s.logs)
+        defaults = _direct_times(G, s, {})
+        pts, err, default_err = [], [], []
+        for (p, g, path), t, t_default in zip(s.items, times, defaults):
+            meas = p.time_us * 1e-6
+            err.append((t / meas - 1.0) * 100.0)
+            default_err.append((t_default / meas - 1.0) * 100.0)
+            pts.append(FitPoint(size_bytes=p.size_bytes, measured_time_us=p.time_us, model_time_us=float(t) * 1e6,
+                                measured_busbw_GBps=p.busbw_GBps, model_busbw_GBps=float(p.busbw_GBps * meas / t),
+                                error_pct=float(err[-1]), path=path, line=p.line,
+                                default_time_us=float(t_default) * 1e6, default_error_pct=float(default_err[-1])))
+        fits.append(Fit(collective=s.collective, algorithm=s.algorithm, protocol=s.protocol, section=section,
+                        params=params, rms_error_pct=_rms(err), default_rms_error_pct=_rms(default_err),
+                        points=tuple(pts), nranks=tuple(sorted(s.nranks)), logs=tuple(s.logs),
+                        notes=tuple(dict.fromkeys(s.notes)), candidates=tuple(s.algos)))
+    cal = calibration_from_dict({}) if not fits else Calibration(sections={f.section: dict(f.params) for f in fits})
+    fabric = str(G.graph.get("name", "?"))
+    header = "\n".join([
+        "fabricsim calibrate: model constants fitted to nccl-tests measurements",
+        "logs: " + ", ".join(os.path.basename(p) for p in logs),
+        f"fabric: {fabric}; group size: " + ", ".join(
+            f"{f.section} {'/'.join(map(str, f.nranks))}" for f in fits),
+        "fit: least squares on relative time error; " + "; ".join(
+            f"[{f.section}] rms {f.rms_error_pct:.2f}% (default model {f.default_rms_error_pct:.1f}%)" for f in fits),
+    ])
+    return CalibrationResult(fits=tuple(fits), calibration=cal, fabric=fabric, logs=tuple(logs), header=header)
+
+
+def _best_algo(G, groups, collective, algos, protocol, size_bytes, params):
+    """With candidates narrowed by the log (``^NVLS``), the cheapest of them; None = auto."""
+    from ..algorithms import ALGORITHMS
+    if set(algos) == set(ALGORITHMS[collective]):
+        return None
+    best, best_t = None, math.inf
+    for a in algos:
+        try:
+            t = _model_time(G, groups, collective, a, protocol, size_bytes, params)
+        except BadInput:
+            continue
+        if t < best_t:
+            best, best_t = a, t
+    return best
+
+
+def model_time(G, fit: Fit, size_bytes: float, *, groups=None) -> float:
+    """The calibrated model's time in seconds for ``fit``'s collective at ``size_bytes``.
+
+    ``groups`` default: one group of the fit's (first) rank count, as `calibrate` used.
+    Out-of-sample checks call this at sizes the fit did not see.
+    """
+    if groups is None:
+        groups = _one_group(G, fit.nranks[0], fit.section)
+    algo = fit.algorithm or _best_algo(G, groups, fit.collective, fit.candidates, fit.protocol, size_bytes,
+                                       fit.params)
+    return _model_time(G, groups, fit.collective, algo, fit.protocol, size_bytes, fit.params)
+
+
+def calibrate_logs(G, paths: Sequence, *, groups=None) -> CalibrationResult:
+    """`calibrate` on the runs of nccl-tests log files (`parse_log` each)."""
+    runs = [r for p in paths for r in parse_log(p)]
+    return calibrate(G, runs, groups=groups)

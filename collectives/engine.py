@@ -1,0 +1,827 @@
+"""The price engine: routes + solver + step model -> a cost report for a collective.
+
+One engine prices every collective (:func:`run`); :func:`fabricsim.collectives.price`
+is its keyword wrapper and the CLI builds one :class:`PriceOptions`.
+
+Bandwidth
+    Each phase's flows (every group at once) are routed by the fabric's policy and
+    solved by the flow-level max-min solver with event-driven completion; a step ends
+    when its last flow ends.  Identical steps are solved once and multiplied by their
+    count; phases run one after another.  Where symmetry allows, a phase is solved as
+    classes of flows (``method`` in the report says which fold ran, or why none did).
+
+Step model (``protocol``)
+    ``ideal``: protocol effects off, the pre-family model exactly: links deliver their
+    raw rate times ``efficiency`` (default 1); every step adds the slowest route's
+    latency, a per-step overhead (``step_overhead_ns``: the graph's, else 1 us) and,
+    where a rank sends to k peers in the step, (k - 1) x 200 ns in series.
+
+    ``ll`` / ``ll128`` / ``simple`` (or ``auto``: the cheapest algorithm *and* protocol,
+    as NCCL's tuner picks by minimum modelled time): the fabric family's data file
+    (:mod:`fabricsim.collectives.cost.family`, NCCL ``tuning.cc`` constants with sources)
+    gives the transport efficiency (the delivered fraction of raw line rate, applied
+    once), the protocol's bandwidth fraction f (LL 1/2, LL128 0.92, Simple 1), a base
+    latency per call and a step latency per step for each algorithm.  Then, per phase
+    of r identical steps with step bandwidth time w (solver, at the delivered rate / f)
+    and step latency l (route latency + step latency + per-peer message overheads
+    spread over the family's channels, as NCCL's p2p runs peers on many channels):
+
+    * r > 1 (rings, torus rings, the rings of hierarchical, direct's two rounds):
+      chunked pipelining.  The per-step data D moves in k = ceil(D / (chunk x channels))
+      chunks (chunk: NCCL's buffer slot per protocol); chunks keep the steps busy
+      back to back and a slot costs the longer of its latency and its transfer, so the
+      phase takes max((r + k - 1) x l, r x w): latency-bound while small, bandwidth
+      bound when large, a ramp between.
+    * r = 1: w + l.
+
+    In-network reduction (NVLS) is further bounded by the family's
+    ``in_network_efficiency``: what the NVLS kernels and switch multicast deliver
+    (NVLink 5: derived from public GB200 NVL72 nccl-tests results).  An efficiency from
+    a calibration or the caller is the whole delivered fraction and replaces both.  The total adds
+    the base latency once.  A calibration (``collectives/cost/calibration.py``) replaces
+    efficiency, base and step latency per collective / algorithm / protocol; legacy
+    ``efficiency=`` and ``step_overhead_ns=`` override both for every collective.
+
+algbw = S / time, busbw = algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (others), with S
+as nccl-tests defines it (the per-rank buffer for all-reduce, the whole buffer for
+all-gather, reduce-scatter and all-to-all).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import networkx as nx
+import numpy as np
+
+from ..topo.contract import CHIP, KIND, RANK
+from ..topo.errors import BadInput, TooLarge
+from .algorithms import ALGORITHMS, Phase, algorithms_for, phases, view_of
+
+__all__ = ["CostReport", "PhaseReport", "PriceOptions", "PROTOCOL_CHOICES", "run", "busbw_factor",
+           "DEFAULT_STEP_OVERHEAD_NS", "DEFAULT_MESSAGE_OVERHEAD_NS", "AUTO_PAIRWISE_MAX"]
+
+# Per-step overhead of the ideal model when a fabric sets none: ~1 us covers a kernel's
+# synchronisation and protocol handshake per step (I; override with --step-latency-us).
+DEFAULT_STEP_OVERHEAD_NS = 1000.0
+# Per-message cost of the ideal model: each message beyond the first a rank sends in one
+# step adds this much, in series (I: descriptor and doorbell cost, order 0.1-0.5 us).
+DEFAULT_MESSAGE_OVERHEAD_NS = 200.0
+# auto does not try pairwise all-to-all above this size: n-1 separate solves
+AUTO_PAIRWISE_MAX = 64
+BOTTLENECKS_SHOWN = 10
+PROTOCOL_CHOICES = ("auto", "ll", "ll128", "simple", "ideal")
+
+
+def busbw_factor(collective: str, n: int) -> float:
+    """nccl-tests bus bandwidth factor."""
+    return 2 * (n - 1) / n if collective == "all-reduce" else (n - 1) / n
+
+
+@dataclass(frozen=True)
+class PhaseReport:
+    name: str
+    repeat: int
+    flows: int
+    bytes_per_flow: float
+    step_bandwidth_s: float      # one step, flow-level (or the bound in bound-only mode)
+    step_latency_s: float
+    step_bound_s: float
+    events: int
+    time_s: float                # repeat x (bandwidth + latency); pipelined: see the engine
+    saturated_links: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class CostReport:
+    collective: str
+    algorithm: str
+    fabric: str
+    group_size: int
+    groups: int
+    size_bytes: float
+    time_s: float
+    bandwidth_time_s: float
+    latency_s: float
+    bound_s: float
+    algbw_GBps: float
+    busbw_GBps: float
+    phases: tuple
+    bottlenecks: tuple
+    unreachable_pairs: dict
+    broken_groups: dict
+    partial: bool
+    mode: str                            # "flow-level" or "link-load bound"
+    notes: tuple = ()
+    group_time_s: tuple = field(default=(), repr=False)   # per priced group, in input order
+    group_ids: tuple = field(default=(), repr=False)      # index of each priced group in the input
+    alternatives: dict = field(default_factory=dict)      # auto: algorithm -> time_s (its best protocol)
+    # per directed link of topo.routing.link_table(G): bytes over the whole collective and
+    # utilization over its bandwidth time (what ``bottlenecks`` ranks); not in the JSON
+    link_bytes: Any = field(default=None, repr=False, compare=False)
+    link_utilization: Any = field(default=None, repr=False, compare=False)
+    protocol: str = "ideal"              # the protocol priced: ll | ll128 | simple | ideal (protocol effects off)
+    # which fast path priced the phases: {"path", "quotient_size", "flows", "refused": [{"method", "reason"}], "phases"}
+    method: dict = field(default_factory=dict, compare=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in (
+            "collective", "algorithm", "protocol", "fabric", "group_size", "groups", "size_bytes", "time_s",
+            "bandwidth_time_s", "latency_s", "bound_s", "algbw_GBps", "busbw_GBps")}
+        d["phases"] = [p.as_dict() for p in self.phases]
+        d.update(bottlenecks=list(self.bottlenecks), unreachable_pairs=self.unreachable_pairs,
+                 broken_groups=self.broken_groups, partial=self.partial, mode=self.mode,
+                 notes=list(self.notes), alternatives=self.alternatives, method=self.method)
+        return _finite(d)
+
+
+def _finite(obj):
+    """JSON has no inf/nan: write null for them."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+@dataclass(frozen=True)
+class PriceOptions:
+    """Every pricing option, carried as one value from the CLI to the engine.
+
+    ``efficiency`` / ``step_overhead_ns`` / ``message_overhead_ns``: ``None`` means the
+    model's own (ideal: 1, the graph's or 1 us, the graph's or 200 ns; otherwise the
+    calibration's, else the fabric family's); a value overrides them for every collective.
+    """
+
+    size_bytes: float | None = None
+    algorithm: str = "auto"
+    protocol: str = "auto"
+    calibration: Any = None              # collectives.cost.calibration.Calibration (lookup(c, a, p) -> dict)
+    split: str = "equal"
+    tiers: str = "rule"
+    efficiency: float | None = None
+    step_overhead_ns: float | None = None
+    message_overhead_ns: float | None = None
+    bound_only: bool = False
+    memory_limit_bytes: int | None = None
+    symmetry: bool = True
+
+    def replace(self, **changes) -> "PriceOptions":
+        return dataclasses.replace(self, **changes)
+
+    def price_kwargs(self) -> dict[str, Any]:
+        """The options as ``price()`` keywords, without the size (whatif and sweep pass those on)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "size_bytes"}
+
+    def check(self) -> None:
+        if self.efficiency is not None and not (isinstance(self.efficiency, (int, float)) and
+                                                0 < self.efficiency <= 1):
+            raise BadInput(f"efficiency {self.efficiency} must be in (0, 1]")
+        for name in ("step_overhead_ns", "message_overhead_ns"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
+                raise BadInput(f"{name} {v!r} must be a number >= 0")
+        if self.split not in ("equal", "capacity"):
+            raise BadInput(f"split {self.split!r}; choose equal or capacity")
+        if self.tiers not in ("rule", "any"):
+            raise BadInput(f"tiers {self.tiers!r}; choose rule or any")
+        if self.protocol not in PROTOCOL_CHOICES:
+            raise BadInput(f"protocol {self.protocol!r}; choose one of: {', '.join(PROTOCOL_CHOICES)}")
+        if self.calibration is not None and not callable(getattr(self.calibration, "lookup", None)):
+            raise BadInput("calibration must be a Calibration (see fabricsim.collectives.cost.calibration)")
+
+
+@dataclass(frozen=True)
+class CalibrationTable:
+    """A calibration as plain dicts, with the contract's ``lookup``: what a sweep ships to workers.
+
+    (A :class:`~fabricsim.collectives.cost.calibration.Calibration` may hold read-only
+    mapping proxies, which do not pickle.)  Most specific wins: flat < collective <
+    collective.algorithm < collective.algorithm.protocol.
+    """
+
+    flat: dict
+    sections: dict
+    path: str | None = None
+
+    @classmethod
+    def of(cls, cal):
+        if cal is None or isinstance(cal, cls):
+            return cal
+        return cls(dict(cal.flat), {k: dict(v) for k, v in cal.sections.items()}, getattr(cal, "path", None))
+
+    def lookup(self, collective: str, algorithm: str | None, protocol: str | None) -> dict[str, float]:
+        out, key = dict(self.flat), str(collective)
+        out.update(self.sections.get(key, {}))
+        for part in (algorithm, protocol):
+            if part is None:
+                break
+            key = f"{key}.{str(part).lower()}"
+            out.update(self.sections.get(key, {}))
+        return out
+
+
+def _rank_nodes(G: nx.Graph) -> dict[int, Any]:
+    return {d[RANK]: n for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}
+
+
+def _examples(pairs, by_rank, k=5) -> list[str]:
+    return [f"{by_rank.get(int(s), s)} -> {by_rank.get(int(d), d)}" for s, d in pairs[:k]]
+
+
+def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: PriceOptions, *,
+        traffic: np.ndarray | None = None, reference: nx.Graph | None = None) -> CostReport:
+    """Price ``collective`` for every group of ``groups`` at once on ``G`` (see :func:`price`)."""
+    size_bytes = opts.size_bytes
+    if collective not in ALGORITHMS:
+        phases(collective, "ring", groups, size_bytes, view_of(G))  # raises the named error
+    opts.check()
+    if traffic is not None:
+        # all-to-all-v (issue 15): S is the mean per-rank send buffer, diagonal included,
+        # so a uniform matrix of S/n per pair is the uniform all-to-all of S
+        traffic = np.asarray(traffic, dtype=np.float64)
+        if size_bytes is not None or collective != "all-to-all":
+            raise BadInput("a traffic matrix gives an all-to-all-v of its own bytes: no size, all-to-all only")
+        size_bytes = float(traffic.sum(axis=-1).mean()) if traffic.size else 0.0
+    if not (isinstance(size_bytes, (int, float)) and size_bytes > 0 and math.isfinite(size_bytes)):
+        raise BadInput(f"size {size_bytes!r} must be a positive number of bytes")
+    groups = [tuple(int(r) for r in g) for g in groups]
+    if not groups:
+        raise BadInput("no groups to price")
+    view = view_of(G)
+    by_rank = _rank_nodes(G)
+    present = set(by_rank)
+    ok_idx = [i for i, g in enumerate(groups) if all(r in present for r in g)]
+    ok_set = set(ok_idx)
+    broken = [i for i in range(len(groups)) if i not in ok_set]
+    broken_info = {"count": len(broken), "examples": [
+        {"group": i, "lost": [r for r in groups[i] if r not in present][:4]} for i in broken[:5]]}
+    live = [groups[i] for i in ok_idx]
+    if traffic is not None and traffic.ndim == 3 and len(traffic) == len(groups):
+        traffic = traffic[ok_idx]            # one matrix per group: keep the priced groups'
+    model = _Model(G, collective, opts)
+    ctx_ref = reference if (opts.bound_only and opts.symmetry and not broken) else None
+    n = len(groups[0])
+    if not live:
+        nan = float("nan")
+        return CostReport(collective, opts.algorithm, G.graph.get("name", "?"), n, len(groups), float(size_bytes),
+                          nan, nan, nan, nan, 0.0, 0.0, (), (), {"count": 0, "examples": []}, broken_info,
+                          True, "none", ("every group lost a chip: nothing to price",),
+                          protocol=opts.protocol, method={"path": "none", "quotient_size": 0, "flows": 0,
+                                                          "refused": []})
+    if opts.algorithm == "auto":
+        cands = [a for a in algorithms_for(collective, live, view)
+                 if not (a == "pairwise" and n > AUTO_PAIRWISE_MAX)]
+    else:
+        cands = [opts.algorithm]
+    trials = {}
+    for a in cands:
+        solved = _solve(G, collective, a, live, size_bytes, view, by_rank, opts, ctx_ref, traffic)
+        for p in model.protocols(a):
+            trials[(a, p)] = (solved, model.time(solved, a, p, len(live)))
+    if not trials:
+        raise BadInput(f"protocol {opts.protocol!r} is not available for {', '.join(cands)} on the "
+                       f"{model.family.name} family; choose one of: auto, ideal, "
+                       f"{', '.join(sorted({p for a in ALGORITHMS[collective] for p in model.family.protocols_for(a)}))}")
+    best = min(trials, key=lambda k: (trials[k][1].time_s, k))
+    solved, timed = trials[best]
+    alts: dict = {}
+    notes: tuple = ()
+    if opts.algorithm == "auto":
+        for (a, p), (_, t) in trials.items():
+            alts[a] = min(alts.get(a, math.inf), t.time_s)
+        ranked = ", ".join(f"{a} {alts[a] * 1e6:,.1f} us" for a in sorted(alts, key=alts.get))
+        skipped = " (pairwise skipped: n-1 steps above n=64)" if n > AUTO_PAIRWISE_MAX and \
+            "pairwise" in ALGORITHMS[collective] else ""
+        notes = (f"auto picked {best[0]}: {ranked}{skipped}",)
+    if opts.protocol == "auto":
+        per_proto = sorted(((t.time_s, p) for (a, p), (_, t) in trials.items() if a == best[0]))
+        notes += ("protocol auto picked " + best[1] + ": " +
+                  ", ".join(f"{p} {t * 1e6:,.1f} us" for t, p in per_proto),)
+    notes = notes + tuple(solved.notes) + tuple(timed.notes)
+    t = timed.time_s
+    algbw = size_bytes / t / 1e9 if t > 0 else float("inf")
+    partial = bool(broken) or solved.unreachable["count"] > 0
+    if broken:
+        notes += (f"PARTIAL: {len(broken)} of {len(groups)} groups lost a chip and were not priced",)
+    if solved.unreachable["count"]:
+        notes += (f"PARTIAL: {solved.unreachable['count']:,} chip pairs have no route; their bytes were "
+                  f"not priced",)
+    return CostReport(
+        collective=collective, algorithm=best[0], fabric=G.graph.get("name", "?"), group_size=n,
+        groups=len(groups), size_bytes=float(size_bytes), time_s=t, bandwidth_time_s=timed.bandwidth_s,
+        latency_s=timed.latency_s, bound_s=timed.bound_s, algbw_GBps=algbw,
+        busbw_GBps=algbw * busbw_factor(collective, n), phases=timed.phases,
+        bottlenecks=tuple(solved.bottlenecks), unreachable_pairs=solved.unreachable, broken_groups=broken_info,
+        partial=partial, mode="link-load bound" if opts.bound_only else "flow-level", notes=notes,
+        group_time_s=timed.group_time_s, group_ids=tuple(ok_idx), alternatives=alts,
+        link_bytes=solved.link_bytes, link_utilization=solved.link_utilization, protocol=best[1],
+        method=solved.method)
+
+
+# ----------------------------------------------------------------------------- the step model
+@dataclass(frozen=True)
+class _Solved:
+    """One algorithm's phases routed and solved (at the solve efficiency): what every protocol reuses."""
+
+    plist: tuple                 # Phase per phase
+    steps: tuple                 # _Step per phase
+    messages: tuple              # most messages a rank sends per step, per phase
+    solve_efficiency: float
+    n_groups: int
+    bottlenecks: tuple
+    unreachable: dict
+    notes: tuple
+    link_bytes: Any
+    link_utilization: Any
+    method: dict
+
+
+@dataclass(frozen=True)
+class _Timed:
+    """One (algorithm, protocol)'s times."""
+
+    time_s: float
+    bandwidth_s: float
+    latency_s: float
+    bound_s: float
+    phases: tuple
+    group_time_s: tuple
+    notes: tuple = ()
+
+
+class _Model:
+    """The step model's parameters for one price: options, calibration and the fabric family."""
+
+    def __init__(self, G: nx.Graph, collective: str, opts: PriceOptions):
+        from .cost.family import family_of
+        self.G, self.collective, self.opts = G, collective, opts
+        self.family = family_of(G)
+
+    def protocols(self, algorithm: str) -> tuple[str, ...]:
+        p = self.opts.protocol
+        if p == "ideal":
+            return ("ideal",)
+        have = self.family.protocols_for(algorithm)
+        if p == "auto":
+            return have
+        return (p,) if p in have else ()
+
+    def _cal(self, algorithm: str, protocol: str) -> dict:
+        cal = self.opts.calibration
+        return dict(cal.lookup(self.collective, algorithm, protocol)) if cal is not None else {}
+
+    def time(self, s: _Solved, algorithm: str, protocol: str, n_groups: int) -> _Timed:
+        if protocol == "ideal":
+            return self._ideal(s, algorithm)
+        return self._protocol(s, algorithm, protocol)
+
+    def _ideal(self, s: _Solved, algorithm: str) -> _Timed:
+        """Protocol effects off: the pre-family model, bit for bit."""
+        o, G = self.opts, self.G
+        cal = self._cal(algorithm, "ideal")
+        eff = o.efficiency if o.efficiency is not None else float(cal.get("efficiency", 1.0))
+        scale = s.solve_efficiency / eff        # 1.0 unless a calibration sets the efficiency
+        if o.step_overhead_ns is not None:
+            overhead_s = o.step_overhead_ns * 1e-9
+        elif "step_latency_us" in cal:
+            overhead_s = float(cal["step_latency_us"]) * 1e3 * 1e-9
+        else:
+            overhead_s = float(G.graph.get("step_overhead_ns", DEFAULT_STEP_OVERHEAD_NS)) * 1e-9
+        message_s = (o.message_overhead_ns if o.message_overhead_ns is not None else float(
+            G.graph.get("message_overhead_ns", DEFAULT_MESSAGE_OVERHEAD_NS))) * 1e-9
+        base_s = float(cal.get("base_latency_us", 0.0)) * 1e-6
+        group_t = np.zeros(s.n_groups)
+        bw_total = lat_total = bound_total = 0.0
+        reports = []
+        for ph, st, messages in zip(s.plist, s.steps, s.messages):
+            step_bw, step_bound, g_fin = st.time_s, st.bound_s, st.group_finish_s
+            if scale != 1.0:
+                step_bw, step_bound, g_fin = step_bw * scale, step_bound * scale, g_fin * scale
+            step_lat = st.latency_ns * 1e-9 + overhead_s + max(messages - 1, 0) * message_s
+            group_t += ph.repeat * (g_fin + step_lat)
+            bw_total += ph.repeat * step_bw
+            lat_total += ph.repeat * step_lat
+            bound_total += ph.repeat * step_bound
+            reports.append(_phase_report(ph, st, step_bw, step_lat, step_bound, ph.repeat * (step_bw + step_lat)))
+        if base_s:
+            group_t += base_s
+            lat_total += base_s
+        return _Timed(bw_total + lat_total, bw_total, lat_total, bound_total + lat_total, tuple(reports),
+                      tuple(group_t.tolist()))
+
+    def _protocol(self, s: _Solved, algorithm: str, protocol: str) -> _Timed:
+        """NCCL-style: base latency + per phase chunked pipelining at the protocol's delivered rate."""
+        o, fam = self.opts, self.family
+        cal = self._cal(algorithm, protocol)
+        eff = o.efficiency if o.efficiency is not None else float(cal.get("efficiency", fam.efficiency))
+        # the family's NVLS bound goes with the family's efficiency; a measured (calibrated or
+        # given) efficiency is already all the in-network kernels deliver
+        in_net = fam.in_network_efficiency if o.efficiency is None and "efficiency" not in cal else 1.0
+        frac = fam.bw_fraction[protocol]
+        if o.step_overhead_ns is not None:
+            step_s = o.step_overhead_ns * 1e-9
+        else:
+            step_s = float(cal.get("step_latency_us", fam.step_latency_us(algorithm, protocol))) * 1e-6
+        base_s = float(cal.get("base_latency_us", fam.base_latency_us(algorithm, protocol))) * 1e-6
+        if o.message_overhead_ns is not None:
+            message_s = o.message_overhead_ns * 1e-9
+        else:
+            message_s = float(self.G.graph.get("message_overhead_ns", fam.message_overhead_us * 1e3)) * 1e-9
+        chunk = fam.chunk_bytes[protocol] * fam.channels
+        group_t = np.full(s.n_groups, base_s)
+        total = base_s
+        bw_total = bound_total = 0.0
+        reports = []
+        notes = []
+        for ph, st, messages in zip(s.plist, s.steps, s.messages):
+            scale = s.solve_efficiency / (eff * frac)
+            if ph.in_network:
+                scale /= in_net
+            step_bw, step_bound, g_fin = st.time_s * scale, st.bound_s * scale, st.group_finish_s * scale
+            # per-peer messages run over the channels in parallel (NCCL p2p), not in series
+            peers = max(messages - 1, 0)
+            step_lat = st.latency_ns * 1e-9 + step_s + math.ceil(peers / fam.channels) * message_s
+            r = ph.repeat
+            if r > 1:
+                k = max(1, math.ceil(ph.flow_bytes / chunk))
+                ph_t = max((r + k - 1) * step_lat, r * step_bw)
+                g_t = np.maximum((r + k - 1) * step_lat, r * g_fin)
+            else:
+                ph_t = step_bw + step_lat
+                g_t = g_fin + step_lat
+            group_t += g_t
+            total += ph_t
+            bw_total += r * step_bw
+            bound_total += r * step_bound
+            reports.append(_phase_report(ph, st, step_bw, step_lat, step_bound, ph_t))
+        if any(ph.in_network for ph in s.plist) and in_net != 1.0:
+            notes.append(f"in-network reduction delivers {in_net:g} x the {fam.name} transport rate (family "
+                         f"file, derived from measured NVLS; an efficiency you give or calibrate replaces both)")
+        lat = total - bw_total
+        return _Timed(total, bw_total, lat, bound_total + lat, tuple(reports), tuple(group_t.tolist()),
+                      tuple(notes))
+
+
+def _phase_report(ph: Phase, st, step_bw: float, step_lat: float, step_bound: float, time_s: float) -> PhaseReport:
+    return PhaseReport(ph.name, ph.repeat, ph.n_flows - st.unreachable, float(ph.flow_bytes), float(step_bw),
+                       float(step_lat), float(step_bound), int(st.events), float(time_s), st.saturated)
+
+
+def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: PriceOptions, reference,
+           traffic=None) -> _Solved:
+    from ..topo import routing
+    plist = phases(collective, algorithm, groups, size_bytes, view, traffic=traffic)
+    table = routing.link_table(G)
+    solve_eff = opts.efficiency if opts.efficiency is not None else 1.0
+    cap = np.asarray(table.capacity_Bps, dtype=np.float64) * solve_eff
+    link_bytes = np.zeros(len(cap))
+    notes = []
+    bw_total = 0.0
+    unreachable_pairs: list = []
+    n_unreachable = 0
+    relayed = 0
+    cross_bytes = 0.0
+    sym_notes: set[str] = set()
+    ctx = _Ctx(G, table, cap, len(groups), opts.split, opts.tiers, opts.bound_only, opts.memory_limit_bytes,
+               opts.symmetry, reference)
+    steps, messages = [], []
+    for ph in plist:
+        st = _price_phase(ph, ctx)
+        if st.note:
+            sym_notes.add(st.note)
+        n_unreachable += st.unreachable
+        unreachable_pairs.extend(st.examples)
+        relayed += st.relayed
+        link_bytes += ph.repeat * st.link_bytes
+        bw_total += ph.repeat * st.time_s
+        if view.domain is not None and not ph.in_network:
+            cross_bytes += ph.repeat * ph.bytes_across(view.domain, st.reach)
+        st.saturated = int(np.sum(st.link_bytes >= cap * st.time_s * (1 - 1e-9))) if st.time_s > 0 else 0
+        steps.append(st)
+        messages.append(ph.messages_per_rank())
+    if any(ph.in_network for ph in plist) and opts.protocol == "ideal":
+        notes.append("in-network reduction is priced at link rate (ideal switch reduction); public "
+                     "nccl-tests results on GB200 NVL72 reach 835-847 GB/s busbw at 4-8 GiB, so calibrate "
+                     "with --efficiency to match measurements")
+    if view.domain is not None and cross_bytes > 0:
+        per_chip = cross_bytes / max(1, len({r for g in groups for r in g}))
+        notes.append(f"each chip sends {per_chip / size_bytes:.4g} x S across racks on average "
+                     f"({algorithm}); no algorithm moves less than the cross-rack share of the data, so "
+                     f"the slower tier paces every cross-rack collective")
+    if sym_notes:
+        notes.append("symmetry (exact): " + "; ".join(sorted(sym_notes)))
+    if relayed:
+        notes.append(f"{relayed:,} flows (per step) relay through a chip in their own rack to reach a rail "
+                     f"they are not wired to (rail-only, PXN); the relay's local traffic is priced")
+    util = np.divide(link_bytes, cap * bw_total, out=np.zeros_like(link_bytes), where=cap * bw_total > 0)
+    top = np.argsort(-util, kind="stable")[:BOTTLENECKS_SHOWN]
+    if bw_total > 0:
+        # ties hide how widespread the bottleneck is: count the saturated links per tier
+        full = util >= 1 - 1e-9
+        if full.any():
+            tiers_, counts = np.unique(np.asarray(table.tier)[full].astype(str), return_counts=True)
+            notes.append("saturated for the whole bandwidth time: " + ", ".join(
+                f"{c:,} {t} links" for t, c in zip(tiers_, counts)))
+    nodes = table.nodes
+    bottlenecks = [{"link": f"{nodes[table.src[i]]} -> {nodes[table.dst[i]]}", "tier": str(table.tier[i]),
+                    "utilization": float(util[i]), "bytes": float(link_bytes[i]),
+                    "capacity_GBps": float(cap[i] / 1e9)} for i in top if util[i] > 0]
+    return _Solved(tuple(plist), tuple(steps), tuple(messages), solve_eff, len(groups), tuple(bottlenecks),
+                   {"count": n_unreachable, "examples": _examples(unreachable_pairs, by_rank)},
+                   tuple(notes), _frozen(link_bytes), _frozen(util), _method(plist, steps, opts))
+
+
+# which fold is the most telling when phases differ: the costliest path wins the headline
+_PATH_RANK = {"per-flow": 0, "bound": 1, "positions": 2, "twins": 3, "translations": 4, "in-network": 5}
+
+
+def _method(plist, steps, opts: PriceOptions) -> dict:
+    per_phase = [{"phase": ph.name, "path": st.path, "quotient_size": st.quotient_size,
+                  "flows": int(ph.n_flows)} for ph, st in zip(plist, steps)]
+    refused, seen = [], set()
+    for st in steps:
+        for m, reason in st.refused:
+            if reason and (m, reason) not in seen:
+                seen.add((m, reason))
+                refused.append({"method": m, "reason": reason})
+    head = min(per_phase, key=lambda p: (_PATH_RANK.get(p["path"], 0), -p["flows"]))
+    path = "bound" if opts.bound_only and head["path"] == "per-flow" else head["path"]
+    return {"path": path, "quotient_size": int(sum(p["quotient_size"] for p in per_phase)),
+            "flows": int(sum(p["flows"] for p in per_phase)), "refused": refused, "phases": per_phase}
+
+
+@dataclass
+class _Ctx:
+    """What every phase of one price shares."""
+
+    G: nx.Graph
+    table: Any
+    cap: np.ndarray
+    n_groups: int
+    split: str
+    tiers: str
+    bound_only: bool
+    memory_limit_bytes: int | None
+    symmetry: bool
+    reference: nx.Graph | None
+    table_ref: Any = None
+
+
+@dataclass
+class _Step:
+    """One step of a phase, priced: the same fields whichever way it was solved."""
+
+    time_s: float                     # bandwidth time of the step (the solver's, or the bound)
+    bound_s: float                    # link-load bound of the step
+    link_bytes: np.ndarray            # (L,) bytes per link in one step
+    latency_ns: float                 # slowest route
+    events: int
+    group_finish_s: np.ndarray        # (groups,) each collective group's slowest flow
+    unreachable: int = 0              # flows without a route
+    examples: list = field(default_factory=list)      # a few of them, (src, dst) ranks
+    relayed: int = 0                  # flows relaying through a chip (PXN)
+    reach: np.ndarray | None = None   # per-flow reachability where flows were listed
+    note: str | None = None           # how symmetry was used
+    path: str = "per-flow"            # which fast path: translations | twins | positions | per-flow | bound | in-network
+    quotient_size: int = 0            # classes solved (0: flows listed)
+    refused: tuple = ()               # (method, reason) of folds that did not hold
+    saturated: int = 0                # links full for the step's bandwidth time
+
+
+def _price_phase(ph: Phase, ctx: _Ctx) -> _Step:
+    """Price one step of ``ph``: in-network, by symmetry classes, by the intact classes'
+    correction (a bound on a degraded torus), or flow by flow."""
+    from ..topo import routing, solver
+    if ph.in_network:
+        st = _step_in_network(ph, ctx)
+        st.path = "in-network"
+        return st
+    guard = functools.partial(_guard_before_routing, solver, n_links=len(ctx.cap), bound_only=ctx.bound_only,
+                              limit=ctx.memory_limit_bytes)
+    f, refused = _fold(ctx.G, ph, ctx.table, ctx.split, ctx.tiers, ctx.symmetry, guard)
+    if f is not None and f.quotient is not None:
+        st = _step_classes(ph, f.quotient, ctx)
+        st.path, st.quotient_size = f.method, int(f.quotient.n_classes)
+        st.refused = tuple((m, r) for m, r in refused if r)
+        return st
+    if ctx.reference is not None:
+        ctx.table_ref = ctx.table_ref or routing.link_table(ctx.reference)
+        d = _defect_bound(ctx.reference, ctx.G, ph, ctx.table, ctx.cap, ctx.split, ctx.tiers, ctx.table_ref)
+        if d is not None:
+            g_fin = np.zeros(ctx.n_groups)
+            g_fin[np.unique(ph.row_group)] = d["time_s"]     # the bound: every group takes the phase's time
+            note = (f"{d['describe']} on the intact fabric, less the {d['touched']:,} flows the failures "
+                    f"touch, rerouted (link-load bound)")
+            return _Step(d["time_s"], d["time_s"], d["link_bytes"], d["latency_ns"], 0, g_fin,
+                         d["unreachable"], d["examples"], note=note, path="bound",
+                         refused=tuple(refused))
+    st = _step_flows(ph, ctx)
+    st.refused = tuple(refused)
+    return st
+
+
+def _step_in_network(ph: Phase, ctx: _Ctx) -> _Step:
+    step_bw, step_bound, lb, finish, lat_ns, events = _in_network(ph, ctx.G, ctx.table, ctx.cap)
+    g_fin = np.zeros(ctx.n_groups)
+    if finish.size:
+        np.maximum.at(g_fin, ph.group, finish)
+    return _Step(step_bw, step_bound, lb, lat_ns, events, g_fin)
+
+
+def _step_classes(ph: Phase, q, ctx: _Ctx) -> _Step:
+    """Symmetry classes: every flow of a class has the class's rate and finish."""
+    from ..topo import solver
+    P, Q, capO = q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(ctx.cap)
+    sizes = np.full(q.n_classes, ph.flow_bytes)
+    if ctx.bound_only:
+        b = solver.link_load_bound(P, Q, capO, sizes, multiplicity=q.multiplicity)
+        step_bw = step_bound = b.time_s
+        lb, finish, events = q.per_link(b.link_bytes), np.full(q.n_classes, step_bw), 0
+    else:
+        r = solver.simulate(P, Q, capO, sizes, multiplicity=q.multiplicity)
+        step_bw, step_bound, lb = r.time_s, r.bound_s, q.per_link(r.link_bytes)
+        finish, events = np.asarray(r.finish_s), r.events
+    # rows of one orbit are alike: each finishes with its orbit's slowest class
+    orbit_fin = np.zeros(int(q.row_orbit.max()) + 1)
+    np.maximum.at(orbit_fin, q.row_orbit[q.rep_row], finish)
+    g_fin = np.zeros(ctx.n_groups)
+    np.maximum.at(g_fin, ph.row_group, orbit_fin[q.row_orbit])
+    return _Step(step_bw, step_bound, lb, float(np.max(q.routes.latency_ns)), events, g_fin,
+                 relayed=int(q.multiplicity[np.asarray(q.routes.relayed)].sum()), note=q.describe())
+
+
+def _step_flows(ph: Phase, ctx: _Ctx) -> _Step:
+    """Every flow routed and solved."""
+    from ..topo import routing, solver
+    try:
+        _guard_before_routing(solver, ph.n_flows, len(ctx.cap), ctx.bound_only, ctx.memory_limit_bytes)
+    except TooLarge as exc:
+        if ctx.symmetry:
+            raise
+        raise TooLarge(f"{exc}; or leave out --per-flow, so symmetry classes can solve it") from None
+    routes = routing.route(ctx.G, ph.src, ph.dst, split=ctx.split, tiers=ctx.tiers, links=ctx.table)
+    reach = np.asarray(routes.reachable, dtype=bool)
+    bad = np.flatnonzero(~reach)
+    examples = list(zip(ph.src[bad[:5]].tolist(), ph.dst[bad[:5]].tolist()))
+    P = routes.flow_piece[np.flatnonzero(reach)]
+    Q = routes.piece_link
+    sizes = ph.size_bytes[reach]
+    cap = ctx.cap
+    if P.shape[0] == 0:
+        step_bw = step_bound = 0.0
+        lb, finish, events = np.zeros(len(cap)), np.zeros(0), 0
+    elif ctx.bound_only:
+        b = solver.link_load_bound(P, Q, cap, sizes)
+        step_bw = step_bound = b.time_s
+        # without fairness, a flow's finish is the bound of its busiest link
+        lb, finish, events = np.asarray(b.link_bytes), np.full(P.shape[0], step_bw), 0
+    else:
+        solver.guard_memory(solver.estimate_memory_bytes(
+            n_flows=P.shape[0], nnz_flow_piece=P.nnz, n_pieces=Q.shape[0], nnz_piece_link=Q.nnz,
+            n_links=Q.shape[1]), limit_bytes=ctx.memory_limit_bytes)
+        r = solver.simulate(P, Q, cap, sizes)
+        step_bw, step_bound, lb = r.time_s, r.bound_s, np.asarray(r.link_bytes)
+        finish, events = np.asarray(r.finish_s), r.events
+    g_fin = np.zeros(ctx.n_groups)
+    if finish.size:
+        np.maximum.at(g_fin, ph.group[reach], finish)
+    lat_ns = float(np.max(np.asarray(routes.latency_ns)[reach])) if reach.any() else 0.0
+    return _Step(step_bw, step_bound, lb, lat_ns, events, g_fin, len(bad), examples,
+                 relayed=int(np.asarray(routes.relayed)[reach].sum()), reach=reach)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a)
+    a.flags.writeable = False
+    return a
+
+
+# Routing keeps ~3 pieces per flow (measured: pod 3.0, torus DOR 2.9) and a working set
+# of ~110 bytes per flow while it builds them (85M torus flows peaked at 8.7 GiB).
+PIECES_PER_FLOW = 3
+ROUTING_BYTES_PER_FLOW = 110
+
+
+def _guard_before_routing(solver, n_flows: int, n_links: int, bound_only: bool, limit) -> None:
+    """Refuse a phase that would not fit before routing allocates it (not an OOM kill)."""
+    from ..topo.errors import TooLarge
+    routing_bytes = ROUTING_BYTES_PER_FLOW * n_flows
+    if bound_only:
+        try:
+            solver.guard_memory(routing_bytes, limit_bytes=limit, n_flows=n_flows)
+        except TooLarge:
+            raise TooLarge(f"even the link-load bound needs ~{routing_bytes / 2**30:.1f} GiB to route "
+                           f"{n_flows:,} flows; price fewer or smaller groups") from None
+        return
+    est = solver.estimate_memory_bytes(n_flows=n_flows, nnz_flow_piece=PIECES_PER_FLOW * n_flows,
+                                       n_pieces=max(1, n_flows // 64), nnz_piece_link=max(1, n_flows // 16),
+                                       n_links=n_links)
+    solver.guard_memory(max(est, routing_bytes), limit_bytes=limit, n_flows=n_flows)
+
+
+def _fold(G, ph: Phase, table, split: str, tiers: str, enabled: bool, guard=None):
+    """The routing policy's symmetry fold of the phase (see :func:`fabricsim.topo.routing.fold`).
+
+    Returns (Fold or None, [(method, reason) refused]).
+    """
+    if not enabled:
+        return None, [("symmetry", "turned off (per-flow cross-check)")]
+    # classes assume every flow carries flow_bytes: unequal bytes (all-to-all-v) go flow by flow
+    if ph.pair_bytes is not None:
+        return None, [("classes", "unequal bytes per flow (all-to-all-v) are solved flow by flow")]
+    if not ph.rows_disjoint:
+        return None, [("classes", "a chip is in two rows of the phase, so rows cannot be folded")]
+    from ..topo import routing
+    f = routing.fold(G, ph.rows, ph.pairs, links=table, split=split, tiers=tiers, guard=guard)
+    return f, list(f.attempts())
+
+
+def _defect_bound(ref, G, ph: Phase, table, cap, split: str, tiers: str, table_ref) -> dict | None:
+    """Link-load bound of ``ph`` on ``G``, a degraded copy of the symmetric ``ref``, or None.
+
+    Loads are linear in the flows, and a failure changes the routes only of the flows
+    whose routes it touches (dimension-order routing keeps every other route): so the
+    loads are ``ref``'s, from its translation classes, less those flows' old routes
+    plus their new ones on ``G``.  Exact; ``G``'s links are matched to ``ref``'s by name.
+    """
+    from ..topo import routing, solver, symmetry
+    if ph.in_network or not ph.rows_disjoint or ph.pair_bytes is not None:   # equal sizes only
+        return None
+    q = symmetry.translation_quotient(ref, ph.rows, ph.pairs, links=table_ref, split=split,
+                                      guard=functools.partial(_guard_before_routing, solver, n_links=len(cap),
+                                                              bound_only=True, limit=None))
+    if q is None:
+        return None
+    pairs = table._pairs()
+    names = table_ref.nodes
+    to_G = np.fromiter((pairs.get((names[a], names[b]), -1) for a, b in
+                        zip(table_ref.src.tolist(), table_ref.dst.tolist())), np.int64, len(table_ref))
+    src, dst, cls = symmetry.flows_through(q, np.flatnonzero(to_G < 0))
+    size = ph.flow_bytes
+    sizes = np.full(q.n_classes, size)
+    intact = q.per_link(solver.link_load_bound(q.routes.flow_piece, q.piece_orbit,
+                                               q.orbit_capacity(table_ref.capacity_Bps), sizes,
+                                               multiplicity=q.multiplicity).link_bytes)
+    unreachable, examples = 0, []
+    lat = 0.0
+    if len(src):
+        old = routing.link_loads(ref, src, dst, size, split=split, tiers=tiers, links=table_ref)
+        intact = np.maximum(intact - old.link_bytes, 0.0)
+    lb = np.zeros(len(table))
+    kept = to_G >= 0
+    lb[to_G[kept]] = intact[kept]
+    # classes with a member the failures left alone keep their intact latency
+    touched = np.bincount(cls, minlength=q.n_classes)
+    left = touched < q.multiplicity
+    if left.any():
+        lat = float(np.max(q.routes.latency_ns[left]))
+    if len(src):
+        new = routing.link_loads(G, src, dst, size, split=split, tiers=tiers, links=table)
+        ok = new.reachable
+        lb += new.link_bytes
+        if ok.any():
+            lat = max(lat, float(np.max(new.latency_ns[ok])))
+        lost = np.flatnonzero(~ok)
+        unreachable, examples = len(lost), list(zip(src[lost[:5]].tolist(), dst[lost[:5]].tolist()))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(lb > 0, lb / cap, 0.0)
+    return {"time_s": float(t.max()) if t.size else 0.0, "link_bytes": lb, "latency_ns": lat,
+            "unreachable": unreachable, "examples": examples, "touched": len(src), "describe": q.describe()}
+
+
+def _in_network(ph: Phase, G, table, cap):
+    """NVLS: each rank pushes S into its reducing switches and receives S back (multicast).
+
+    Every rank's links to the switches carry S up and S down, split by capacity as the
+    switches share the reduction evenly per byte of link; the step takes the longest
+    of those transfers.  Returns (step s, bound s, link bytes, per-flow finish, latency ns, events).
+    """
+    index = {n: i for i, n in enumerate(table.nodes)}
+    by_rank = _rank_nodes(G)
+    lb = np.zeros(len(cap))
+    finish = np.zeros(len(ph.src))
+    lat = 0.0
+    src_idx = np.asarray(table.src)
+    dst_idx = np.asarray(table.dst)
+    lat_links = np.asarray(table.latency_ns)
+    for f, (r, size) in enumerate(zip(ph.src, ph.size_bytes)):
+        c = index[by_rank[int(r)]]
+        up = np.nonzero(src_idx == c)[0]
+        down = np.nonzero(dst_idx == c)[0]
+        t_up = size / cap[up].sum()
+        t_down = size / cap[down].sum()
+        lb[up] += size * cap[up] / cap[up].sum()
+        lb[down] += size * cap[down] / cap[down].sum()
+        finish[f] = max(t_up, t_down)
+        lat = max(lat, float(lat_links[up].max() + lat_links[down].max()))
+    t = float(finish.max()) if finish.size else 0.0
+    return t, t, lb, finish, lat, 1
