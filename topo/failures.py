@@ -11,6 +11,12 @@ apply_failures
     A degraded copy of a graph with the failures applied, and what each removed.
 chip_tier_bandwidth
     Each chip's link capacity per tier, GB/s per direction, on the forwarding graph.
+PRESERVES, preserved_symmetries
+    Per failure class, the symmetries of the intact fabric a failure of that class
+    keeps (its stabilizer), in words; ``sweep``/``whatif --explain`` and
+    ``fabricsim domains`` show them, and the orbit fold
+    (:mod:`fabricsim.collectives.orbits`) computes them: a generator keeps a failure
+    when it maps the failed domain onto itself.
 
 Spec grammar
 ------------
@@ -63,7 +69,8 @@ from .contract import (CAPACITY_GBPS, CHIP, KIND, LANE_GBPS, LANES, PATCH, PORT_
 from .errors import BadInput, close_matches
 
 __all__ = ["Domain", "domains", "domain_classes", "FailureSpec", "parse_spec", "apply_failures",
-           "chip_tier_bandwidth", "SPEC_GRAMMAR", "NODE_TAG_CLASSES", "EDGE_TAG_CLASSES"]
+           "chip_tier_bandwidth", "SPEC_GRAMMAR", "NODE_TAG_CLASSES", "EDGE_TAG_CLASSES", "PRESERVES",
+           "preserved_symmetries"]
 
 # Node tags whose equal values fail together: class name -> attribute.
 NODE_TAG_CLASSES = {"rack": "rack", "cube": "cube", "board": "board", "group": "group", "plane": "plane",
@@ -76,6 +83,51 @@ _CLASS_ORDER = ("node", "chip", "switch", "*-switch", "link", "lanes", "tray", "
                 "board", "group", "plane", "rail", "ocs", "harness")
 SPEC_GRAMMAR = ("node:ID | link:A--B | lanes:A--B=K | chip:ID | switch:ID | ROLE-switch:ID | tray:ID | "
                 "switch-tray:ID | rack:N | cube:N | board:N | group:N | plane:N | rail:N | ocs:N | harness:N")
+# What a failure of each class keeps of the fabric's symmetries: the generators that map the
+# failed domain onto itself (collectives.orbits checks each one; this is the statement in words).
+PRESERVES = {
+    "node": "the symmetries that fix the node: permutations of the racks, rails, planes and interchangeable "
+            "nodes it is not among (a chip also fixes its group)",
+    "chip": "permutations of the other racks and of the other chips of its rack that keep its group; on a torus, "
+            "the reflections through the chip",
+    "switch": "permutations of the racks, rails and planes it is not in, and of its interchangeable peers "
+              "other than itself",
+    "*-switch": "permutations of the racks, rails and planes it is not in, and of the other switches of its "
+                "role and rail/rack (a rail switch: rack permutations, the other rails, the other switches of "
+                "its rail)",
+    "link": "the symmetries that fix both ends or swap them: on a torus, translations along the other axes and "
+            "the reflections through the link; in a pod, the racks, rails and interchangeable chips and "
+            "switches the link does not touch",
+    "lanes": "as its link: the symmetries that fix both ends or swap them",
+    "tray": "permutations of the other trays and racks; the tray's chips stay interchangeable among themselves",
+    "switch-tray": "permutations of the other switch trays; the chips stay interchangeable",
+    "rack": "permutations of the other racks (or cubes), and every symmetry inside a rack",
+    "cube": "the translations and reflections that map the cube onto itself; permutations of the other cubes",
+    "board": "permutations of the other boards that keep the board's group and wiring",
+    "group": "the group permutations that fix the group (a Boardfly's cyclic shifts move every group: none)",
+    "plane": "permutations of the other planes; the chips stay interchangeable",
+    "rail": "rack permutations, permutations of the other rails, and of the failed rail's switches among "
+            "themselves",
+    "ocs": "the symmetries that map the switch's links onto themselves (racks, rails the switch does not carry)",
+    "harness": "the symmetries that map the harness's links onto themselves",
+}
+
+
+def preserved_symmetries(cls: str) -> str:
+    """What a failure of class ``cls`` keeps of the fabric's symmetries, in words (see :data:`PRESERVES`).
+
+    Examples
+    --------
+    >>> preserved_symmetries("rail")
+    "rack permutations, permutations of the other rails, and of the failed rail's switches among themselves"
+    """
+    if cls in PRESERVES:
+        return PRESERVES[cls]
+    if cls.endswith("-switch"):
+        return PRESERVES["*-switch"]
+    return "the symmetries that map the failed domain onto itself"
+
+
 _EXAMPLES = "e.g. node:r00/lsw0, link:A--B, lanes:A--B=2, tray:r00/t03, rail:2"
 
 
