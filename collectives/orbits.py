@@ -101,6 +101,7 @@ class Generator:
     family: str
     perm: np.ndarray = field(repr=False, compare=False)
     positional: bool = True
+    alt: str = ""          # candidates sharing ``alt``: only the first that verifies is used
 
 
 class _Index:
@@ -288,15 +289,19 @@ def _torus(ix: _Index) -> list[Generator]:
     for i, (a, k) in enumerate(zip(axes, dims)):
         if k < 2:
             continue
-        c = coords.copy()
-        c[:, i] = (c[:, i] + 1) % k
-        out.append(Generator(f"translation by one along {a}", "translation",
-                             node_at[np.ravel_multi_index(c.T, dims)]))
-        if k > 2:
+        # the smallest step that verifies (1 on a plain torus; the cube edge where links differ by medium)
+        for step in (t for t in range(1, k) if k % t == 0):
             c = coords.copy()
-            c[:, i] = (-c[:, i]) % k
-            out.append(Generator(f"reflection of {a} (x -> -x mod {k})", "reflection",
-                                 node_at[np.ravel_multi_index(c.T, dims)]))
+            c[:, i] = (c[:, i] + step) % k
+            out.append(Generator(f"translation by {step} along {a}", "translation",
+                                 node_at[np.ravel_multi_index(c.T, dims)], alt=f"translation {a}"))
+        if k > 2:
+            # x -> c - x: the first centre that verifies (0 on a plain torus)
+            for centre in range(k):
+                c = coords.copy()
+                c[:, i] = (centre - c[:, i]) % k
+                out.append(Generator(f"reflection of {a} (x -> {centre} - x mod {k})", "reflection",
+                                     node_at[np.ravel_multi_index(c.T, dims)], alt=f"reflection {a}"))
     return out
 
 
@@ -475,7 +480,8 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
     elif algorithm in EXACT_ORDER:
         order = "exact"
     else:
-        order = None
+        return Symmetry((), (("every generator", f"algorithm {algorithm!r} builds its phases from racks or torus "
+                                                 f"coordinates; no generator is proven to keep them"),), "", ix)
     routing = G.graph.get("routing", "ecmp")
     read = _read_labels(G, ix)
     pos = _position_key(G, ix) if routing == "tiered" else None
@@ -485,8 +491,17 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
         conditional = ("relays are chosen by in-rack position and rank, so a generator that moves positions holds "
                        "only where the degraded global tier still joins every chip (checked per orbit)")
     ok = []
+    alt_done: set[str] = set()
+    alt_why: dict[str, tuple[str, str]] = {}
     for g in cands:
+        if g.alt and g.alt in alt_done:
+            continue
         why = _verify(ix, g.perm, read, groups_a, order, algorithm)
+        if why and g.alt:
+            alt_why.setdefault(g.alt, (g.name, why))       # the first refusal speaks for the family
+            continue
+        if g.alt:
+            alt_done.add(g.alt)
         if not why and pos is not None:
             chips = ix.is_chip & (pos >= 0)
             positional = bool(np.array_equal(pos[g.perm][chips], pos[chips]))
@@ -500,14 +515,12 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
             refused.append((g.name, why))
         else:
             ok.append(g)
+    refused += [nw for a, nw in alt_why.items() if a not in alt_done]
     return Symmetry(tuple(ok), tuple(refused), conditional if any(not g.positional for g in ok) else "", ix)
 
 
 def _verify(ix: _Index, perm: np.ndarray, read: Sequence[str], groups: np.ndarray, order: str | None,
             algorithm: str) -> str:
-    if order is None:
-        return (f"algorithm {algorithm!r} builds its phases from racks or torus coordinates; no generator is "
-                f"proven to keep them")
     if not np.array_equal(np.sort(perm), np.arange(ix.n)):
         return "it is not a permutation of the nodes"
     bad = np.flatnonzero(ix.node_sig[perm] != ix.node_sig)
