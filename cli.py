@@ -547,7 +547,9 @@ _fail_option = click.option("--fail", "fails", multiple=True, metavar="SPEC",
 @_fail_option
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print baseline, degraded and what changed as JSON.")
-def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
+@click.option("--explain", "explain", is_flag=True, help="Say which methods priced it and which verified "
+              "symmetries of the fabric the failures keep (refused ones with the reason).")
+def whatif_cmd(collective, fabric, sets, fails, as_json, explain, **opts):
     """Price a collective on the intact fabric and with failures applied, side by side.
 
     Groups are placed on the intact fabric; a group that loses a chip is reported
@@ -571,13 +573,16 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     try:
         w = whatif(G, list(fails), collective, groups=groups, size_bytes=parse_size(opts["size"]),
                    algorithm=opts["algorithm"], split=opts["split"], tiers=opts["tiers"], efficiency=eff,
-                   step_overhead_ns=step_ns, bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
+                   step_overhead_ns=step_ns, bound_only=opts["bound_only"], symmetry=not opts["per_flow"],
+                   explain=explain)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--fail") from None
     if as_json:
         _emit_json(w.as_dict())
     else:
         click.echo(_format_whatif(w))
+        if explain:
+            click.echo(_format_whatif_method(w.method))
 
 
 def _format_whatif(w) -> str:
@@ -642,8 +647,12 @@ def _hist(h: dict) -> str:
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Scenarios shown in the table.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write sorted slowdowns and their "
               "distribution to a PNG or SVG.")
+@click.option("--fold/--no-fold", "fold", default=True, show_default=True, help="Solve one scenario per orbit "
+              "of the fabric's verified symmetries and give every scenario its orbit's result.")
+@click.option("--explain", "explain", is_flag=True, help="Say which symmetry generators folded the scenarios "
+              "(refused ones with the reason), the orbits and the representatives solved.")
 def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, scheduler, results_file, as_json,
-              top, plot, **opts):
+              top, plot, fold, explain, **opts):
     """Price every failure of a class (or pairs, or random samples), ranked worst first.
 
     \b
@@ -661,10 +670,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
                              opts["groups_file"], opts["count"])
     eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
 
-    def progress(done, total, result):
-        if done == 1 or done == total or done % max(1, total // 20) == 0:
-            _progress(f"{done:,}/{total:,} scenarios")
-
+    progress = SweepProgress()
     try:
         runner = sweep_runner(workers, scheduler=scheduler, results_file=results_file)
     except BadInput as exc:
@@ -677,10 +683,11 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
                   placement=opts["placement"],
                   groups=groups, runner=runner, progress=progress, algorithm=opts["algorithm"],
                   split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
-                  bound_only=opts["bound_only"], symmetry=not opts["per_flow"])
+                  bound_only=opts["bound_only"], symmetry=not opts["per_flow"], fold=fold)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="options") from None
     finally:
+        progress.close()
         getattr(runner, "close", lambda: None)()
     if plot:
         from .collectives.plots import plot_sweep
@@ -694,15 +701,184 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
                f"algorithm {s.algorithm}; baseline {_us(s.baseline.time_s)}")
     click.echo(f"slowdown: min x{_x(sm.get('min'))}  median x{_x(sm.get('median'))}  p90 x{_x(sm.get('p90'))}  "
                f"max x{_x(sm.get('max'))}  ({sm.get('distinct', 0)} distinct; {sm.get('partial', 0)} partial)")
-    click.echo(_table([["; ".join(sc["failed"]), f"x{_x(sc['slowdown'])}", _us(sc.get("time_s")),
-                        "PARTIAL" if sc.get("partial") else ""] for sc in s.scenarios[:top]],
-                      ["failed", "slowdown", "time", ""]))
+    folded = bool(s.scenarios) and "orbit" in s.scenarios[0]
+    click.echo(_table([["; ".join(sc["failed"]), f"x{_x(sc['slowdown'])}", _us(sc.get("time_s"))]
+                       + ([f"{sc['orbit']:,}", f"{sc['orbit_size']:,}"] if folded else [])
+                       + ["PARTIAL" if sc.get("partial") else ""] for sc in s.scenarios[:top]],
+                      ["failed", "slowdown", "time"] + (["orbit", "orbit size"] if folded else []) + [""]))
     for note in s.notes:
         click.echo(f"note: {note}")
+    if explain:
+        click.echo(_format_sweep_method(s.method))
 
 
 def _x(v) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.6g}"
+
+
+# --------------------------------------------------------------------------- sweep/whatif: progress, --explain
+class SweepProgress:
+    """A sweep's progress on stderr: a bar with the scenarios done, the orbits solved and an ETA.
+
+    ``sweep()`` calls it once per scenario in the parent process, whatever the runner
+    (local pool or Dask), after ``plan(scenarios, orbits)``.  The ETA is the time per
+    representative solved so far times those left (each representative prices its
+    whole orbit).  Nothing is shown for a sweep that ends within ``after_s`` seconds.
+    On a terminal the bar is redrawn in place (every 0.1 s or new percent); when stderr
+    is not a terminal (a log, CI) it writes one plain line per 10% step, and only once
+    the sweep has run ``log_after_s`` seconds, so short sweeps leave logs alone.
+    Progress goes to stderr only, so ``--json`` output on stdout stays clean.
+    """
+
+    WIDTH = 24
+
+    def __init__(self, stream=None, *, after_s: float = 2.0, log_after_s: float = 10.0, tty: bool | None = None,
+                 clock=time.monotonic):
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) if tty is None else tty
+        self.after_s, self.log_after_s, self.clock = after_s, log_after_s, clock
+        self.t0 = clock()
+        self.scenarios = self.orbits = None
+        self.solved, self._orbit_seen = 0, set()
+        self._drawn = False
+        self._last_draw = -1.0
+        self._last_pct = -1
+        self._last_step = -1
+        self.last = ""
+
+    def plan(self, scenarios: int, orbits: int) -> None:
+        self.scenarios, self.orbits = int(scenarios), int(orbits)
+
+    def line(self, done: int, total: int) -> str:
+        el = self.clock() - self.t0
+        frac = done / total if total else 1.0
+        fill = int(round(frac * self.WIDTH))
+        units, of = (self.solved, self.orbits) if self.orbits else (done, total)
+        eta = el / units * (of - units) if units else float("nan")
+        orbit = f", {self.solved:,}/{self.orbits:,} orbits solved" if self.orbits and self.orbits < total else ""
+        tail = "done" if done >= total else (f"ETA {_duration(eta)}" if math.isfinite(eta) else "ETA ?")
+        return (f"fabricsim: sweep [{'#' * fill}{'.' * (self.WIDTH - fill)}] {frac:4.0%} {done:,}/{total:,} "
+                f"scenarios{orbit}, {_duration(el)} elapsed, {tail}")
+
+    def __call__(self, done: int, total: int, result: dict) -> None:
+        o = result.get("orbit") if isinstance(result, dict) else None
+        key = o if o is not None else ("scenario", done)
+        if key not in self._orbit_seen:
+            self._orbit_seen.add(key)
+            self.solved += 1
+        now = self.clock()
+        el = now - self.t0
+        if self.tty:
+            if el < self.after_s and not self._drawn:
+                return
+            pct = int(100 * done / total) if total else 100
+            # an orbit's scenarios arrive together: redraw at each new percent too, not only every 0.1 s
+            if done < total and now - self._last_draw < 0.1 and pct == self._last_pct:
+                return
+            self._last_draw, self._last_pct = now, pct
+            self.last = self.line(done, total)
+            self.stream.write("\r" + self.last + "\x1b[K")
+            self._drawn = True
+            if done >= total:
+                self.stream.write("\n")
+                self._drawn = False
+            self.stream.flush()
+            return
+        step = int(10 * done / total) if total else 10
+        if el < self.log_after_s or (step == self._last_step and done < total):
+            return
+        if done >= total and self._last_step < 0:
+            return                               # nothing shown so far: a short sweep stays quiet
+        self._last_step = step
+        self.last = self.line(done, total)
+        self.stream.write(self.last + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End a bar left mid-line (an error or an interrupt)."""
+        if self.tty and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._drawn = False
+
+
+def _duration(s: float) -> str:
+    if not math.isfinite(s):
+        return "?"
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        return f"{int(s // 60)} min {int(s % 60):02d} s"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+
+
+def _format_generators(m: dict, limit: int = 12) -> list[str]:
+    out = []
+    gens = m.get("generators", [])
+    fams: dict[str, int] = {}
+    for g in gens:
+        fams[g["family"]] = fams.get(g["family"], 0) + 1
+    out.append(f"  generators used: {len(gens)}" + (f" ({', '.join(f'{k} {v}' for k, v in fams.items())})"
+                                                    if gens else ""))
+    out.extend(f"    {g['name']}" + (" [conditional]" if g.get("conditional") else "") for g in gens[:limit])
+    if len(gens) > limit:
+        out.append(f"    ... ({len(gens) - limit} more)")
+    cond = next((g["conditional"] for g in gens if g.get("conditional")), "")
+    if cond:
+        out.append(f"  conditional: {cond}")
+    ref = m.get("refused", [])
+    out.append(f"  generators refused: {len(ref)}")
+    out.extend(f"    {r['name']}: {r['reason']}" for r in ref[:limit])
+    if len(ref) > limit:
+        out.append(f"    ... ({len(ref) - limit} more)")
+    return out
+
+
+def _format_method_of(m) -> str:
+    if not isinstance(m, dict) or not m:
+        return ""
+    return ", ".join(f"{k}={v}" for k, v in m.items() if not isinstance(v, (list, dict)))
+
+
+def _format_sweep_method(m: dict) -> str:
+    if not m.get("fold"):
+        return f"method: no orbit folding ({m.get('reason', 'off')})"
+    out = [f"method: {m['scenarios']:,} scenarios in {m['orbits']:,} orbit(s), "
+           f"{len(m.get('representatives', [])):,} representative(s) solved"]
+    out.extend(_format_generators(m))
+    if m.get("preserves"):
+        out.append(f"  a {m['failure_class']} failure keeps: {m['preserves']}")
+    out.extend(f"  note: {n}" for n in m.get("notes", []))
+    reps = m.get("representatives", [])
+    out.append("  representatives:")
+    for r in reps[:20]:
+        how = _format_method_of(r.get("method"))
+        out.append(f"    orbit {r['orbit']:,} ({r['orbit_size']:,} scenarios): {'; '.join(r['failed'])}"
+                   + (f"  [{how}]" if how else ""))
+    if len(reps) > 20:
+        out.append(f"    ... ({len(reps) - 20:,} more)")
+    return "\n".join(out)
+
+
+def _format_whatif_method(m: dict) -> str:
+    out = ["method:"]
+    for name in ("baseline", "degraded"):
+        how = _format_method_of(m.get(name))
+        if how:
+            out.append(f"  {name} price: {how}")
+    sym = m.get("symmetry")
+    if sym:
+        out.extend(_format_generators(sym))
+        stab = sym.get("stabilizer", [])
+        out.append(f"  kept by the failure: {len(stab)} of {len(sym.get('generators', []))} generator(s)"
+                   + (": " + "; ".join(g["name"] for g in stab[:6]) + (" ..." if len(stab) > 6 else "")
+                      if stab else ""))
+        if "orbit_size" in sym:
+            out.append(f"  its orbit: {sym['orbit_size']:,} of the class's {sym['class_domains']:,} domains "
+                       f"({sym['class_orbits']:,} orbit(s)): a sweep prices them all alike")
+        for cls, text in sym.get("preserves", {}).items():
+            out.append(f"  a {cls} failure keeps: {text}")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":  # pragma: no cover

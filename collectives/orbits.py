@@ -19,6 +19,9 @@ Symmetry, fabric_symmetry
 Orbits, scenario_orbits
     A sweep's scenarios partitioned into orbits (union-find over generator images),
     their representatives and, per scenario, the path from its representative.
+failure_symmetry
+    For one scenario (``whatif --explain``): the verified generators, those that
+    keep its failures (its stabilizer's generators) and its orbit in its class.
 
 How generators are built (:func:`candidate_generators`)
 ------------------------------------------------------
@@ -70,6 +73,7 @@ from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput
 
 __all__ = ["Generator", "candidate_generators", "Symmetry", "fabric_symmetry", "Orbits", "scenario_orbits",
+           "failure_symmetry",
            "LABEL_NODE_ATTRS", "LABEL_EDGE_ATTRS", "COSMETIC_EDGE_ATTRS", "ORDER_FREE", "ROTATION", "EXACT_ORDER"]
 
 # node attributes that name a node's place (not what it is): a generator may change them
@@ -198,7 +202,8 @@ def _twins(ix: _Index, read: Sequence[str]) -> list[Generator]:
     for members in classes.values():
         if len(members) < 2:
             continue
-        what = str(ix.G.nodes[ix.nodes[members[0]]].get("role") or ix.G.nodes[ix.nodes[members[0]]].get(KIND))
+        d0 = ix.G.nodes[ix.nodes[members[0]]]
+        what = f"{d0['role']} switch" if d0.get("role") else str(d0.get(KIND, "node"))
         label = f"{len(members)} interchangeable {what}s like {ix.nodes[members[0]]}"
         out.append(Generator(f"twins: swap {ix.nodes[members[0]]}, {ix.nodes[members[1]]} ({label})", "twins",
                              _swap_perm(ix.n, [members[0]], [members[1]])))
@@ -792,3 +797,59 @@ def scenario_orbits(sym: Symmetry, doms: list, combos: Sequence[tuple], *,
 def _firsts(comp: np.ndarray) -> np.ndarray:
     _, first = np.unique(comp, return_index=True)
     return first
+
+
+# ---------------------------------------------------------------------------------------
+# One scenario: which verified symmetries its failures keep, and its orbit
+# ---------------------------------------------------------------------------------------
+def failure_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str, specs: Sequence[str]) -> dict:
+    """What ``whatif --explain`` shows of the symmetry: generators verified on the intact fabric,
+    those that map the failed elements onto themselves (they span a subgroup of its stabilizer),
+    and, for one failure, the size of its orbit among the domains of its class.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> G = build("torus", dims=(4, 4, 4))
+    >>> d = failure_symmetry(G, [list(range(64))], "direct", ["link:c00.00.00--c01.00.00"])
+    >>> d["orbit_size"], [g["name"] for g in d["stabilizer"]]
+    (64, ['reflection of y (x -> 0 - x mod 4)', 'reflection of z (x -> 0 - x mod 4)'])
+    """
+    from ..topo.failures import _Index as _FIx, _resolve, parse_spec, preserved_symmetries
+    sym = fabric_symmetry(G, groups, algorithm)
+    ix = sym.ix
+    fix = _FIx(G)
+    cache: dict = {}
+    parsed = [parse_spec(s) for s in specs]
+    doms = [_resolve(G, p, fix, cache) for p in parsed]
+    e_of = {}
+    for e, (u, v) in enumerate(zip(ix.eu.tolist(), ix.ev.tolist())):
+        e_of[(u, v)] = e_of[(v, u)] = e
+    nodes = sorted({ix.index[n] for d in doms for n in d.nodes})
+    edges = sorted({e_of[(ix.index[u], ix.index[v])] for d in doms for u, v in d.edges})
+    keep = []
+    for g in sym.generators:
+        img_n = sorted(g.perm[nodes].tolist()) if nodes else []
+        img_e = sorted(ix.edge_image(g.perm)[edges].tolist()) if edges else []
+        if img_n == nodes and img_e == edges:
+            keep.append(g)
+    out = {"generators": sym.explain()["generators"], "refused": sym.explain()["refused"],
+           "stabilizer": [{"name": g.name, "family": g.family} for g in keep],
+           "preserves": {p.cls: preserved_symmetries(p.cls) for p in parsed}}
+    if len(parsed) == 1:
+        from ..topo.failures import domains as _domains
+        cls = parsed[0].cls
+        try:
+            cdoms = _domains(G, [cls])[cls]
+        except BadInput:
+            cdoms = []
+        ids = [d.id for d in cdoms]
+        if doms[0].id in ids:
+            orb = scenario_orbits(sym, cdoms, [(i,) for i in range(len(cdoms))])
+            o = int(orb.orbit[ids.index(doms[0].id)])
+            out["orbit_size"] = int(orb.size[o])
+            out["class_orbits"] = orb.n_orbits
+            out["class_domains"] = len(cdoms)
+    if sym.conditional:
+        out["conditional"] = sym.conditional
+    return out

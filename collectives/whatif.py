@@ -117,6 +117,11 @@ class WhatIf:
         or lost capacity.  ``{link, tier, utilization, baseline_utilization,
         load_growth, capacity_GBps}``, busiest first, at most 10.
     notes : tuple of str
+    method : dict
+        What ran: ``baseline`` / ``degraded`` (each price's ``method`` where the cost
+        reports carry one) and, with ``explain=True``, ``symmetry``
+        (:func:`~fabricsim.collectives.orbits.failure_symmetry`: generators verified
+        and refused with reasons, those that keep the failures, the failure's orbit).
     """
 
     failed: tuple
@@ -130,6 +135,7 @@ class WhatIf:
     tier_bandwidth: dict
     new_bottlenecks: tuple
     notes: tuple = ()
+    method: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (``fabricsim whatif --json``); NaN and inf become null."""
@@ -139,7 +145,7 @@ class WhatIf:
             "slowdown": self.slowdown, "bandwidth_slowdown": self.bandwidth_slowdown, "partial": self.partial,
             "affected_chips": self.affected_chips, "affected_groups": [dict(g) for g in self.affected_groups],
             "tier_bandwidth": self.tier_bandwidth, "new_bottlenecks": [dict(b) for b in self.new_bottlenecks],
-            "notes": list(self.notes)})
+            "notes": list(self.notes), "method": self.method})
 
 
 def _tier_hist(tb: dict[int, dict[str, float]], ranks: Iterable[int]) -> dict[str, dict[str, int]]:
@@ -177,7 +183,8 @@ def _new_bottlenecks(G: nx.Graph, H: nx.Graph, base: CostReport, deg: CostReport
 
 
 def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequence[Sequence[int]],
-           size_bytes: float, baseline: CostReport | None = None, **price_kwargs) -> WhatIf:
+           size_bytes: float, baseline: CostReport | None = None, explain: bool = False,
+           **price_kwargs) -> WhatIf:
     """Price ``collective`` on ``G`` and on ``G`` with ``specs`` failed, side by side.
 
     Parameters
@@ -192,6 +199,9 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
     size_bytes : float
     baseline : CostReport, optional
         The intact price when the caller already has it (same groups and options).
+    explain : bool
+        Also work out which verified symmetries of the intact fabric the failures keep
+        (``method["symmetry"]``; costs a symmetry check of the fabric).
     **price_kwargs
         ``algorithm``, ``split``, ``tiers``, ``efficiency``, ``step_overhead_ns``,
         ``bound_only``, ``memory_limit_bytes``: as :func:`~fabricsim.collectives.price`.
@@ -285,8 +295,17 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
                      + "; the slowdown covers what was priced")
     if deg.algorithm != base.algorithm:
         notes.append(f"the algorithm changed: {base.algorithm} on the intact fabric, {deg.algorithm} degraded")
+    method: dict = {}
+    for name, rep in (("baseline", base), ("degraded", deg)):
+        m = getattr(rep, "method", None)
+        if isinstance(m, dict):
+            method[name] = dict(m)
+    if explain:
+        from .orbits import failure_symmetry
+        method["symmetry"] = failure_symmetry(G, groups, deg.algorithm if deg.algorithm == base.algorithm
+                                              else base.algorithm, [a["spec"] for a in applied])
     return WhatIf(tuple(applied), base, deg, slow, bw_slow, partial, affected_chips, tuple(affected_groups),
-                  tiers_out, new_bn, tuple(notes))
+                  tiers_out, new_bn, tuple(notes), method)
 
 
 # ---------------------------------------------------------------------------------------

@@ -95,9 +95,9 @@ PRESERVES = {
     "*-switch": "permutations of the racks, rails and planes it is not in, and of the other switches of its "
                 "role and rail/rack (a rail switch: rack permutations, the other rails, the other switches of "
                 "its rail)",
-    "link": "the symmetries that fix both ends or swap them: on a torus, translations along the other axes and "
-            "the reflections through the link; in a pod, the racks, rails and interchangeable chips and "
-            "switches the link does not touch",
+    "link": "the symmetries that fix both ends or swap them: on a torus, the reflections of the other axes "
+            "through the link and of its own axis about its midpoint (no translation); in a pod, permutations "
+            "of the racks, rails and interchangeable chips and switches the link does not touch",
     "lanes": "as its link: the symmetries that fix both ends or swap them",
     "tray": "permutations of the other trays and racks; the tray's chips stay interchangeable among themselves",
     "switch-tray": "permutations of the other switch trays; the chips stay interchangeable",
