@@ -533,6 +533,10 @@ def domains_cmd(fabric, sets, classes, show_all, as_json):
         shown = ids if show_all or len(ids) <= 4 else ids[:3] + [f"... ({len(ids) - 3:,} more)"]
         rows.append([c, len(ds), f"{c}:{ds[0].id}" if ds else "", ", ".join(shown)])
     click.echo(_table(rows, ["class", "domains", "spec example", "ids"]))
+    from .topo.failures import preserved_symmetries
+    click.echo("\nsymmetries a failure keeps (sweep folds scenarios by them; `sweep --explain` shows which hold):")
+    for c in D:
+        click.echo(f"  {c}: {preserved_symmetries(c)}")
 
 
 _fail_option = click.option("--fail", "fails", multiple=True, metavar="SPEC",
@@ -873,6 +877,9 @@ def _format_whatif_method(m: dict) -> str:
         out.append(f"  kept by the failure: {len(stab)} of {len(sym.get('generators', []))} generator(s)"
                    + (": " + "; ".join(g["name"] for g in stab[:6]) + (" ..." if len(stab) > 6 else "")
                       if stab else ""))
+        if sym.get("not_checked"):
+            out.append(f"  not checked: {', '.join(sym['not_checked'])} (they move every node, so they keep no "
+                       f"failure of this class)")
         if "orbit_size" in sym:
             out.append(f"  its orbit: {sym['orbit_size']:,} of the class's {sym['class_domains']:,} domains "
                        f"({sym['class_orbits']:,} orbit(s)): a sweep prices them all alike")

@@ -815,7 +815,7 @@ def failure_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: st
     >>> d["orbit_size"], [g["name"] for g in d["stabilizer"]]
     (64, ['reflection of y (x -> 0 - x mod 4)', 'reflection of z (x -> 0 - x mod 4)'])
     """
-    from ..topo.failures import _Index as _FIx, _resolve, parse_spec, preserved_symmetries
+    from ..topo.failures import _Index as _FIx, _resolve, never_kept, parse_spec, preserved_symmetries
     sym = fabric_symmetry(G, groups, algorithm)
     ix = sym.ix
     fix = _FIx(G)
@@ -827,15 +827,20 @@ def failure_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: st
         e_of[(u, v)] = e_of[(v, u)] = e
     nodes = sorted({ix.index[n] for d in doms for n in d.nodes})
     edges = sorted({e_of[(ix.index[u], ix.index[v])] for d in doms for u, v in d.edges})
-    keep = []
+    keep, skipped = [], set()
+    skip = set.intersection(*(set(never_kept(p.cls)) for p in parsed)) if parsed else set()
     for g in sym.generators:
+        if g.family in skip:
+            skipped.add(g.family)          # it moves every node: it keeps no failure of these classes
+            continue
         img_n = sorted(g.perm[nodes].tolist()) if nodes else []
         img_e = sorted(ix.edge_image(g.perm)[edges].tolist()) if edges else []
         if img_n == nodes and img_e == edges:
             keep.append(g)
     out = {"generators": sym.explain()["generators"], "refused": sym.explain()["refused"],
            "stabilizer": [{"name": g.name, "family": g.family} for g in keep],
-           "preserves": {p.cls: preserved_symmetries(p.cls) for p in parsed}}
+           "preserves": {p.cls: preserved_symmetries(p.cls) for p in parsed},
+           "not_checked": sorted(skipped)}
     if len(parsed) == 1:
         from ..topo.failures import domains as _domains
         cls = parsed[0].cls

@@ -90,6 +90,7 @@ def test_whatif_explain_names_the_kept_symmetries():
     d = json.loads(r.invoke(main, args + ["--json", "--explain"]).stdout)
     sym = d["method"]["symmetry"]
     assert sym["orbit_size"] == 64 and len(sym["stabilizer"]) == 2 and sym["refused"] == []
+    assert sym["not_checked"] == ["translation"]
     d = json.loads(r.invoke(main, args + ["--json"]).stdout)
     assert "symmetry" not in d["method"]
 

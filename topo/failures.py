@@ -11,12 +11,13 @@ apply_failures
     A degraded copy of a graph with the failures applied, and what each removed.
 chip_tier_bandwidth
     Each chip's link capacity per tier, GB/s per direction, on the forwarding graph.
-PRESERVES, preserved_symmetries
+PRESERVES, preserved_symmetries, NEVER_KEPT, never_kept
     Per failure class, the symmetries of the intact fabric a failure of that class
-    keeps (its stabilizer), in words; ``sweep``/``whatif --explain`` and
-    ``fabricsim domains`` show them, and the orbit fold
-    (:mod:`fabricsim.collectives.orbits`) computes them: a generator keeps a failure
-    when it maps the failed domain onto itself.
+    keeps (its stabilizer), in words, and the generator families it never keeps;
+    ``whatif --explain`` and ``fabricsim domains`` show them.  The orbit code
+    (:mod:`fabricsim.collectives.orbits`) computes the stabilizer itself (a generator
+    keeps a failure when it maps the failed elements onto themselves) and skips the
+    families a class never keeps.
 
 Spec grammar
 ------------
@@ -70,7 +71,7 @@ from .errors import BadInput, close_matches
 
 __all__ = ["Domain", "domains", "domain_classes", "FailureSpec", "parse_spec", "apply_failures",
            "chip_tier_bandwidth", "SPEC_GRAMMAR", "NODE_TAG_CLASSES", "EDGE_TAG_CLASSES", "PRESERVES",
-           "preserved_symmetries"]
+           "preserved_symmetries", "NEVER_KEPT", "never_kept"]
 
 # Node tags whose equal values fail together: class name -> attribute.
 NODE_TAG_CLASSES = {"rack": "rack", "cube": "cube", "board": "board", "group": "group", "plane": "plane",
@@ -111,6 +112,17 @@ PRESERVES = {
     "ocs": "the symmetries that map the switch's links onto themselves (racks, rails the switch does not carry)",
     "harness": "the symmetries that map the harness's links onto themselves",
 }
+
+
+# Generator families (collectives.orbits) a failure of the class can never keep: a nontrivial
+# translation of a torus moves every node, so it fixes no single node, link or bundle of lanes
+# (it can keep a tag set such as an OCS's links, or a cube).  The stabilizer check skips them.
+NEVER_KEPT = {c: ("translation",) for c in ("node", "chip", "switch", "*-switch", "link", "lanes", "tray")}
+
+
+def never_kept(cls: str) -> tuple[str, ...]:
+    """Generator families a failure of ``cls`` never keeps (see :data:`NEVER_KEPT`)."""
+    return NEVER_KEPT.get("*-switch" if cls.endswith("-switch") and cls != "switch-tray" else cls, ())
 
 
 def preserved_symmetries(cls: str) -> str:
