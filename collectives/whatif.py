@@ -31,6 +31,11 @@ Notes
   scenario is computed on its own from the same inputs and the results are sorted
   by (slowdown, spec text), so a sweep is bit-for-bit identical whatever the runner
   or the worker count.
+* A sweep folds its scenarios into orbits under the fabric's verified symmetries
+  (:mod:`fabricsim.collectives.orbits`) and solves one representative per orbit; every
+  scenario is reported with its orbit's result, ``orbit`` and ``orbit_size``, and the
+  sweep's ``method`` says which generators held and why the others were refused
+  (``fold=False`` solves every scenario).
 """
 from __future__ import annotations
 
@@ -540,8 +545,15 @@ class Sweep:
     summary : dict
         ``count``, ``min``, ``median``, ``p90``, ``max`` (of the slowdowns that
         exist), ``distinct`` (distinct slowdowns at 1e-9), ``partial``, ``unpriced``,
-        ``histogram`` (``edges``, ``counts``).
+        ``histogram`` (``edges``, ``counts``); folded: ``orbits``, ``solved``.  Every
+        scenario counts, so each orbit weighs by its size.
     notes : tuple of str
+    method : dict
+        Folded: ``fold``, ``failure_class``, ``scenarios``, ``orbits``, ``generators``
+        (``name``, ``family``, ``conditional``), ``refused`` (``name``, ``reason``),
+        ``preserves``, ``notes`` and ``representatives`` (``orbit``, ``failed``,
+        ``orbit_size`` and the price's ``method`` where the cost report has one).
+        Scenarios gain ``orbit`` and ``orbit_size``.
     """
 
     fabric: str
@@ -614,7 +626,13 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     runner : Runner, optional
         ``LocalRunner()`` (in-process) by default.
     progress : callable, optional
-        ``progress(done, total, result)`` after each scenario (the CLI prints to stderr).
+        ``progress(done, total, result)`` after each scenario, in the parent process
+        whatever the runner (the CLI draws a bar on stderr); an orbit's scenarios are
+        reported together when its representative is done.  If it has a ``plan``
+        method, ``plan(scenarios, orbits)`` is called first.
+    fold : bool
+        Fold the scenarios into orbits of the verified symmetries and solve one per
+        orbit (default); ``False`` solves every scenario.
     **price_kwargs
         ``algorithm``, ``split``, ``tiers``, ``efficiency``, ``step_overhead_ns``,
         ``bound_only``, ``memory_limit_bytes``.
