@@ -117,27 +117,20 @@ class _Index:
         self.n = len(self.nodes)
         self.index = {v: i for i, v in enumerate(self.nodes)}
         self.by_str = {str(v): i for i, v in enumerate(self.nodes)}
-        sig: dict[tuple, int] = {}
-        self.node_sig = np.array([sig.setdefault(_items(d, LABEL_NODE_ATTRS), len(sig))
-                                  for _, d in G.nodes(data=True)], np.int64)
+        node_data = [d for _, d in G.nodes(data=True)]
+        self.node_sig, self.node_attr_names = _signatures(node_data, LABEL_NODE_ATTRS)
         self.labels: dict[str, np.ndarray] = {}
         for a in LABEL_NODE_ATTRS:
-            vals = [d.get(a) for _, d in G.nodes(data=True)]
+            vals = [d.get(a) for d in node_data]
             if any(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals):
                 self.labels[a] = np.array([int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                                            else -1 for v in vals], np.int64)
         idx = self.index
-        eu, ev, esig = [], [], []
-        esigs: dict[tuple, int] = {}
-        skip = LABEL_EDGE_ATTRS + COSMETIC_EDGE_ATTRS
-        for u, v, d in G.edges(data=True):
-            eu.append(idx[u])
-            ev.append(idx[v])
-            esig.append(esigs.setdefault(_items(d, skip), len(esigs)))
-        self.eu, self.ev = np.array(eu, np.int64), np.array(ev, np.int64)
-        self.edge_sig = np.array(esig, np.int64)
-        self.edge_attr_names = {i: dict(k) for k, i in esigs.items()}
-        self.node_attr_names = {i: dict(k) for k, i in sig.items()}
+        edges = list(G.edges(data=True))
+        self.eu = np.fromiter((idx[u] for u, _, _ in edges), np.int64, len(edges))
+        self.ev = np.fromiter((idx[v] for _, v, _ in edges), np.int64, len(edges))
+        self.edge_sig, self.edge_attr_names = _signatures([d for *_, d in edges],
+                                                          LABEL_EDGE_ATTRS + COSMETIC_EDGE_ATTRS)
         key = np.minimum(self.eu, self.ev) * self.n + np.maximum(self.eu, self.ev)
         self.edge_order = np.argsort(key, kind="stable")
         self.edge_key = key[self.edge_order]
@@ -156,17 +149,23 @@ class _Index:
         return f"{self.nodes[self.eu[e]]}--{self.nodes[self.ev[e]]}"
 
 
-def _items(d: dict, skip: Sequence[str]) -> tuple:
-    out = []
-    for k, v in sorted(d.items()):
-        if k in skip:
-            continue
+_MISSING = object()
+
+
+def _signatures(dicts: list[dict], skip: Sequence[str]) -> tuple[np.ndarray, dict[int, dict]]:
+    """An id per attribute dict (equal ids: equal attributes, ``skip`` left out), and each id's attributes."""
+    keys = sorted({k for d in dicts for k in d} - set(skip))
+    ids: dict[tuple, int] = {}
+    out = np.empty(len(dicts), np.int64)
+    for i, d in enumerate(dicts):
+        t = tuple(d.get(k, _MISSING) for k in keys)
         try:
-            hash(v)
-        except TypeError:
-            v = repr(v)
-        out.append((k, v))
-    return tuple(out)
+            out[i] = ids.setdefault(t, len(ids))
+        except TypeError:                       # an unhashable value: compare its text
+            t = tuple(repr(v) if not isinstance(v, (int, float, str, bool)) else v for v in t)
+            out[i] = ids.setdefault(t, len(ids))
+    names = {j: {k: v for k, v in zip(keys, t) if v is not _MISSING} for t, j in ids.items()}
+    return out, names
 
 
 # ---------------------------------------------------------------------------------------
@@ -409,11 +408,13 @@ def _consistent(lab: np.ndarray, perm: np.ndarray) -> str:
     if not np.array_equal(has, has[perm]):
         return "moves a node that has it onto one that has not"
     a, b = lab[has], lab[perm][has]
-    pairs = np.unique(np.stack([a, b], 1), axis=0)
-    if len(np.unique(pairs[:, 0])) != len(pairs):
-        v = pairs[np.flatnonzero(np.diff(pairs[:, 0]) == 0)[0], 0]
+    m = int(max(a.max(initial=0), b.max(initial=0))) + 1
+    pairs = np.unique(a * m + b)
+    pa, pb = pairs // m, pairs % m
+    if len(np.unique(pa)) != len(pairs):
+        v = pa[np.flatnonzero(np.diff(pa) == 0)[0]]
         return f"splits the nodes of value {int(v)} over several values"
-    if len(np.unique(pairs[:, 1])) != len(pairs):
+    if len(np.unique(pb)) != len(pairs):
         return "merges the nodes of two values"
     return ""
 
@@ -526,7 +527,7 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
 
 def _verify(ix: _Index, perm: np.ndarray, read: Sequence[str], groups: np.ndarray, order: str | None,
             algorithm: str) -> str:
-    if not np.array_equal(np.sort(perm), np.arange(ix.n)):
+    if len(perm) != ix.n or np.bincount(perm, minlength=ix.n).max(initial=0) > 1:
         return "it is not a permutation of the nodes"
     bad = np.flatnonzero(ix.node_sig[perm] != ix.node_sig)
     if len(bad):
@@ -717,13 +718,16 @@ def scenario_orbits(sym: Symmetry, doms: list, combos: Sequence[tuple], *,
     sorted_keys = skeys[order]
     V = len(space)
     src, dst, lab = [], [], []
+    dense = n == 1 and V == k            # keys are the domain indices themselves
     for gi, im in enumerate(images):
-        I = np.sort(im[space], axis=1)
-        key = I @ pw
-        pos = np.minimum(np.searchsorted(sorted_keys, key), V - 1)
-        hit = sorted_keys[pos] == key
-        s = np.flatnonzero(hit)
-        t = order[pos[hit]]
+        if dense:
+            s, t = np.arange(V), im
+        else:
+            key = np.sort(im[space], axis=1) @ pw
+            pos = np.minimum(np.searchsorted(sorted_keys, key), V - 1)
+            hit = sorted_keys[pos] == key
+            s = np.flatnonzero(hit)
+            t = order[pos[hit]]
         mv = s != t
         src.append(s[mv])
         dst.append(t[mv])
