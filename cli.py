@@ -539,6 +539,15 @@ def domains_cmd(fabric, sets, classes, show_all, as_json):
         click.echo(f"  {c}: {preserved_symmetries(c)}")
 
 
+def _explain_option(help_text: str):
+    """``--explain`` on a command, unless its price options already carry one (then it is read from there)."""
+    def deco(fn):
+        if any(getattr(p, "name", None) == "explain" for p in getattr(fn, "__click_params__", [])):
+            return fn
+        return click.option("--explain", "explain", is_flag=True, help=help_text)(fn)
+    return deco
+
+
 _fail_option = click.option("--fail", "fails", multiple=True, metavar="SPEC",
                             help="A failure (repeatable): node:ID, link:A--B, lanes:A--B=K, tray:ID, rail:2 ... "
                             "(see `fabricsim domains FABRIC`).")
@@ -549,11 +558,11 @@ _fail_option = click.option("--fail", "fails", multiple=True, metavar="SPEC",
 @click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
 @_set_option
 @_fail_option
+@_explain_option("Say which methods priced it and which verified symmetries of the fabric the failures keep "
+                 "(refused ones with the reason).")
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print baseline, degraded and what changed as JSON.")
-@click.option("--explain", "explain", is_flag=True, help="Say which methods priced it and which verified "
-              "symmetries of the fabric the failures keep (refused ones with the reason).")
-def whatif_cmd(collective, fabric, sets, fails, as_json, explain, **opts):
+def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     """Price a collective on the intact fabric and with failures applied, side by side.
 
     Groups are placed on the intact fabric; a group that loses a chip is reported
@@ -568,6 +577,7 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, explain, **opts):
     """
     from .collectives.whatif import whatif
     from .topo.errors import BadInput
+    explain = bool(opts.pop("explain", False))
     if not fails:
         raise click.UsageError("give at least one --fail SPEC (see `fabricsim domains FABRIC`)")
     G = load_fabric(fabric, sets)
@@ -646,6 +656,8 @@ def _hist(h: dict) -> str:
               "scheduler (pip install 'fabricsim[dask]'); each worker builds the fabric once.")
 @click.option("--resume", "results_file", type=click.Path(dir_okay=False), help="Append each scenario's result "
               "to this file as it arrives; rerun with the same file to skip what is already done.")
+@_explain_option("Say which symmetry generators folded the scenarios (refused ones with the reason), the "
+                 "orbits and the representatives solved.")
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print the ranked scenarios and summary as JSON.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Scenarios shown in the table.")
@@ -653,10 +665,8 @@ def _hist(h: dict) -> str:
               "distribution to a PNG or SVG.")
 @click.option("--fold/--no-fold", "fold", default=True, show_default=True, help="Solve one scenario per orbit "
               "of the fabric's verified symmetries and give every scenario its orbit's result.")
-@click.option("--explain", "explain", is_flag=True, help="Say which symmetry generators folded the scenarios "
-              "(refused ones with the reason), the orbits and the representatives solved.")
 def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, scheduler, results_file, as_json,
-              top, plot, fold, explain, **opts):
+              top, plot, fold, **opts):
     """Price every failure of a class (or pairs, or random samples), ranked worst first.
 
     \b
@@ -667,6 +677,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
     from .collectives.dask_runner import sweep_runner
     from .collectives.whatif import sweep
     from .topo.errors import BadInput
+    explain = bool(opts.pop("explain", False))
     G = load_fabric(fabric, sets)   # checks the fabric and --set before any work is shipped
     groups = None
     if opts["mesh"] or opts["groups_file"] or opts["count"]:
