@@ -493,7 +493,7 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
     pos = _position_key(G, ix) if routing == "tiered" else None
     conditional = ""
     if routing == "tiered":
-        relays = _relays(G) if intact_relays is None else intact_relays
+        relays = RelayCheck(G)(()) if intact_relays is None else intact_relays
         conditional = ("relays are chosen by in-rack position and rank, so a generator that moves positions holds "
                        "only where the degraded global tier still joins every chip (checked per orbit)")
     ok = []
@@ -566,6 +566,63 @@ def _relays(H: nx.Graph) -> bool:
     if not len(chips):
         return False
     return not core._Reach(net, lt.tier == "global").joins(chips)
+
+
+class RelayCheck:
+    """``check(domains)``: whether the tier rule relays once ``domains`` have failed, as
+    :func:`_relays` on the degraded graph says, computed on the intact link table with the
+    failed links masked out (no copy of the graph).  Fabrics with patch switches (whose
+    forwarding links are not the graph's edges) take the copy: ``apply_failures``.
+    """
+
+    def __init__(self, G: nx.Graph):
+        from ..topo.contract import LANES
+        from ..topo.routing import core, link_table
+        self.G, self._core, self._lanes = G, core, LANES
+        self.patched = any(d.get("patch") for _, d in G.nodes(data=True))
+        if self.patched:
+            return
+        self.lt = link_table(G)
+        self.net = core._net(G, self.lt)
+        self.idx = {v: i for i, v in enumerate(self.lt.nodes)}
+        n = len(self.lt.nodes)
+        self.n = n
+        key = self.lt.src.astype(np.int64) * n + self.lt.dst
+        self.order = np.argsort(key, kind="stable")
+        self.keys = key[self.order]
+        self.glob = np.asarray(self.lt.tier == "global")
+        self.chips = self.net.node_of_rank[self.net.node_of_rank >= 0]
+
+    def _links(self, u: int, v: int) -> list[int]:
+        out = []
+        for k in (u * self.n + v, v * self.n + u):
+            i = np.searchsorted(self.keys, k)
+            if i < len(self.keys) and self.keys[i] == k:
+                out.append(int(self.order[i]))
+        return out
+
+    def __call__(self, doms: Sequence) -> bool:
+        if self.patched:
+            from ..topo.failures import apply_failures
+            return _relays(apply_failures(self.G, [f"node:{n}" for d in doms for n in d.nodes]
+                                          + [f"link:{u}--{v}" if d.lanes is None else f"lanes:{u}--{v}={d.lanes}"
+                                             for d in doms for u, v in d.edges])[0])
+        mask = self.glob.copy()
+        dead = np.array([self.idx[x] for d in doms for x in d.nodes if x in self.idx], np.int64)
+        if len(dead):
+            mask &= ~(np.isin(self.lt.src, dead) | np.isin(self.lt.dst, dead))
+        lost: dict[tuple, int] = {}
+        for d in doms:
+            for u, v in d.edges:
+                lost[(u, v)] = lost.get((u, v), 0) + (self.G.edges[u, v][self._lanes] if d.lanes is None
+                                                      else int(d.lanes))
+        for (u, v), k in lost.items():
+            if k >= self.G.edges[u, v][self._lanes]:
+                mask[self._links(self.idx[u], self.idx[v])] = False
+        chips = self.chips[~np.isin(self.chips, dead)] if len(dead) else self.chips
+        if not len(chips):
+            return False
+        return not self._core._Reach(self.net, mask).joins(chips)
 
 
 # ---------------------------------------------------------------------------------------

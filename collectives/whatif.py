@@ -467,10 +467,10 @@ def _fold(G, groups, algorithm, failure_class, doms, ids, combos, fold: bool, ti
     if not fold:
         return None, {"fold": False, "reason": "folding turned off (fold=False, --no-fold)"}
     sym = _orbits.fabric_symmetry(G, groups, algorithm)
+    check = _orbits.RelayCheck(G) if sym.conditional else None
 
     def relays(combo) -> bool:
-        H, _ = apply_failures(G, [ids[j] for j in combo])
-        return _orbits._relays(H)
+        return check([doms[j] for j in combo])
 
     orb = _orbits.scenario_orbits(sym, doms, combos, needs_positional=relays if sym.conditional else None)
     method = {"fold": True, "failure_class": failure_class, "scenarios": len(combos), "orbits": orb.n_orbits,

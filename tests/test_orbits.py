@@ -270,3 +270,22 @@ def test_torus_8x8x8_link_sweep_three_orbits():
     s = sweep("torus", {"dims": "8x8x8"}, "link", collective="all-to-all", size_bytes=GiB, algorithm="direct")
     assert s.summary["count"] == 1536 and s.summary["orbits"] == 3
     _check_against_whatif(s, "torus", {"dims": "8x8x8"}, draws=1, seed=12)
+
+
+@pytest.mark.parametrize("params", [{"racks": 2}, {"racks": 2, "rail_wiring": "per-port"}])
+def test_relay_check_on_the_intact_table_equals_the_degraded_copy(params):
+    from fabricsim.collectives.orbits import RelayCheck, _relays
+    from fabricsim.topo.failures import apply_failures
+    G = build("jalapeno-pod", **params)
+    check, D = RelayCheck(G), domains(G)
+    rng = np.random.default_rng(4)
+    seen = set()
+    for cls in ("link", "lanes", "leaf-switch", "rail-switch", "ocs", "rail", "chip"):
+        ds = D[cls]
+        for combo in [(int(i),) for i in rng.choice(len(ds), min(3, len(ds)), replace=False)] + [tuple(range(min(4, len(ds))))]:
+            got = check([ds[j] for j in combo])
+            assert got == _relays(apply_failures(G, [f"{cls}:{ds[j].id}" for j in combo])[0]), (cls, combo)
+            seen.add(got)
+    # every leaf link of one chip (4 per-lane, 1 per-port): it is cut off the global tier
+    chip_leaf = [d for d in D["link"] if d.edges[0][0] == "r00/xpu000" and "gsw" in str(d.edges[0][1])]
+    assert len(chip_leaf) == (1 if params.get("rail_wiring") == "per-port" else 4) and check(chip_leaf)
