@@ -289,3 +289,17 @@ def test_relay_check_on_the_intact_table_equals_the_degraded_copy(params):
     # every leaf link of one chip (4 per-lane, 1 per-port): it is cut off the global tier
     chip_leaf = [d for d in D["link"] if d.edges[0][0] == "r00/xpu000" and "gsw" in str(d.edges[0][1])]
     assert len(chip_leaf) == (1 if params.get("rail_wiring") == "per-port" else 4) and check(chip_leaf)
+
+
+def test_a_user_fabrics_symmetry_annotation_is_verified_and_used(tmp_path):
+    from fabricsim.fabrics.userfile import export_fabric
+    G = build("torus", dims=(4, 4, 4))
+    G.graph["routing"] = "ecmp"                    # no torus generators: only what the file says
+    shift = {f"c{x:02d}.{y:02d}.{z:02d}": f"c{(x + 1) % 4:02d}.{y:02d}.{z:02d}"
+             for x in range(4) for y in range(4) for z in range(4)}
+    G.graph["symmetry"] = json.dumps([{"name": "x + 1", "map": shift}])
+    path = export_fabric(G, tmp_path / "ring4.json")
+    s = sweep(str(path), None, "link", collective="all-to-all", size_bytes=GiB, algorithm="direct")
+    assert [g["name"] for g in s.method["generators"]] == ["annotation x + 1"]
+    assert s.summary["orbits"] == 192 // 4        # the translation's cycles of 4 links
+    _check_against_whatif(s, str(path), None, draws=2)
