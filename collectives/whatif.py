@@ -423,7 +423,15 @@ def _run_scenario(task: _Task) -> dict:
             "unreachable_pairs": int(r.unreachable_pairs.get("count", 0)),
             "chips_lost": lost, "chips_bandwidth_changed": changed,
             "top_bottleneck": r.bottlenecks[0]["link"] if r.bottlenecks else None,
-            **({"method": _finite(dict(r.method))} if isinstance(getattr(r, "method", None), dict) else {})}
+            **({"method": _plain(r.method)} if isinstance(getattr(r, "method", None), dict) else {})}
+
+
+def _plain(obj: Any) -> Any:
+    """Plain JSON values (numpy scalars to Python, tuples to lists, NaN to null), so a result with the
+    price's ``method`` still round-trips exactly through a results file."""
+    def default(x):
+        return x.item() if hasattr(x, "item") else str(x)
+    return json.loads(json.dumps(_finite(obj), default=default))
 
 
 def _scenarios(ids: list[str], n: int, samples: int | None, seed: int) -> list[tuple]:

@@ -303,3 +303,33 @@ def test_a_user_fabrics_symmetry_annotation_is_verified_and_used(tmp_path):
     assert [g["name"] for g in s.method["generators"]] == ["annotation x + 1"]
     assert s.summary["orbits"] == 192 // 4        # the translation's cycles of 4 links
     _check_against_whatif(s, str(path), None, draws=2)
+
+
+def test_a_price_method_is_kept_per_representative_and_resumes(tmp_path, monkeypatch):
+    """Where cost reports carry ``method`` (getattr), each representative's shows in the sweep's method,
+    as plain JSON, so a results file still stores and reuses the representatives."""
+    import fabricsim.collectives.whatif as W
+    from fabricsim.collectives.dask_runner import ResumableRunner
+    from fabricsim.collectives.whatif import LocalRunner
+
+    real = W.price
+
+    class WithMethod:
+        def __init__(self, r):
+            self._r = r
+            self.method = {"path": "twins", "quotient_size": np.int64(3), "refused": ({"method": "x", "reason": "y"},)}
+
+        def __getattr__(self, k):
+            return getattr(self._r, k)
+
+    monkeypatch.setattr(W, "price", lambda *a, **k: WithMethod(real(*a, **k)))
+    kw = dict(collective="all-to-all", size_bytes=GiB, algorithm="direct")
+    path = tmp_path / "r.jsonl"
+    s = sweep("torus", {"dims": "4x4x4"}, "link", runner=ResumableRunner(LocalRunner(), path), **kw)
+    reps = s.method["representatives"]
+    assert len(reps) == 3 and reps[0]["method"] == {"path": "twins", "quotient_size": 3,
+                                                    "refused": [{"method": "x", "reason": "y"}]}
+    assert len(path.read_text().splitlines()) == 3
+    runner = ResumableRunner(LocalRunner(), path)
+    again = sweep("torus", {"dims": "4x4x4"}, "link", runner=runner, **kw)
+    assert runner.reused == 3 and again.scenarios == s.scenarios
