@@ -722,7 +722,7 @@ def _domain_images(ix: _Index, doms: list, gens: list[Generator]) -> tuple[list[
 
 
 def scenario_orbits(sym: Symmetry, doms: list, combos: Sequence[tuple], *,
-                    needs_positional: Callable[[int], bool] | None = None) -> Orbits:
+                    needs_positional: Callable[[tuple], bool] | None = None) -> Orbits:
     """Partition ``combos`` (tuples of indices into ``doms``) into orbits under ``sym``'s generators.
 
     Parameters
@@ -734,7 +734,7 @@ def scenario_orbits(sym: Symmetry, doms: list, combos: Sequence[tuple], *,
     combos : sequence of tuple of int
         The scenarios (sorted index tuples, all of one length ``n``).
     needs_positional : callable, optional
-        ``needs_positional(scenario)`` tells whether a representative's routes relay;
+        ``needs_positional(combo)`` tells whether a representative's routes relay;
         orbits whose representative does are split using position-keeping generators
         only.  Needed when ``sym.conditional`` is set (then a check per orbit).
 
@@ -761,8 +761,9 @@ def scenario_orbits(sym: Symmetry, doms: list, combos: Sequence[tuple], *,
     gens = [g for g, im in zip(sym.generators, images) if im is not None]
     images = [im for im in images if im is not None]
     if n > MAX_N_KEYED or float(k) ** n >= 2 ** 62:
-        notes.append(f"scenarios of {n} failures are not folded (keys of {k}^{n} do not fit)")
-        gens, images = [], []
+        ids = np.arange(S, dtype=np.int64)
+        return Orbits(ids, ids.copy(), np.ones(S, np.int64), (), tuple(sym.refused) + tuple(refused),
+                      (f"scenarios of {n} failures are not folded (keys of {k}^{n} do not fit in 64 bits)",))
     # every scenario space the images may land in: all of it for n = 1, else the combos
     full = n == 1 or S == math.comb(k, n)
     if n == 1 and S < k:
@@ -775,7 +776,7 @@ def scenario_orbits(sym: Symmetry, doms: list, combos: Sequence[tuple], *,
     sorted_keys = skeys[order]
     V = len(space)
     src, dst, lab = [], [], []
-    dense = n == 1 and V == k            # keys are the domain indices themselves
+    dense = n == 1 and V == k and bool(np.array_equal(space[:, 0], np.arange(k)))   # keys are the indices
     for gi, im in enumerate(images):
         if dense:
             s, t = np.arange(V), im

@@ -333,3 +333,17 @@ def test_a_price_method_is_kept_per_representative_and_resumes(tmp_path, monkeyp
     runner = ResumableRunner(LocalRunner(), path)
     again = sweep("torus", {"dims": "4x4x4"}, "link", runner=runner, **kw)
     assert runner.reused == 3 and again.scenarios == s.scenarios
+
+
+def test_scenarios_in_any_order_and_too_many_failures():
+    G = build("torus", dims=(4, 4, 4))
+    sym = fabric_symmetry(G, [list(range(64))], "direct")
+    doms = domains(G, ["link"])["link"]
+    combos = [(i,) for i in range(len(doms))][::-1]
+    orb = scenario_orbits(sym, doms, combos)
+    assert orb.n_orbits == 3 and orb.reps.tolist() == sorted(orb.reps.tolist())
+    # the orbits match the ones of the ordered list, scenario by scenario
+    ref = scenario_orbits(sym, doms, combos[::-1])
+    assert len(set(zip(orb.orbit[::-1].tolist(), ref.orbit.tolist()))) == 3
+    many = scenario_orbits(sym, doms, [tuple(range(j, j + 6)) for j in range(3)])
+    assert many.n_orbits == 3 and "not folded" in many.notes[0]
