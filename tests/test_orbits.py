@@ -347,3 +347,16 @@ def test_scenarios_in_any_order_and_too_many_failures():
     assert len(set(zip(orb.orbit[::-1].tolist(), ref.orbit.tolist()))) == 3
     many = scenario_orbits(sym, doms, [tuple(range(j, j + 6)) for j in range(3)])
     assert many.n_orbits == 3 and "not folded" in many.notes[0]
+
+
+def test_torus_translations_take_the_step_the_placement_allows():
+    # groups of 8 on 4x4x4: fixed x, y in {0, 1} or {2, 3}, every z
+    s = sweep("torus", {"dims": "4x4x4"}, "link", collective="all-to-all", size_bytes=GiB, group_size=8,
+              algorithm="direct")
+    names = [g["name"] for g in s.method["generators"]]
+    assert "translation by 2 along y" in names and "translation by 1 along y" not in names
+    assert "translation by 1 along x" in names and "translation by 1 along z" in names
+    assert "reflection of y (x -> 1 - x mod 4)" in names
+    # y links: inside a pair of y rows (y 0-1, 2-3) or between pairs (1-2, 3-0): two orbits
+    assert s.summary["orbits"] == 4
+    _check_against_whatif(s, "torus", {"dims": "4x4x4"}, group_size=8, draws=3)
