@@ -231,6 +231,9 @@ def _label_perms(ix: _Index, refused: list) -> list[Generator]:
         if len(vals) > 2:
             out.append(Generator(f"{a} cycle {vals[0]} -> {vals[1]} -> ... -> {vals[-1]} -> {vals[0]}", a,
                                  _cycle_perm(ix.n, blocks)))
+        if len(vals) >= 4:
+            # the cycle's square: it may keep pairs of values together where the cycle splits them
+            out.append(Generator(f"{a} shift by two ({vals[0]} -> {vals[2]}, ...)", a, _cycle_perm(ix.n, blocks, 2)))
     return out
 
 
@@ -273,6 +276,10 @@ def _leaf_rails(ix: _Index) -> list[Generator]:
     if k > 2:
         out.append(Generator(f"leaf/rail-pair cycle of the {k} leaves of every rack with their rails", "rail",
                              _cycle_perm(ix.n, blocks)))
+    if k >= 4:
+        # leaves 0, 1 <-> 2, 3: keeps the global switch trays (2 leaves each) whole
+        out.append(Generator(f"leaf/rail-pair shift by two of the {k} leaves of every rack with their rails",
+                             "rail", _cycle_perm(ix.n, blocks, 2)))
     return out
 
 

@@ -360,3 +360,12 @@ def test_torus_translations_take_the_step_the_placement_allows():
     # y links: inside a pair of y rows (y 0-1, 2-3) or between pairs (1-2, 3-0): two orbits
     assert s.summary["orbits"] == 4
     _check_against_whatif(s, "torus", {"dims": "4x4x4"}, group_size=8, draws=3)
+
+
+def test_pod_switch_tray_sweep_two_orbits():
+    # 6 local-switch trays and 2 global trays (2 leaves each) per rack; the leaf shift by two keeps trays whole
+    s = sweep("jalapeno-pod", {"racks": 2}, "switch-tray", collective="all-to-all", size_bytes=GiB,
+              algorithm="direct")
+    assert s.summary["count"] == 16 and s.summary["orbits"] == 2
+    assert sorted({sc["orbit_size"] for sc in s.scenarios}) == [4, 12]
+    _check_against_whatif(s, "jalapeno-pod", {"racks": 2}, draws=3)
