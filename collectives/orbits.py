@@ -329,7 +329,7 @@ def _annotated(ix: _Index, refused: list) -> list[Generator]:
                 perm[ix.by_str[str(a)]] = ix.by_str[str(b)]
             out.append(Generator(f"annotation {item.get('name', k)!s}", "annotation", perm))
         return out
-    except (ValueError, TypeError, KeyError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
         refused.append(("the fabric's symmetry annotation", f"it is not a JSON list of {{name, map}} over node ids "
                         f"({type(exc).__name__}: {str(exc)[:80]})"))
         return []
@@ -485,7 +485,13 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
     ix = _Index(G)
     refused: list = []
     cands = candidate_generators(G, ix, refused)
-    groups_a = np.asarray([list(g) for g in groups], np.int64)
+    sizes = {len(g) for g in groups}
+    if len(sizes) > 1:
+        return Symmetry((), (("every generator", "the groups differ in size"),), "", ix)
+    groups_a = np.asarray([[int(r) for r in g] for g in groups], np.int64).reshape(len(groups), -1)
+    chip_ranks = set(ix.rank[ix.is_chip].tolist())
+    if not set(groups_a.ravel().tolist()) <= chip_ranks:
+        return Symmetry((), (("every generator", "a group names a rank that no chip has"),), "", ix)
     if algorithm in ORDER_FREE:
         order = "set"
     elif algorithm in ROTATION:

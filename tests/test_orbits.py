@@ -369,3 +369,20 @@ def test_pod_switch_tray_sweep_two_orbits():
     assert s.summary["count"] == 16 and s.summary["orbits"] == 2
     assert sorted({sc["orbit_size"] for sc in s.scenarios}) == [4, 12]
     _check_against_whatif(s, "jalapeno-pod", {"racks": 2}, draws=3)
+
+
+@pytest.mark.parametrize("groups, why", [([[0, 1], [2]], "differ in size"), ([[0, 999]], "no chip has"),
+                                         ([[-1, 3]], "no chip has")])
+def test_odd_groups_refuse_every_generator(groups, why):
+    sym = fabric_symmetry(build("jalapeno-rack"), groups, "ring")
+    assert not sym.generators and why in sym.refused[0][1]
+
+
+def test_a_malformed_annotation_is_refused_not_raised():
+    G = build("torus", dims=(3, 3, 3))
+    for junk in ("not json", json.dumps([1, 2]), json.dumps([{"map": {"nowhere": "c00.00.00"}}]),
+                 json.dumps({"map": []}), json.dumps([["a"]])):
+        G.graph["symmetry"] = junk
+        sym = fabric_symmetry(G, [list(range(27))], "direct")
+        assert any(n == "the fabric's symmetry annotation" for n, _ in sym.refused), junk
+        assert len(sym.generators) == 6              # the torus's own generators still hold
