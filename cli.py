@@ -656,6 +656,8 @@ def _hist(h: dict) -> str:
               "scheduler (pip install 'fabricsim[dask]'); each worker builds the fabric once.")
 @click.option("--resume", "results_file", type=click.Path(dir_okay=False), help="Append each scenario's result "
               "to this file as it arrives; rerun with the same file to skip what is already done.")
+@click.option("--fold/--no-fold", "fold", default=True, show_default=True, help="Solve one scenario per orbit "
+              "of the fabric's verified symmetries and give every scenario its orbit's result.")
 @_explain_option("Say which symmetry generators folded the scenarios (refused ones with the reason), the "
                  "orbits and the representatives solved.")
 @_price_options
@@ -663,8 +665,6 @@ def _hist(h: dict) -> str:
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Scenarios shown in the table.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write sorted slowdowns and their "
               "distribution to a PNG or SVG.")
-@click.option("--fold/--no-fold", "fold", default=True, show_default=True, help="Solve one scenario per orbit "
-              "of the fabric's verified symmetries and give every scenario its orbit's result.")
 def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, scheduler, results_file, as_json,
               top, plot, fold, **opts):
     """Price every failure of a class (or pairs, or random samples), ranked worst first.
