@@ -640,97 +640,6 @@ def _hist(h: dict) -> str:
     return ", ".join(f"{v:,} at {k}" for k, v in h.items()) or "-"
 
 
-@main.command("sweep")
-@_collective_arg
-@click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
-@_set_option
-@click.option("--class", "failure_class", required=True, help="Failure class to sweep: rail-switch, local-switch, "
-              "tray, link, rail, rack ... (`fabricsim domains FABRIC` lists them).")
-@click.option("--n", "n", type=click.IntRange(1, 3), default=1, show_default=True,
-              help="Failures per scenario: 1 = every single failure (N-1), 2 = every pair (N-2).")
-@click.option("--samples", type=click.IntRange(min=1), help="Price this many random scenarios instead of all.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --samples.")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Local worker processes (ignored with --scheduler).")
-@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run the scenarios on an existing Dask distributed "
-              "scheduler (pip install 'fabricsim[dask]'); each worker builds the fabric once.")
-@click.option("--resume", "results_file", type=click.Path(dir_okay=False), help="Append each scenario's result "
-              "to this file as it arrives; rerun with the same file to skip what is already done.")
-@click.option("--fold/--no-fold", "fold", default=True, show_default=True, help="Solve one scenario per orbit "
-              "of the fabric's verified symmetries and give every scenario its orbit's result.")
-@_explain_option("Say which symmetry generators folded the scenarios (refused ones with the reason), the "
-                 "orbits and the representatives solved.")
-@_price_options
-@click.option("--json", "as_json", is_flag=True, help="Print the ranked scenarios and summary as JSON.")
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Scenarios shown in the table.")
-@click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write sorted slowdowns and their "
-              "distribution to a PNG or SVG.")
-def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, scheduler, results_file, as_json,
-              top, plot, fold, **opts):
-    """Price every failure of a class (or pairs, or random samples), ranked worst first.
-
-    \b
-    Example:
-      fabricsim sweep all-to-all --fabric jalapeno-pod --class rail-switch --group-size 2048 \\
-          --size 1GiB --algorithm direct --workers 2
-    """
-    from .collectives.dask_runner import sweep_runner
-    from .collectives.whatif import sweep
-    from .topo.errors import BadInput
-    explain = bool(opts.pop("explain", False))
-    G = load_fabric(fabric, sets)   # checks the fabric and --set before any work is shipped
-    groups = None
-    if opts["mesh"] or opts["groups_file"] or opts["count"]:
-        groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
-                             opts["groups_file"], opts["count"])
-    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
-
-    progress = SweepProgress()
-    try:
-        runner = sweep_runner(workers, scheduler=scheduler, results_file=results_file)
-    except BadInput as exc:
-        raise click.BadParameter(str(exc), param_hint="--scheduler" if scheduler else "--resume") from None
-    if scheduler:
-        _progress(f"connected to {scheduler}")
-    try:
-        s = sweep(fabric, _parse_sets(sets), failure_class, n=n, samples=samples, seed=seed, collective=collective,
-                  size_bytes=parse_size(opts["size"]), group_size=None if groups else opts["group_size"],
-                  placement=opts["placement"],
-                  groups=groups, runner=runner, progress=progress, algorithm=opts["algorithm"],
-                  split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
-                  bound_only=opts["bound_only"], symmetry=not opts["per_flow"], fold=fold)
-    except BadInput as exc:
-        raise click.BadParameter(str(exc), param_hint="options") from None
-    finally:
-        progress.close()
-        getattr(runner, "close", lambda: None)()
-    if plot:
-        from .collectives.plots import plot_sweep
-        plot_sweep(s, plot)
-        _progress(f"wrote {plot}")
-    if as_json:
-        _emit_json(s.as_dict())
-        return
-    sm = s.summary
-    click.echo(f"{s.collective} on {s.fabric}, {sm['count']:,} scenarios of {s.n} x {s.failure_class}, "
-               f"algorithm {s.algorithm}; baseline {_us(s.baseline.time_s)}")
-    click.echo(f"slowdown: min x{_x(sm.get('min'))}  median x{_x(sm.get('median'))}  p90 x{_x(sm.get('p90'))}  "
-               f"max x{_x(sm.get('max'))}  ({sm.get('distinct', 0)} distinct; {sm.get('partial', 0)} partial)")
-    folded = bool(s.scenarios) and "orbit" in s.scenarios[0]
-    click.echo(_table([["; ".join(sc["failed"]), f"x{_x(sc['slowdown'])}", _us(sc.get("time_s"))]
-                       + ([f"{sc['orbit']:,}", f"{sc['orbit_size']:,}"] if folded else [])
-                       + ["PARTIAL" if sc.get("partial") else ""] for sc in s.scenarios[:top]],
-                      ["failed", "slowdown", "time"] + (["orbit", "orbit size"] if folded else []) + [""]))
-    for note in s.notes:
-        click.echo(f"note: {note}")
-    if explain:
-        click.echo(_format_sweep_method(s.method))
-
-
-def _x(v) -> str:
-    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.6g}"
-
-
 # --------------------------------------------------------------------------- sweep/whatif: progress, --explain
 class SweepProgress:
     """A sweep's progress on stderr: a bar with the scenarios done, the orbits solved and an ETA.
@@ -897,6 +806,97 @@ def _format_whatif_method(m: dict) -> str:
         for cls, text in sym.get("preserves", {}).items():
             out.append(f"  a {cls} failure keeps: {text}")
     return "\n".join(out)
+
+
+@main.command("sweep")
+@_collective_arg
+@click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
+@_set_option
+@click.option("--class", "failure_class", required=True, help="Failure class to sweep: rail-switch, local-switch, "
+              "tray, link, rail, rack ... (`fabricsim domains FABRIC` lists them).")
+@click.option("--n", "n", type=click.IntRange(1, 3), default=1, show_default=True,
+              help="Failures per scenario: 1 = every single failure (N-1), 2 = every pair (N-2).")
+@click.option("--samples", type=click.IntRange(min=1), help="Price this many random scenarios instead of all.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --samples.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local worker processes (ignored with --scheduler).")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run the scenarios on an existing Dask distributed "
+              "scheduler (pip install 'fabricsim[dask]'); each worker builds the fabric once.")
+@click.option("--resume", "results_file", type=click.Path(dir_okay=False), help="Append each scenario's result "
+              "to this file as it arrives; rerun with the same file to skip what is already done.")
+@click.option("--fold/--no-fold", "fold", default=True, show_default=True, help="Solve one scenario per orbit "
+              "of the fabric's verified symmetries and give every scenario its orbit's result.")
+@_explain_option("Say which symmetry generators folded the scenarios (refused ones with the reason), the "
+                 "orbits and the representatives solved.")
+@_price_options
+@click.option("--json", "as_json", is_flag=True, help="Print the ranked scenarios and summary as JSON.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Scenarios shown in the table.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write sorted slowdowns and their "
+              "distribution to a PNG or SVG.")
+def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, scheduler, results_file, as_json,
+              top, plot, fold, **opts):
+    """Price every failure of a class (or pairs, or random samples), ranked worst first.
+
+    \b
+    Example:
+      fabricsim sweep all-to-all --fabric jalapeno-pod --class rail-switch --group-size 2048 \\
+          --size 1GiB --algorithm direct --workers 2
+    """
+    from .collectives.dask_runner import sweep_runner
+    from .collectives.whatif import sweep
+    from .topo.errors import BadInput
+    explain = bool(opts.pop("explain", False))
+    G = load_fabric(fabric, sets)   # checks the fabric and --set before any work is shipped
+    groups = None
+    if opts["mesh"] or opts["groups_file"] or opts["count"]:
+        groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
+                             opts["groups_file"], opts["count"])
+    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
+
+    progress = SweepProgress()
+    try:
+        runner = sweep_runner(workers, scheduler=scheduler, results_file=results_file)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--scheduler" if scheduler else "--resume") from None
+    if scheduler:
+        _progress(f"connected to {scheduler}")
+    try:
+        s = sweep(fabric, _parse_sets(sets), failure_class, n=n, samples=samples, seed=seed, collective=collective,
+                  size_bytes=parse_size(opts["size"]), group_size=None if groups else opts["group_size"],
+                  placement=opts["placement"],
+                  groups=groups, runner=runner, progress=progress, algorithm=opts["algorithm"],
+                  split=opts["split"], tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns,
+                  bound_only=opts["bound_only"], symmetry=not opts["per_flow"], fold=fold)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="options") from None
+    finally:
+        progress.close()
+        getattr(runner, "close", lambda: None)()
+    if plot:
+        from .collectives.plots import plot_sweep
+        plot_sweep(s, plot)
+        _progress(f"wrote {plot}")
+    if as_json:
+        _emit_json(s.as_dict())
+        return
+    sm = s.summary
+    click.echo(f"{s.collective} on {s.fabric}, {sm['count']:,} scenarios of {s.n} x {s.failure_class}, "
+               f"algorithm {s.algorithm}; baseline {_us(s.baseline.time_s)}")
+    click.echo(f"slowdown: min x{_x(sm.get('min'))}  median x{_x(sm.get('median'))}  p90 x{_x(sm.get('p90'))}  "
+               f"max x{_x(sm.get('max'))}  ({sm.get('distinct', 0)} distinct; {sm.get('partial', 0)} partial)")
+    folded = bool(s.scenarios) and "orbit" in s.scenarios[0]
+    click.echo(_table([["; ".join(sc["failed"]), f"x{_x(sc['slowdown'])}", _us(sc.get("time_s"))]
+                       + ([f"{sc['orbit']:,}", f"{sc['orbit_size']:,}"] if folded else [])
+                       + ["PARTIAL" if sc.get("partial") else ""] for sc in s.scenarios[:top]],
+                      ["failed", "slowdown", "time"] + (["orbit", "orbit size"] if folded else []) + [""]))
+    for note in s.notes:
+        click.echo(f"note: {note}")
+    if explain:
+        click.echo(_format_sweep_method(s.method))
+
+
+def _x(v) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.6g}"
 
 
 if __name__ == "__main__":  # pragma: no cover
