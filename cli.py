@@ -677,6 +677,19 @@ def domains_cmd(fabric, sets, classes, show_all, as_json):
         shown = ids if show_all or len(ids) <= 4 else ids[:3] + [f"... ({len(ids) - 3:,} more)"]
         rows.append([c, len(ds), f"{c}:{ds[0].id}" if ds else "", ", ".join(shown)])
     click.echo(_table(rows, ["class", "domains", "spec example", "ids"]))
+    from .topo.failures import preserved_symmetries
+    click.echo("\nsymmetries a failure keeps (sweep folds scenarios by them; `sweep --explain` shows which hold):")
+    for c in D:
+        click.echo(f"  {c}: {preserved_symmetries(c)}")
+
+
+def _explain_option(help_text: str):
+    """``--explain`` on a command, unless its price options already carry one (then it is read from there)."""
+    def deco(fn):
+        if any(getattr(p, "name", None) == "explain" for p in getattr(fn, "__click_params__", [])):
+            return fn
+        return click.option("--explain", "explain", is_flag=True, help=help_text)(fn)
+    return deco
 
 
 _fail_option = click.option("--fail", "fails", multiple=True, metavar="SPEC",
@@ -689,6 +702,8 @@ _fail_option = click.option("--fail", "fails", multiple=True, metavar="SPEC",
 @click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
 @_set_option
 @_fail_option
+@_explain_option("Say which methods priced it and which verified symmetries of the fabric the failures keep "
+                 "(refused ones with the reason).")
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print baseline, degraded and what changed as JSON.")
 def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
@@ -706,6 +721,7 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     """
     from .collectives.whatif import whatif
     from .topo.errors import BadInput
+    explain = bool(opts.pop("explain", False))
     if not fails:
         raise click.UsageError("give at least one --fail SPEC (see `fabricsim domains FABRIC`)")
     G = load_fabric(fabric, sets)
@@ -714,7 +730,7 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     options = _options(opts, size=False)
     try:
         w = whatif(G, list(fails), collective, groups=groups, size_bytes=parse_size(opts["size"]),
-                   **options.price_kwargs())
+                   explain=explain, **options.price_kwargs())
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--fail") from None
     _finite(w.baseline)
@@ -722,6 +738,8 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
         _emit_json(w.as_dict())
     else:
         click.echo(_format_whatif(w))
+        if explain:
+            click.echo(_format_whatif_method(w.method))
 
 
 def _format_whatif(w) -> str:
@@ -766,6 +784,174 @@ def _hist(h: dict) -> str:
     return ", ".join(f"{v:,} at {k}" for k, v in h.items()) or "-"
 
 
+# --------------------------------------------------------------------------- sweep/whatif: progress, --explain
+class SweepProgress:
+    """A sweep's progress on stderr: a bar with the scenarios done, the orbits solved and an ETA.
+
+    ``sweep()`` calls it once per scenario in the parent process, whatever the runner
+    (local pool or Dask), after ``plan(scenarios, orbits)``.  The ETA is the time per
+    representative solved so far times those left (each representative prices its
+    whole orbit).  Nothing is shown for a sweep that ends within ``after_s`` seconds.
+    On a terminal the bar is redrawn in place (every 0.1 s or new percent); when stderr
+    is not a terminal (a log, CI) it writes one plain line per 10% step, and only once
+    the sweep has run ``log_after_s`` seconds, so short sweeps leave logs alone.
+    Progress goes to stderr only, so ``--json`` output on stdout stays clean.
+    """
+
+    WIDTH = 24
+
+    def __init__(self, stream=None, *, after_s: float = 2.0, log_after_s: float = 10.0, tty: bool | None = None,
+                 clock=time.monotonic):
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) if tty is None else tty
+        self.after_s, self.log_after_s, self.clock = after_s, log_after_s, clock
+        self.t0 = clock()
+        self.scenarios = self.orbits = None
+        self.solved, self._orbit_seen = 0, set()
+        self._drawn = False
+        self._last_draw = -1.0
+        self._last_pct = -1
+        self._last_step = -1
+        self.last = ""
+
+    def plan(self, scenarios: int, orbits: int) -> None:
+        self.scenarios, self.orbits = int(scenarios), int(orbits)
+
+    def line(self, done: int, total: int) -> str:
+        el = self.clock() - self.t0
+        frac = done / total if total else 1.0
+        fill = int(round(frac * self.WIDTH))
+        units, of = (self.solved, self.orbits) if self.orbits else (done, total)
+        eta = el / units * (of - units) if units else float("nan")
+        orbit = f", {self.solved:,}/{self.orbits:,} orbits solved" if self.orbits and self.orbits < total else ""
+        tail = "done" if done >= total else (f"ETA {_duration(eta)}" if math.isfinite(eta) else "ETA ?")
+        return (f"fabricsim: sweep [{'#' * fill}{'.' * (self.WIDTH - fill)}] {frac:4.0%} {done:,}/{total:,} "
+                f"scenarios{orbit}, {_duration(el)} elapsed, {tail}")
+
+    def __call__(self, done: int, total: int, result: dict) -> None:
+        o = result.get("orbit") if isinstance(result, dict) else None
+        key = o if o is not None else ("scenario", done)
+        if key not in self._orbit_seen:
+            self._orbit_seen.add(key)
+            self.solved += 1
+        now = self.clock()
+        el = now - self.t0
+        if self.tty:
+            if el < self.after_s and not self._drawn:
+                return
+            pct = int(100 * done / total) if total else 100
+            # an orbit's scenarios arrive together: redraw at each new percent too, not only every 0.1 s
+            if done < total and now - self._last_draw < 0.1 and pct == self._last_pct:
+                return
+            self._last_draw, self._last_pct = now, pct
+            self.last = self.line(done, total)
+            self.stream.write("\r" + self.last + "\x1b[K")
+            self._drawn = True
+            if done >= total:
+                self.stream.write("\n")
+                self._drawn = False
+            self.stream.flush()
+            return
+        step = int(10 * done / total) if total else 10
+        if el < self.log_after_s or (step == self._last_step and done < total):
+            return
+        if done >= total and self._last_step < 0:
+            return                               # nothing shown so far: a short sweep stays quiet
+        self._last_step = step
+        self.last = self.line(done, total)
+        self.stream.write(self.last + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End a bar left mid-line (an error or an interrupt)."""
+        if self.tty and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._drawn = False
+
+
+def _duration(s: float) -> str:
+    if not math.isfinite(s):
+        return "?"
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        return f"{int(s // 60)} min {int(s % 60):02d} s"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+
+
+def _format_generators(m: dict, limit: int = 12) -> list[str]:
+    out = []
+    gens = m.get("generators", [])
+    fams: dict[str, int] = {}
+    for g in gens:
+        fams[g["family"]] = fams.get(g["family"], 0) + 1
+    out.append(f"  generators used: {len(gens)}" + (f" ({', '.join(f'{k} {v}' for k, v in fams.items())})"
+                                                    if gens else ""))
+    out.extend(f"    {g['name']}" + (" [conditional]" if g.get("conditional") else "") for g in gens[:limit])
+    if len(gens) > limit:
+        out.append(f"    ... ({len(gens) - limit} more)")
+    cond = next((g["conditional"] for g in gens if g.get("conditional")), "")
+    if cond:
+        out.append(f"  conditional: {cond}")
+    ref = m.get("refused", [])
+    out.append(f"  generators refused: {len(ref)}")
+    out.extend(f"    {r['name']}: {r['reason']}" for r in ref[:limit])
+    if len(ref) > limit:
+        out.append(f"    ... ({len(ref) - limit} more)")
+    return out
+
+
+def _format_method_of(m) -> str:
+    if not isinstance(m, dict) or not m:
+        return ""
+    return ", ".join(f"{k}={v}" for k, v in m.items() if not isinstance(v, (list, dict)))
+
+
+def _format_sweep_method(m: dict) -> str:
+    if not m.get("fold"):
+        return f"method: no orbit folding ({m.get('reason', 'off')})"
+    out = [f"method: {m['scenarios']:,} scenarios in {m['orbits']:,} orbit(s), "
+           f"{len(m.get('representatives', [])):,} representative(s) solved"]
+    out.extend(_format_generators(m))
+    if m.get("preserves"):
+        out.append(f"  a {m['failure_class']} failure keeps: {m['preserves']}")
+    out.extend(f"  note: {n}" for n in m.get("notes", []))
+    reps = m.get("representatives", [])
+    out.append("  representatives:")
+    for r in reps[:20]:
+        how = _format_method_of(r.get("method"))
+        out.append(f"    orbit {r['orbit']:,} ({r['orbit_size']:,} scenarios): {'; '.join(r['failed'])}"
+                   + (f"  [{how}]" if how else ""))
+    if len(reps) > 20:
+        out.append(f"    ... ({len(reps) - 20:,} more)")
+    return "\n".join(out)
+
+
+def _format_whatif_method(m: dict) -> str:
+    out = ["method:"]
+    for name in ("baseline", "degraded"):
+        how = _format_method_of(m.get(name))
+        if how:
+            out.append(f"  {name} price: {how}")
+    sym = m.get("symmetry")
+    if sym:
+        out.extend(_format_generators(sym))
+        stab = sym.get("stabilizer", [])
+        out.append(f"  kept by the failure: {len(stab)} of {len(sym.get('generators', []))} generator(s)"
+                   + (": " + "; ".join(g["name"] for g in stab[:6]) + (" ..." if len(stab) > 6 else "")
+                      if stab else ""))
+        if sym.get("not_checked"):
+            out.append(f"  not checked: {', '.join(sym['not_checked'])} (they move every node, so they keep no "
+                       f"failure of this class)")
+        if "orbit_size" in sym:
+            out.append(f"  its orbit: {sym['orbit_size']:,} of the class's {sym['class_domains']:,} domains "
+                       f"({sym['class_orbits']:,} orbit(s)): a sweep prices them all alike")
+        for cls, text in sym.get("preserves", {}).items():
+            out.append(f"  a {cls} failure keeps: {text}")
+    return "\n".join(out)
+
+
 @main.command("sweep")
 @_collective_arg
 @click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
@@ -782,13 +968,17 @@ def _hist(h: dict) -> str:
               "scheduler (pip install 'fabricsim[dask]'); each worker builds the fabric once.")
 @click.option("--resume", "results_file", type=click.Path(dir_okay=False), help="Append each scenario's result "
               "to this file as it arrives; rerun with the same file to skip what is already done.")
+@click.option("--fold/--no-fold", "fold", default=True, show_default=True, help="Solve one scenario per orbit "
+              "of the fabric's verified symmetries and give every scenario its orbit's result.")
+@_explain_option("Say which symmetry generators folded the scenarios (refused ones with the reason), the "
+                 "orbits and the representatives solved.")
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print the ranked scenarios and summary as JSON.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Scenarios shown in the table.")
 @click.option("--plot", "plot", type=_plot_path(), help="Write sorted slowdowns and their "
               "distribution to a PNG, SVG or PDF.")
 def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, scheduler, results_file, as_json,
-              top, plot, **opts):
+              top, plot, fold, **opts):
     """Price every failure of a class (or pairs, or random samples), ranked worst first.
 
     \b
@@ -799,6 +989,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
     from .collectives.dask_runner import sweep_runner
     from .collectives.whatif import sweep
     from .topo.errors import BadInput
+    explain = bool(opts.pop("explain", False))
     G = load_fabric(fabric, sets)   # checks the fabric and --set before any work is shipped
     groups = None
     if opts["mesh"] is not None or opts["groups_file"] is not None or opts["count"] or opts["over"] is not None:
@@ -806,10 +997,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
                              opts["groups_file"], opts["count"])
     options = _options(opts, size=False)
 
-    def progress(done, total, result):
-        if done == 1 or done == total or done % max(1, total // 20) == 0:
-            _progress(f"{done:,}/{total:,} scenarios")
-
+    progress = SweepProgress()
     try:
         runner = sweep_runner(workers, scheduler=scheduler, results_file=results_file)
     except BadInput as exc:
@@ -820,10 +1008,11 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
         s = sweep(fabric, _parse_sets(sets), failure_class, n=n, samples=samples, seed=seed, collective=collective,
                   size_bytes=parse_size(opts["size"]), group_size=None if groups else opts["group_size"],
                   placement=opts["placement"],
-                  groups=groups, runner=runner, progress=progress, **options.price_kwargs())
+                  groups=groups, runner=runner, progress=progress, fold=fold, **options.price_kwargs())
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="options") from None
     finally:
+        progress.close()
         getattr(runner, "close", lambda: None)()
     if plot:
         from .collectives.plots import plot_sweep
@@ -840,11 +1029,15 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
                f"algorithm {s.algorithm}; baseline {_us(s.baseline.time_s)}")
     click.echo(f"slowdown: min x{_x(sm.get('min'))}  median x{_x(sm.get('median'))}  p90 x{_x(sm.get('p90'))}  "
                f"max x{_x(sm.get('max'))}  ({sm.get('distinct', 0)} distinct; {sm.get('partial', 0)} partial)")
-    click.echo(_table([["; ".join(sc["failed"]), f"x{_x(sc['slowdown'])}", _us(sc.get("time_s")),
-                        "PARTIAL" if sc.get("partial") else ""] for sc in s.scenarios[:top]],
-                      ["failed", "slowdown", "time", ""]))
+    folded = bool(s.scenarios) and "orbit" in s.scenarios[0]
+    click.echo(_table([["; ".join(sc["failed"]), f"x{_x(sc['slowdown'])}", _us(sc.get("time_s"))]
+                       + ([f"{sc['orbit']:,}", f"{sc['orbit_size']:,}"] if folded else [])
+                       + ["PARTIAL" if sc.get("partial") else ""] for sc in s.scenarios[:top]],
+                      ["failed", "slowdown", "time"] + (["orbit", "orbit size"] if folded else []) + [""]))
     for note in s.notes:
         click.echo(f"note: {note}")
+    if explain:
+        click.echo(_format_sweep_method(s.method))
 
 
 def _x(v) -> str:

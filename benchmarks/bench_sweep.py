@@ -1,12 +1,21 @@
-"""Benchmark: the N-1 rail-switch sweep on the full Jalapeño pod for the 2,048-wide all-to-all.
+"""Benchmark: failure sweeps against the intact price (orbit folding), and sweep workers.
 
-Runs :func:`fabricsim.collectives.whatif.sweep` over every rail switch (64 scenarios)
-with 1 and with 2 worker processes and prints the scenario count, wall time, the
-speed-up, the slowdowns found (symmetric failures must agree) and whether the two
-runs are identical.  Not a test: run it by hand on a quiet machine.
+``--case orbits`` (default): issue 14's done-when rows, each as whole processes
+(``python -m fabricsim.cli``) measured in one run: the intact ``price`` of a
+collective, then the ``sweep --class link`` of every single-link failure of the same
+collective, placement and size on the same fabric (none sampled), and their ratio
+(target <= 30x).  Rows: the 2,048-chip Jalapeño pod all-to-all (21,504 links) and the
+512-chip all-to-all on ``torus --set dims=8x8x8`` (1,536 links).  Prints wall time,
+peak RSS of each process, the scenario and orbit counts and the distinct slowdowns.
 
-    python benchmarks/bench_sweep.py [--racks 16] [--leaf switched|static] [--workers 1,2]
-                                     [--class rail-switch] [--algorithm direct] [--size 1GiB]
+``--case workers``: the N-1 rail-switch sweep on the full pod (64 scenarios) with 1 and
+with 2 worker processes: wall time, speed-up, slowdowns, whether the runs are identical.
+
+Not a test: run it by hand on a quiet machine.
+
+    python benchmarks/bench_sweep.py [--case orbits] [--rows pod,torus] [--fold | --no-fold]
+    python benchmarks/bench_sweep.py --case workers [--racks 16] [--leaf switched|static]
+        [--workers 1,2] [--class rail-switch] [--algorithm direct] [--size 1GiB]
 """
 from __future__ import annotations
 
@@ -14,7 +23,9 @@ import argparse
 import json
 import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 
 from fabricsim.cli import parse_size
@@ -29,8 +40,59 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+# issue 14's done-when rows: (name, fabric args, collective args, sweep args)
+ROWS = {
+    "pod": ("pod link sweep (2,048-chip all-to-all, 21,504 links)",
+            ["--fabric", "jalapeno-pod"], ["all-to-all", "--group-size", "2048", "--size", "1GiB",
+                                           "--algorithm", "direct"], ["--class", "link"]),
+    "torus": ("torus 8x8x8 link sweep (512-chip all-to-all, 1,536 links)",
+              ["--fabric", "torus", "--set", "dims=8x8x8"], ["all-to-all", "--size", "1GiB",
+                                                             "--algorithm", "direct"], ["--class", "link"]),
+}
+
+
+def _process(args: list[str], out_path: str | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (GiB) of ``python -m fabricsim.cli ARGS`` (stdout to a file or dropped)."""
+    out = open(out_path, "w") if out_path else subprocess.DEVNULL
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-m", "fabricsim.cli", *args], stdout=out, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if out_path:
+        out.close()
+    if p.returncode:
+        raise SystemExit(f"fabricsim {' '.join(args)} exited {p.returncode}")
+    return wall, ru.ru_maxrss / 2 ** 20
+
+
+def orbits_case(rows: list[str], fold: bool) -> int:
+    print(f"{'row':<58} {'price s':>8} {'sweep s':>8} {'ratio':>7} {'RSS GiB':>8} {'scenarios':>10} "
+          f"{'orbits':>7} {'distinct':>8}", flush=True)
+    for key in rows:
+        name, fab, coll, sw = ROWS[key]
+        with tempfile.TemporaryDirectory() as tmp:
+            t_price, rss_p = _process(["price", coll[0], *fab, *coll[1:]])
+            path = os.path.join(tmp, "sweep.json")
+            t_sweep, rss_s = _process(["sweep", coll[0], *fab, *coll[1:], *sw, "--json"]
+                                      + ([] if fold else ["--no-fold"]), path)
+            with open(path) as fh:
+                sm = json.load(fh)["summary"]
+        print(f"{name:<58} {t_price:8.2f} {t_sweep:8.2f} {t_sweep / t_price:6.1f}x {max(rss_p, rss_s):8.2f} "
+              f"{sm['count']:>10,} {sm.get('orbits', sm['count']):>7,} {sm['distinct']:>8}", flush=True)
+    print("target (issue 14): each sweep <= 30x its intact price, every scenario (none sampled)")
+    return 0
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.splitlines()[1:]))
+    ap.add_argument("--case", choices=("orbits", "workers"), default="orbits",
+                    help="orbits: the done-when rows as whole processes; workers: 1 vs 2 worker processes")
+    ap.add_argument("--rows", default="pod,torus", help=f"orbits rows, comma-separated from {', '.join(ROWS)}")
+    ap.add_argument("--fold", action=argparse.BooleanOptionalAction, default=True,
+                    help="orbits: fold scenarios into orbits (--no-fold prices every scenario: hours)")
     ap.add_argument("--racks", type=int, default=16)
     ap.add_argument("--leaf", default="switched", choices=("switched", "static"))
     ap.add_argument("--rail-wiring", default="per-lane", choices=("per-lane", "per-port"))
@@ -39,6 +101,12 @@ def main(argv=None) -> int:
     ap.add_argument("--algorithm", default="direct", help="direct is what auto picks for this case")
     ap.add_argument("--size", default="1GiB")
     args = ap.parse_args(argv)
+    if args.case == "orbits":
+        rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+        bad = [r for r in rows if r not in ROWS]
+        if bad:
+            ap.error(f"unknown row(s) {', '.join(bad)}; choose from {', '.join(ROWS)}")
+        return orbits_case(rows, args.fold)
     params = {"racks": args.racks, "leaf": args.leaf, "rail_wiring": args.rail_wiring}
     size = _size(args.size)
     results = {}

@@ -31,6 +31,11 @@ Notes
   scenario is computed on its own from the same inputs and the results are sorted
   by (slowdown, spec text), so a sweep is bit-for-bit identical whatever the runner
   or the worker count.
+* A sweep folds its scenarios into orbits under the fabric's verified symmetries
+  (:mod:`fabricsim.collectives.orbits`) and solves one representative per orbit; every
+  scenario is reported with its orbit's result, ``orbit`` and ``orbit_size``, and the
+  sweep's ``method`` says which generators held and why the others were refused
+  (``fold=False`` solves every scenario).
 """
 from __future__ import annotations
 
@@ -39,7 +44,7 @@ import itertools
 import json
 import math
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
@@ -117,6 +122,11 @@ class WhatIf:
         or lost capacity.  ``{link, tier, utilization, baseline_utilization,
         load_growth, capacity_GBps}``, busiest first, at most 10.
     notes : tuple of str
+    method : dict
+        What ran: ``baseline`` / ``degraded`` (each price's ``method`` where the cost
+        reports carry one) and, with ``explain=True``, ``symmetry``
+        (:func:`~fabricsim.collectives.orbits.failure_symmetry`: generators verified
+        and refused with reasons, those that keep the failures, the failure's orbit).
     """
 
     failed: tuple
@@ -130,6 +140,7 @@ class WhatIf:
     tier_bandwidth: dict
     new_bottlenecks: tuple
     notes: tuple = ()
+    method: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (``fabricsim whatif --json``); NaN and inf become null."""
@@ -139,7 +150,7 @@ class WhatIf:
             "slowdown": self.slowdown, "bandwidth_slowdown": self.bandwidth_slowdown, "partial": self.partial,
             "affected_chips": self.affected_chips, "affected_groups": [dict(g) for g in self.affected_groups],
             "tier_bandwidth": self.tier_bandwidth, "new_bottlenecks": [dict(b) for b in self.new_bottlenecks],
-            "notes": list(self.notes)})
+            "notes": list(self.notes), "method": self.method})
 
 
 def _tier_hist(tb: dict[int, dict[str, float]], ranks: Iterable[int]) -> dict[str, dict[str, int]]:
@@ -177,7 +188,8 @@ def _new_bottlenecks(G: nx.Graph, H: nx.Graph, base: CostReport, deg: CostReport
 
 
 def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequence[Sequence[int]],
-           size_bytes: float, baseline: CostReport | None = None, **price_kwargs) -> WhatIf:
+           size_bytes: float, baseline: CostReport | None = None, explain: bool = False,
+           **price_kwargs) -> WhatIf:
     """Price ``collective`` on ``G`` and on ``G`` with ``specs`` failed, side by side.
 
     Parameters
@@ -192,6 +204,9 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
     size_bytes : float
     baseline : CostReport, optional
         The intact price when the caller already has it (same groups and options).
+    explain : bool
+        Also work out which verified symmetries of the intact fabric the failures keep
+        (``method["symmetry"]``; costs a symmetry check of the fabric).
     **price_kwargs
         ``algorithm``, ``split``, ``tiers``, ``efficiency``, ``step_overhead_ns``,
         ``bound_only``, ``memory_limit_bytes``: as :func:`~fabricsim.collectives.price`.
@@ -285,8 +300,17 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
                      + "; the slowdown covers what was priced")
     if deg.algorithm != base.algorithm:
         notes.append(f"the algorithm changed: {base.algorithm} on the intact fabric, {deg.algorithm} degraded")
+    method: dict = {}
+    for name, rep in (("baseline", base), ("degraded", deg)):
+        m = getattr(rep, "method", None)
+        if isinstance(m, dict):
+            method[name] = dict(m)
+    if explain:
+        from .orbits import failure_symmetry
+        method["symmetry"] = failure_symmetry(G, groups, deg.algorithm if deg.algorithm == base.algorithm
+                                              else base.algorithm, [a["spec"] for a in applied])
     return WhatIf(tuple(applied), base, deg, slow, bw_slow, partial, affected_chips, tuple(affected_groups),
-                  tiers_out, new_bn, tuple(notes))
+                  tiers_out, new_bn, tuple(notes), method)
 
 
 # ---------------------------------------------------------------------------------------
@@ -398,7 +422,16 @@ def _run_scenario(task: _Task) -> dict:
             "broken_groups": int(r.broken_groups.get("count", 0)),
             "unreachable_pairs": int(r.unreachable_pairs.get("count", 0)),
             "chips_lost": lost, "chips_bandwidth_changed": changed,
-            "top_bottleneck": r.bottlenecks[0]["link"] if r.bottlenecks else None}
+            "top_bottleneck": r.bottlenecks[0]["link"] if r.bottlenecks else None,
+            **({"method": _plain(r.method)} if isinstance(getattr(r, "method", None), dict) else {})}
+
+
+def _plain(obj: Any) -> Any:
+    """Plain JSON values (numpy scalars to Python, tuples to lists, NaN to null), so a result with the
+    price's ``method`` still round-trips exactly through a results file."""
+    def default(x):
+        return x.item() if hasattr(x, "item") else str(x)
+    return json.loads(json.dumps(_finite(obj), default=default))
 
 
 def _scenarios(ids: list[str], n: int, samples: int | None, seed: int) -> list[tuple]:
@@ -432,6 +465,72 @@ def _scenarios(ids: list[str], n: int, samples: int | None, seed: int) -> list[t
     return sorted(seen)
 
 
+
+# ---------------------------------------------------------------------------------------
+# Orbit folding (collectives/orbits.py): one representative per orbit of scenarios
+# ---------------------------------------------------------------------------------------
+def _fold(G, groups, algorithm, failure_class, doms, ids, combos, fold: bool, tiers: str):
+    """The orbits of ``combos`` and the ``method`` record (generators used and refused, why)."""
+    from . import orbits as _orbits
+    if not fold:
+        return None, {"fold": False, "reason": "folding turned off (fold=False, --no-fold)"}
+    sym = _orbits.fabric_symmetry(G, groups, algorithm)
+    check = _orbits.RelayCheck(G) if sym.conditional else None
+
+    def relays(combo) -> bool:
+        return check([doms[j] for j in combo])
+
+    orb = _orbits.scenario_orbits(sym, doms, combos, needs_positional=relays if sym.conditional else None)
+    method = {"fold": True, "failure_class": failure_class, "scenarios": len(combos), "orbits": orb.n_orbits,
+              "generators": [g for g in sym.explain()["generators"] if g["name"] in set(orb.used)],
+              "refused": [{"name": n, "reason": r} for n, r in orb.refused],
+              "preserves": _preserves(failure_class),
+              "notes": list(orb.notes)}
+    return orb, method
+
+
+def _preserves(failure_class: str) -> str:
+    from ..topo.failures import preserved_symmetries
+    return preserved_symmetries(failure_class)
+
+
+def _members(orb, S: int) -> list[list[int]]:
+    if orb is None:
+        return []
+    order = np.argsort(orb.orbit, kind="stable")
+    cuts = np.cumsum(orb.size)[:-1]
+    return [x.tolist() for x in np.split(order, cuts)]
+
+
+def _expand(res: dict, i: int, combos, ids, orb, images) -> dict:
+    """Scenario ``i``'s result: its orbit representative's, with its own specs and orbit."""
+    out = dict(res)
+    out["index"] = i
+    out["failed"] = [ids[j] for j in combos[i]]
+    if orb is not None:
+        o = int(orb.orbit[i])
+        out["orbit"], out["orbit_size"] = o, int(orb.size[o])
+        if images is not None and i != res["index"]:
+            out["top_bottleneck"] = images.get(i, out.get("top_bottleneck"))
+    return out
+
+
+def _bottleneck_images(orb, by_rep: dict, G) -> dict[int, str | None]:
+    """Each scenario's top bottleneck: the image of its representative's under the symmetry that maps
+    the representative onto it (a link of equal utilization in that scenario)."""
+    names = {str(v): i for i, v in enumerate(G.nodes)}
+    nodes = list(G.nodes)
+    rep_nodes = {}
+    for r, res in by_rep.items():
+        link = res.get("top_bottleneck")
+        parts = link.split(" -> ") if isinstance(link, str) else []
+        if len(parts) == 2 and all(p in names for p in parts):
+            rep_nodes[r] = np.array([names[parts[0]], names[parts[1]]])
+    out: dict[int, str | None] = {}
+    for i, (a, b) in orb.map_nodes(rep_nodes).items():
+        out[i] = f"{nodes[a]} -> {nodes[b]}"
+    return out
+
 # ---------------------------------------------------------------------------------------
 # Sweep
 # ---------------------------------------------------------------------------------------
@@ -454,8 +553,15 @@ class Sweep:
     summary : dict
         ``count``, ``min``, ``median``, ``p90``, ``max`` (of the slowdowns that
         exist), ``distinct`` (distinct slowdowns at 1e-9), ``partial``, ``unpriced``,
-        ``histogram`` (``edges``, ``counts``).
+        ``histogram`` (``edges``, ``counts``); folded: ``orbits``, ``solved``.  Every
+        scenario counts, so each orbit weighs by its size.
     notes : tuple of str
+    method : dict
+        Folded: ``fold``, ``failure_class``, ``scenarios``, ``orbits``, ``generators``
+        (``name``, ``family``, ``conditional``), ``refused`` (``name``, ``reason``),
+        ``preserves``, ``notes`` and ``representatives`` (``orbit``, ``failed``,
+        ``orbit_size`` and the price's ``method`` where the cost report has one).
+        Scenarios gain ``orbit`` and ``orbit_size``.
     """
 
     fabric: str
@@ -470,6 +576,7 @@ class Sweep:
     scenarios: tuple
     summary: dict
     notes: tuple = ()
+    method: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (``fabricsim sweep --json``); NaN and inf become null."""
@@ -477,7 +584,8 @@ class Sweep:
             "fabric": self.fabric, "params": self.params, "failure_class": self.failure_class, "n": self.n,
             "samples": self.samples, "seed": self.seed, "collective": self.collective,
             "algorithm": self.algorithm, "baseline": self.baseline.as_dict(),
-            "scenarios": [dict(s) for s in self.scenarios], "summary": self.summary, "notes": list(self.notes)})
+            "scenarios": [dict(s) for s in self.scenarios], "summary": self.summary, "notes": list(self.notes),
+            "method": self.method})
 
 
 def _summary(scen: list[dict]) -> dict:
@@ -503,7 +611,7 @@ def _summary(scen: list[dict]) -> dict:
 def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, samples: int | None = None,
           seed: int = 0, collective: str, size_bytes: float, group_size: int | None = None,
           placement: str = "packed", groups: Sequence[Sequence[int]] | None = None, runner: Runner | None = None,
-          progress: Callable[[int, int, dict], None] | None = None, **price_kwargs) -> Sweep:
+          progress: Callable[[int, int, dict], None] | None = None, fold: bool = True, **price_kwargs) -> Sweep:
     """Price every failure of ``failure_class`` (N-1), every pair (``n=2``), or seeded samples.
 
     Parameters
@@ -526,7 +634,13 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     runner : Runner, optional
         ``LocalRunner()`` (in-process) by default.
     progress : callable, optional
-        ``progress(done, total, result)`` after each scenario (the CLI prints to stderr).
+        ``progress(done, total, result)`` after each scenario, in the parent process
+        whatever the runner (the CLI draws a bar on stderr); an orbit's scenarios are
+        reported together when its representative is done.  If it has a ``plan``
+        method, ``plan(scenarios, orbits)`` is called first.
+    fold : bool
+        Fold the scenarios into orbits of the verified symmetries and solve one per
+        orbit (default); ``False`` solves every scenario.
     **price_kwargs
         ``algorithm``, ``split``, ``tiers``, ``efficiency``, ``step_overhead_ns``,
         ``bound_only``, ``memory_limit_bytes``.
@@ -573,36 +687,63 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     if kw.get("calibration") is not None:
         from .engine import CalibrationTable
         kw["calibration"] = CalibrationTable.of(kw["calibration"])     # plain dicts: picklable for workers
-    tasks = [_Task(i, fabric, params_json, tuple(ids[j] for j in c), collective, gspec, float(size_bytes),
-                   tuple(sorted(kw.items()))) for i, c in enumerate(combos)]
+    groups_t = _groups(fabric, params_json, gspec)
+    orb, method = _fold(G, groups_t, kw.get("algorithm", "auto"), failure_class, doms, ids, combos, fold,
+                        price_kwargs.get("tiers", "rule"))
+    solve = orb.reps.tolist() if orb is not None else list(range(len(combos)))
+    if progress is not None and hasattr(progress, "plan"):
+        progress.plan(len(combos), len(solve))
+    tasks = [_Task(i, fabric, params_json, tuple(ids[j] for j in combos[i]), collective, gspec, float(size_bytes),
+                   tuple(sorted(kw.items()))) for i in solve]
     if base is None:
         # the baseline is one more task, so it runs beside the first scenarios
         tasks.insert(0, _Task(-1, fabric, params_json, (), collective, gspec, float(size_bytes),
                               tuple(sorted(kw.items()))))
     runner = runner or LocalRunner()
-    results = []
+    by_rep: dict[int, dict] = {}
+    members = _members(orb, len(combos))
     done = 0
     for res in runner.map(_run_scenario, tasks):
         if "baseline" in res:
             base = res["baseline"]
             continue
-        results.append(res)
-        done += 1
-        if progress is not None:
-            progress(done, len(combos), res)
+        by_rep[int(res["index"])] = res
+        o = int(orb.orbit[res["index"]]) if orb is not None else None
+        for i in members[o] if orb is not None else [int(res["index"])]:
+            done += 1
+            if progress is not None:
+                progress(done, len(combos), _expand(res, i, combos, ids, orb, None))
+    images = _bottleneck_images(orb, by_rep, G) if orb is not None else {}
     scen = []
+    results = []
+    for i in range(len(combos)):
+        rep = int(orb.reps[orb.orbit[i]]) if orb is not None else i
+        if rep in by_rep:
+            results.append(_expand(by_rep[rep], i, combos, ids, orb, images))
+    if orb is not None:
+        method["representatives"] = [
+            {"orbit": int(o), "failed": list(by_rep[int(r)]["failed"]), "orbit_size": int(orb.size[o]),
+             **({"method": by_rep[int(r)]["method"]} if "method" in by_rep[int(r)] else {})}
+            for o, r in enumerate(orb.reps.tolist()) if int(r) in by_rep]
     for res in results:
         s = dict(res)
         s.pop("index")
         s.pop("algorithm")
+        s.pop("method", None)
         s = {"failed": s.pop("failed"), "slowdown": _ratio(res["time_s"], base.time_s),
              "bandwidth_slowdown": _ratio(res["bandwidth_time_s"], base.bandwidth_time_s), **s}
         scen.append(s)
     scen.sort(key=lambda s: (math.isfinite(s["slowdown"]), -s["slowdown"] if math.isfinite(s["slowdown"]) else 0.0,
                              s["failed"]))
     summary = _summary(scen)
+    if orb is not None:
+        summary["orbits"] = orb.n_orbits
+        summary["solved"] = len(by_rep)
+        notes.append(f"{len(combos):,} scenarios fall into {orb.n_orbits:,} orbit(s) under {len(orb.used)} verified "
+                     f"symmetry generator(s); one representative per orbit was solved")
+        notes.extend(orb.notes)
     if summary["partial"]:
         notes.append(f"{summary['partial']} scenario(s) are PARTIAL (broken groups or pairs without a route): "
                      f"their slowdown covers what could be priced")
     return Sweep(fabric, json.loads(params_json), failure_class, n, samples, seed, collective, base.algorithm,
-                 base, tuple(scen), summary, tuple(notes))
+                 base, tuple(scen), summary, tuple(notes), method)

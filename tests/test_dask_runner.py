@@ -235,3 +235,17 @@ class _KillWrap:
 
     def __call__(self, fn, task):
         return _die_once(fn, self.marker, task)
+
+
+def test_dask_sweep_folds_and_drives_the_progress_bar(cluster):
+    import io
+
+    from fabricsim.cli import SweepProgress
+    out = io.StringIO()
+    bar = SweepProgress(out, tty=True, after_s=0.0)
+    kw = dict(collective="all-to-all", size_bytes=2**30, algorithm="direct")
+    s = sweep("torus", {"dims": "4x4x4"}, "link", runner=DaskRunner(cluster.scheduler_address), progress=bar, **kw)
+    local = sweep("torus", {"dims": "4x4x4"}, "link", **kw)
+    assert s.as_dict() == local.as_dict() and s.summary["orbits"] == 3
+    assert (bar.scenarios, bar.orbits, bar.solved) == (192, 3, 3)
+    assert "192/192 scenarios, 3/3 orbits solved" in bar.last and out.getvalue().endswith("\n")

@@ -11,6 +11,13 @@ apply_failures
     A degraded copy of a graph with the failures applied, and what each removed.
 chip_tier_bandwidth
     Each chip's link capacity per tier, GB/s per direction, on the forwarding graph.
+PRESERVES, preserved_symmetries, NEVER_KEPT, never_kept
+    Per failure class, the symmetries of the intact fabric a failure of that class
+    keeps (its stabilizer), in words, and the generator families it never keeps;
+    ``whatif --explain`` and ``fabricsim domains`` show them.  The orbit code
+    (:mod:`fabricsim.collectives.orbits`) computes the stabilizer itself (a generator
+    keeps a failure when it maps the failed elements onto themselves) and skips the
+    families a class never keeps.
 
 Spec grammar
 ------------
@@ -63,7 +70,8 @@ from .contract import (CAPACITY_GBPS, CHIP, KIND, LANE_GBPS, LANES, PATCH, PORT_
 from .errors import BadInput, close_matches
 
 __all__ = ["Domain", "domains", "domain_classes", "FailureSpec", "parse_spec", "apply_failures",
-           "chip_tier_bandwidth", "SPEC_GRAMMAR", "NODE_TAG_CLASSES", "EDGE_TAG_CLASSES"]
+           "chip_tier_bandwidth", "SPEC_GRAMMAR", "NODE_TAG_CLASSES", "EDGE_TAG_CLASSES", "PRESERVES",
+           "preserved_symmetries", "NEVER_KEPT", "never_kept"]
 
 # Node tags whose equal values fail together: class name -> attribute.
 NODE_TAG_CLASSES = {"rack": "rack", "cube": "cube", "board": "board", "group": "group", "plane": "plane",
@@ -76,6 +84,62 @@ _CLASS_ORDER = ("node", "chip", "switch", "*-switch", "link", "lanes", "tray", "
                 "board", "group", "plane", "rail", "ocs", "harness")
 SPEC_GRAMMAR = ("node:ID | link:A--B | lanes:A--B=K | chip:ID | switch:ID | ROLE-switch:ID | tray:ID | "
                 "switch-tray:ID | rack:N | cube:N | board:N | group:N | plane:N | rail:N | ocs:N | harness:N")
+# What a failure of each class keeps of the fabric's symmetries: the generators that map the
+# failed domain onto itself (collectives.orbits checks each one; this is the statement in words).
+PRESERVES = {
+    "node": "the symmetries that fix the node: permutations of the racks, rails, planes and interchangeable "
+            "nodes it is not among (a chip also fixes its group)",
+    "chip": "permutations of the other racks and of the other chips of its rack that keep its group; on a torus, "
+            "the reflections through the chip",
+    "switch": "permutations of the racks, rails and planes it is not in, and of its interchangeable peers "
+              "other than itself",
+    "*-switch": "permutations of the racks, rails and planes it is not in, and of the other switches of its "
+                "role and rail/rack (a rail switch: rack permutations, the other rails, the other switches of "
+                "its rail)",
+    "link": "the symmetries that fix both ends or swap them: on a torus, the reflections of the other axes "
+            "through the link and of its own axis about its midpoint (no translation); in a pod, permutations "
+            "of the racks, rails and interchangeable chips and switches the link does not touch",
+    "lanes": "as its link: the symmetries that fix both ends or swap them",
+    "tray": "permutations of the other trays and racks; the tray's chips stay interchangeable among themselves",
+    "switch-tray": "permutations of the other switch trays; the chips stay interchangeable",
+    "rack": "permutations of the other racks (or cubes), and every symmetry inside a rack",
+    "cube": "the translations and reflections that map the cube onto itself; permutations of the other cubes",
+    "board": "permutations of the other boards that keep the board's group and wiring",
+    "group": "the group permutations that fix the group (a Boardfly's cyclic shifts move every group: none)",
+    "plane": "permutations of the other planes; the chips stay interchangeable",
+    "rail": "rack permutations, permutations of the other rails, and of the failed rail's switches among "
+            "themselves",
+    "ocs": "the symmetries that map the switch's links onto themselves (racks, rails the switch does not carry)",
+    "harness": "the symmetries that map the harness's links onto themselves",
+}
+
+
+# Generator families (collectives.orbits) a failure of the class can never keep: a nontrivial
+# translation of a torus moves every node, so it fixes no single node, link or bundle of lanes
+# (it can keep a tag set such as an OCS's links, or a cube).  The stabilizer check skips them.
+NEVER_KEPT = {c: ("translation",) for c in ("node", "chip", "switch", "*-switch", "link", "lanes", "tray")}
+
+
+def never_kept(cls: str) -> tuple[str, ...]:
+    """Generator families a failure of ``cls`` never keeps (see :data:`NEVER_KEPT`)."""
+    return NEVER_KEPT.get("*-switch" if cls.endswith("-switch") and cls != "switch-tray" else cls, ())
+
+
+def preserved_symmetries(cls: str) -> str:
+    """What a failure of class ``cls`` keeps of the fabric's symmetries, in words (see :data:`PRESERVES`).
+
+    Examples
+    --------
+    >>> preserved_symmetries("rail")
+    "rack permutations, permutations of the other rails, and of the failed rail's switches among themselves"
+    """
+    if cls in PRESERVES:
+        return PRESERVES[cls]
+    if cls.endswith("-switch"):
+        return PRESERVES["*-switch"]
+    return "the symmetries that map the failed domain onto itself"
+
+
 _EXAMPLES = "e.g. node:r00/lsw0, link:A--B, lanes:A--B=2, tray:r00/t03, rail:2"
 
 
