@@ -773,5 +773,60 @@ def _x(v) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.6g}"
 
 
+# --------------------------------------------------------------------------- mix (issue 15)
+@main.command("mix")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
+@_set_option
+@click.option("--split", type=click.Choice(["equal", "capacity"]), default="equal", show_default=True,
+              help="ECMP split over next hops: equal, or weighted by surviving capacity.")
+@click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
+              help="rule: the fabric's tier rules; any: every shortest path.")
+@click.option("--efficiency", type=float, default=None, help="Fraction of line rate the links deliver (0-1]. "
+              "Default 1.")
+@click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
+              "(default: the fabric's, else 1 us).")
+@click.option("--json", "as_json", is_flag=True, help="Print the mix result as JSON (schema in README).")
+def mix_cmd(spec, fabric, sets, split, tiers, efficiency, step_latency_us, as_json):
+    """Run several collectives at once: [[job]] tables sharing the links in one max-min solve.
+
+    \b
+    Each [[job]]: name, collective, size | traffic | moe, group_size | mesh + over | groups,
+    algorithm (default auto), after = [names] (start when those have finished).
+    \b
+    Example:
+      fabricsim mix jobs.toml --fabric jalapeno-rack --json
+    """
+    from .collectives import jobs as J
+    from .topo.errors import BadInput
+    G = load_fabric(fabric, sets)
+    eff, step_ns = _calibration(efficiency, step_latency_us, None)
+    t0 = time.perf_counter()
+    try:
+        jobs = J.load_jobs(spec, G)
+        r = J.mix(G, jobs, split=split, tiers=tiers, efficiency=eff, step_overhead_ns=step_ns, progress=_progress)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="SPEC") from None
+    if time.perf_counter() - t0 > 2:
+        _progress(f"mixed in {time.perf_counter() - t0:.1f} s")
+    if as_json:
+        _emit_json(r.as_dict())
+        return
+    click.echo(f"{len(r.jobs)} job(s) on {r.fabric}: makespan {_us(r.makespan_s)} "
+               f"({r.events:,} shared max-min solves)")
+    click.echo(_table([[j.name, j.collective, j.algorithm, f"{j.groups} x {j.group_size}",
+                        _fmt_bytes(j.bytes_total), _us(j.start_s), _us(j.finish_s), _us(j.solo_s),
+                        f"x{j.time_s / j.solo_s:.4g}" if j.solo_s > 0 else "n/a"] for j in r.jobs],
+                      ["job", "collective", "algorithm", "groups", "bytes", "start", "finish", "alone",
+                       "slowdown"]))
+    if r.bottlenecks:
+        click.echo("")
+        click.echo("Busiest links (utilization over the makespan):")
+        click.echo(_table([[b["link"], b["tier"], f"{b['utilization']:.1%}", f"{b['capacity_GBps']:,.1f}"]
+                           for b in r.bottlenecks[:5]], ["link", "tier", "util", "GB/s"]))
+    for note in r.notes:
+        click.echo(f"note: {note}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -107,3 +107,79 @@ def test_bad_matrix_file_names_file_and_line(tmp_path):
     p.write_text("1,2\n3,oops\n")
     res = run("price", "all-to-all", "--fabric", "jalapeno-rack", "--group-size", "2", "--traffic", p)
     assert res.exit_code == 2 and "bad.csv: line 2, field 2: 'oops' is not a number" in res.output
+
+
+# ----------------------------------------------------------------------------- mix
+MIX = """
+[[job]]
+name = "a"
+collective = "all-to-all"
+size = "64MiB"
+group_size = 128
+algorithm = "direct"
+
+[[job]]
+name = "b"
+collective = "all-to-all"
+size = 67108864
+group_size = 128
+algorithm = "direct"
+"""
+
+
+def test_mix_two_identical_all_to_alls_json(tmp_path):
+    p = tmp_path / "mix.toml"
+    p.write_text(MIX)
+    d = _json("mix", p, "--fabric", "jalapeno-rack")
+    G = build("jalapeno-rack")
+    two = price(G, "all-to-all", groups=by_size(G, 128), size_bytes=2 * S, algorithm="direct")
+    assert d["makespan_s"] == pytest.approx(two.time_s, rel=1e-9)
+    assert [j["name"] for j in d["jobs"]] == ["a", "b"]
+    assert set(d["jobs"][0]) >= {"name", "start_s", "finish_s"} and d["bottlenecks"]
+    from fabricsim.collectives.jobs import load_jobs, mix
+    lib = mix(G, load_jobs(p, G), efficiency=1.0).as_dict()
+    assert d == json.loads(json.dumps(lib))
+
+
+def test_mix_after_is_sequential_and_text_output(tmp_path):
+    p = tmp_path / "mix.toml"
+    p.write_text(MIX + 'after = ["a"]\n')
+    d = _json("mix", p, "--fabric", "jalapeno-rack")
+    assert d["makespan_s"] == pytest.approx(d["jobs"][0]["solo_s"] + d["jobs"][1]["solo_s"], rel=1e-12)
+    assert d["jobs"][1]["start_s"] == pytest.approx(d["jobs"][0]["finish_s"])
+    res = run("mix", p, "--fabric", "jalapeno-rack")
+    assert res.exit_code == 0 and "makespan" in res.output and "slowdown" in res.output
+
+
+def test_mix_moe_and_traffic_jobs(tmp_path):
+    np.savetxt(tmp_path / "m.csv", np.full((8, 8), 1e6), delimiter=",")
+    p = tmp_path / "mix.toml"
+    p.write_text('[[job]]\nname = "d"\ncollective = "all-to-all"\nmoe = "experts=16,top_k=2,tokens=64,hidden=1024"\n'
+                 'group_size = 8\ncount = 1\n[[job]]\nname = "v"\ncollective = "all-to-all"\ntraffic = "m.csv"\n'
+                 'groups = [[8, 9, 10, 11, 12, 13, 14, 15]]\n')
+    d = _json("mix", p, "--fabric", "jalapeno-rack")
+    assert d["jobs"][0]["bytes_total"] == 64 * 2 * 1024
+    assert d["jobs"][1]["bytes_total"] == 64e6
+
+
+@pytest.mark.parametrize("body,words", [
+    (MIX + "colour = 1\n", "job 'b': unknown key 'colour'"),
+    (MIX.replace('name = "b"', 'name = "a"'), "duplicate job name 'a'"),
+    (MIX + 'after = ["c"]\n', "after 'c' names no job"),
+    (MIX.replace('algorithm = "direct"\n\n', 'algorithm = "direct"\nafter = ["b"]\n\n', 1) + 'after = ["a"]\n',
+     "cycle"),
+    (MIX.replace('size = "64MiB"\n', ""), "job 'a': missing size"),
+    (MIX.replace('size = "64MiB"', 'size = "64 parsecs"'), "is not a size"),
+    (MIX.replace('collective = "all-to-all"', 'collective = "all-too-all"', 1), "collective 'all-too-all'"),
+    (MIX.replace('name = "a"\n', ''), "job 1: missing name"),
+    ("[[jobs]]\n", "unknown top-level key(s) jobs"),
+    ("[[job\n", "not TOML"),
+    (MIX.replace("group_size = 128", "group_size = 7", 1), "group size 7 does not divide"),
+])
+def test_mix_spec_errors_are_one_line(tmp_path, body, words):
+    p = tmp_path / "mix.toml"
+    p.write_text(body)
+    res = run("mix", p, "--fabric", "jalapeno-rack")
+    assert res.exit_code == 2, res.output
+    err = [ln for ln in res.output.splitlines() if ln.startswith("Error")]
+    assert len(err) == 1 and words in err[0], res.output
