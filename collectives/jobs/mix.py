@@ -366,10 +366,14 @@ def mix(G: nx.Graph, jobs: Sequence[Job], *, progress: Callable[[str], None] | N
             t_next = min(t_next, now + t_flow)
             dt = t_next - now
             for b, r, e in zip(blocks, rates, ends):
-                left = running[b[0]].left
-                # flows ending within the solver's tolerance of this event end with it
-                fin = e <= dt * (1 + REL_TOL)
-                left = np.where(fin, 0.0, left - np.where(left > 0, r, 0.0) * dt)
+                run = running[b[0]]
+                left = np.maximum(run.left - r * dt, 0.0)
+                # flows ending within the solver's tolerance of this event end with it, and
+                # so do leftovers of roundoff (a few ulps of the flow's bytes), which would
+                # otherwise end at a time ``now`` cannot resolve
+                sizes = run.plan.flows[run.steps[0][0]][2]
+                fin = (e <= dt * (1 + REL_TOL)) | (left <= sizes * 1e-12)
+                left = np.where(fin, 0.0, left)
                 for k in b:
                     running[k].left = left
         now = t_next
