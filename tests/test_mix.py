@@ -120,3 +120,91 @@ def test_traffic_job(rack):
 def test_bad_jobs(rack, jobs, match):
     with pytest.raises(BadInput, match=match):
         mix(rack, jobs)
+
+
+# ----------------------------------------------------------------------------- a reference event loop
+def _maxmin_dense(A, cap):
+    """Progressive filling on a dense flows x links share matrix (independent of topo.solver)."""
+    F = A.shape[0]
+    rate, frozen, residual = np.zeros(F), np.zeros(F, bool), cap.astype(float).copy()
+    while not frozen.all():
+        aw = A[~frozen].sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lev = np.where(aw > 0, residual / aw, np.inf)
+        t = lev.min()
+        rate[~frozen] += t
+        residual -= aw * t
+        sat = lev <= t * (1 + 1e-9)
+        frozen |= (A[:, sat] > 0).any(axis=1)
+    return rate
+
+
+def _reference(G, jobs):
+    """Each job's finish by a plain event loop over explicit routes (steps: latency, then flows)."""
+    from fabricsim.collectives import phases as phases_of, view_of
+    t = routing.link_table(G)
+    cap = np.asarray(t.capacity_Bps, float)
+    plan = {}
+    for j in jobs:
+        rep = price(G, j.collective, groups=j.groups, size_bytes=j.size_bytes, algorithm=j.algorithm)
+        steps = []
+        for ph, pr in zip(phases_of(j.collective, rep.algorithm, j.groups, j.size_bytes, view_of(G)), rep.phases):
+            rt = routing.route(G, ph.src, ph.dst, links=t)
+            A = (sp.csr_array(rt.flow_piece) @ sp.csr_array(rt.piece_link)).toarray()
+            steps += [(pr.step_latency_s, A, ph.size_bytes.copy())] * ph.repeat
+        plan[j.name] = steps
+    fin, state, now = {}, {}, 0.0
+    while len(fin) < len(jobs):
+        for j in jobs:     # start ready jobs
+            if j.name not in state and j.name not in fin and all(a in fin for a in j.after):
+                state[j.name] = [0, now + plan[j.name][0][0], None]
+        changed = True
+        while changed:
+            changed = False
+            for name, st in list(state.items()):
+                if st[2] is None and st[1] <= now * (1 + 1e-12):
+                    st[2] = plan[name][st[0]][2].copy()
+                    changed = True
+                if st[2] is not None and not (st[2] > 0).any():
+                    st[0] += 1
+                    changed = True
+                    if st[0] == len(plan[name]):
+                        fin[name] = now
+                        del state[name]
+                        for j in jobs:
+                            if j.name not in state and j.name not in fin and all(a in fin for a in j.after):
+                                state[j.name] = [0, now + plan[j.name][0][0], None]
+                    else:
+                        st[1], st[2] = now + plan[name][st[0]][0], None
+        if not state:
+            break
+        moving = [n for n, st in state.items() if st[2] is not None]
+        t_next = min((st[1] for st in state.values() if st[2] is None), default=np.inf)
+        if moving:
+            rows = [(n, i) for n in moving for i in np.flatnonzero(state[n][2] > 0)]
+            A = np.stack([plan[n][state[n][0]][1][i] for n, i in rows])
+            r = _maxmin_dense(A, cap)
+            left = np.array([state[n][2][i] for n, i in rows])
+            t_next = min(t_next, now + (left / r).min())
+            dt = t_next - now
+            for (n, i), ri, li in zip(rows, r, left):
+                state[n][2][i] = 0.0 if li / ri <= dt * (1 + 1e-9) else li - ri * dt
+        now = t_next
+    return fin
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mix_matches_a_plain_reference_loop(rack, seed):
+    rng = np.random.default_rng(seed)
+    g8 = by_size(rack, 8)
+    jobs = [Job("a2a", "all-to-all", [g8[0]], float(rng.uniform(1, 4)) * 2**20, algorithm="direct"),
+            Job("ring", "all-reduce", [g8[0][:4]], float(rng.uniform(1, 4)) * 2**20, algorithm="ring"),
+            Job("ag", "all-gather", [g8[0][2:6]], float(rng.uniform(1, 4)) * 2**20, algorithm="ring",
+                after=("a2a",)),
+            Job("pw", "all-to-all", [g8[0][:4]], float(rng.uniform(1, 4)) * 2**20, algorithm="pairwise",
+                after=("ring",))]
+    ref = _reference(rack, jobs)
+    r = mix(rack, jobs)
+    for j in r.jobs:
+        assert j.finish_s == pytest.approx(ref[j.name], rel=1e-9), j.name
+    assert r.events > 0 and any(j.time_s > j.solo_s * (1 + 1e-6) for j in r.jobs)   # they did contend
