@@ -174,3 +174,16 @@ def test_zipf_prices_slower_than_uniform_on_jalapeno_rack():
     assert moe_traffic(MoESpec.parse(f"{BASE},skew=zipf:1.0"), 128).imbalance > 1
     assert times["zipf:1.0"].bandwidth_time_s > 2 * times["uniform"].bandwidth_time_s
     assert times["zipf:1.0"].time_s > times["uniform"].time_s
+
+
+def test_flows_of_no_bytes_are_no_flows():
+    """A sparse matrix routes only its copies: a cross-rack pair with no bytes adds no latency."""
+    G = build("jalapeno-pod", racks=2)
+    g = [list(range(256))]
+    T = np.zeros((256, 256))
+    T[0, 1] = 2.0**20                     # inside rack 0
+    local = price(G, "all-to-all", groups=g, traffic=T, algorithm="direct")
+    T[0, 200] = 1.0                       # one byte to rack 1
+    cross = price(G, "all-to-all", groups=g, traffic=T, algorithm="direct")
+    assert local.latency_s < cross.latency_s
+    assert cross.bandwidth_time_s == pytest.approx(local.bandwidth_time_s, rel=1e-6)

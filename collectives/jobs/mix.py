@@ -162,7 +162,9 @@ class _Plan:
 
 def _job_key(job: Job, algorithm: str) -> tuple:
     T = job.traffic
-    tkey = None if T is None else (T.shape, hash(np.ascontiguousarray(T, dtype=np.float64).tobytes()))
+    import hashlib
+    tkey = None if T is None else (np.shape(T), hashlib.sha256(
+        np.ascontiguousarray(T, dtype=np.float64).tobytes()).hexdigest())
     return (job.collective, algorithm, tuple(map(tuple, job.groups)), job.size_bytes, tkey)
 
 
@@ -211,11 +213,12 @@ def _route_phase(G, plan: _Plan, i: int, table, cap: np.ndarray, split: str, tie
     if ph.in_network:
         P, Q, sizes = _in_network_flows(G, ph, table, cap)
     else:
-        routes = routing.route(G, ph.src, ph.dst, split=split, tiers=tiers, links=table)
-        keep = np.asarray(routes.reachable, dtype=bool) & (ph.size_bytes > 0)
-        P = sp.csr_array(routes.flow_piece)[np.flatnonzero(keep)]
+        has = np.flatnonzero(ph.size_bytes > 0)          # a flow of no bytes is no flow
+        routes = routing.route(G, ph.src[has], ph.dst[has], split=split, tiers=tiers, links=table)
+        ok = np.asarray(routes.reachable, dtype=bool)   # unreachable pairs: the price's PARTIAL note
+        P = sp.csr_array(routes.flow_piece)[np.flatnonzero(ok)]
         Q = sp.csr_array(routes.piece_link)
-        sizes = np.asarray(ph.size_bytes, dtype=np.float64)[keep]
+        sizes = np.asarray(ph.size_bytes, dtype=np.float64)[has[ok]]
     plan.flows[i] = (P, Q, sizes)
     return plan.flows[i]
 
@@ -296,8 +299,11 @@ def mix(G: nx.Graph, jobs: Sequence[Job], *, progress: Callable[[str], None] | N
     view = view_of(G)
     cache: dict = {}
     plans = [None] * len(jobs)
+    routed: dict[tuple, dict] = {}
     for i in order:
         plans[i] = _plan(G, jobs[i], view, price_kwargs, cache)
+        # identical jobs (the same layer's collective repeated) route their phases once
+        plans[i].flows = routed.setdefault(plans[i].key, {})
     split, tiers = price_kwargs.get("split", "equal"), price_kwargs.get("tiers", "rule")
     table = routing.link_table(G)
     cap = np.asarray(table.capacity_Bps, dtype=np.float64) * float(price_kwargs.get("efficiency", 1.0) or 1.0)
