@@ -208,3 +208,16 @@ def test_mix_matches_a_plain_reference_loop(rack, seed):
     for j in r.jobs:
         assert j.finish_s == pytest.approx(ref[j.name], rel=1e-9), j.name
     assert r.events > 0 and any(j.time_s > j.solo_s * (1 + 1e-6) for j in r.jobs)   # they did contend
+
+
+@pytest.mark.parametrize("eff", [1.0, 0.47])
+def test_efficiency_applies_alone_and_together(rack, eff):
+    g = by_size(rack, 128)
+    solo = price(rack, "all-to-all", groups=g, size_bytes=S, algorithm="direct", efficiency=eff)
+    two = price(rack, "all-to-all", groups=g, size_bytes=2 * S, algorithm="direct", efficiency=eff)
+    g2 = [tuple(reversed(x)) for x in g]
+    r = mix(rack, [Job("a", "all-to-all", g, S, algorithm="direct"), Job("b", "all-to-all", g2, S,
+                                                                          algorithm="direct")], efficiency=eff)
+    assert r.makespan_s == pytest.approx(two.time_s, rel=1e-9)
+    assert r.jobs[0].solo_s == pytest.approx(solo.time_s, rel=1e-12)
+    assert r.bottlenecks[0]["capacity_GBps"] == pytest.approx(100 * eff)

@@ -151,6 +151,7 @@ class _Plan:
     step_lat_s: list[float]
     key: tuple                       # identical jobs share a key
     bytes_total: float
+    efficiency: float = 1.0          # fraction of line rate the job's price used
     flows: dict = field(default_factory=dict)       # phase index -> (P, Q, sizes)
 
     def steps(self):
@@ -168,7 +169,7 @@ def _job_key(job: Job, algorithm: str) -> tuple:
     return (job.collective, algorithm, tuple(map(tuple, job.groups)), job.size_bytes, tkey)
 
 
-def _plan(G, job: Job, view, price_kwargs, cache: dict) -> _Plan:
+def _plan(G, job: Job, view, price_kwargs, cache: dict, cap_raw: np.ndarray) -> _Plan:
     from ..algorithms import phases as phases_of
     from ..price import price
     if (job.size_bytes is None) == (job.traffic is None):
@@ -201,7 +202,27 @@ def _plan(G, job: Job, view, price_kwargs, cache: dict) -> _Plan:
         total = size * len(groups) * len(groups[0])
     plist = phases_of(job.collective, rep.algorithm, live, size, view, traffic=T)
     return _Plan(job, rep, plist, [p.step_bandwidth_s for p in rep.phases], [p.step_latency_s for p in rep.phases],
-                 _job_key(job, rep.algorithm), total)
+                 _job_key(job, rep.algorithm), total,
+                 _efficiency_of(rep, cap_raw, float(price_kwargs.get("efficiency") or 1.0)))
+
+
+def _efficiency_of(rep, cap_raw: np.ndarray, fallback: float) -> float:
+    """The efficiency the job's price applied, read back from its report.
+
+    Its link utilization is bytes / (capacity x efficiency x bandwidth time), so the
+    ratio gives the efficiency whichever calibration chose it (per collective or
+    algorithm); the shared solve then carries the job's bytes / efficiency at line rate,
+    which max-min scaling makes exactly the job's own price when it runs alone.
+    """
+    lb, u, bw = rep.link_bytes, rep.link_utilization, rep.bandwidth_time_s
+    if lb is None or u is None or not (bw > 0):
+        return fallback
+    lb, u = np.asarray(lb, dtype=np.float64), np.asarray(u, dtype=np.float64)
+    ok = (lb > 0) & (u > 0) & np.isfinite(cap_raw) & (cap_raw > 0)
+    if not ok.any():
+        return fallback
+    eff = float(np.median(lb[ok] / (u[ok] * bw * cap_raw[ok])))
+    return eff if 0 < eff <= 1 + 1e-9 else fallback
 
 
 def _route_phase(G, plan: _Plan, i: int, table, cap: np.ndarray, split: str, tiers: str):
@@ -219,7 +240,8 @@ def _route_phase(G, plan: _Plan, i: int, table, cap: np.ndarray, split: str, tie
         P = sp.csr_array(routes.flow_piece)[np.flatnonzero(ok)]
         Q = sp.csr_array(routes.piece_link)
         sizes = np.asarray(ph.size_bytes, dtype=np.float64)[has[ok]]
-    plan.flows[i] = (P, Q, sizes)
+    # line-rate bytes: a job priced at efficiency e moves bytes / e through full-rate links
+    plan.flows[i] = (P, Q, sizes / plan.efficiency)
     return plan.flows[i]
 
 
@@ -300,13 +322,13 @@ def mix(G: nx.Graph, jobs: Sequence[Job], *, progress: Callable[[str], None] | N
     cache: dict = {}
     plans = [None] * len(jobs)
     routed: dict[tuple, dict] = {}
+    table = routing.link_table(G)
+    cap = np.asarray(table.capacity_Bps, dtype=np.float64)     # line rate; efficiency is per job
     for i in order:
-        plans[i] = _plan(G, jobs[i], view, price_kwargs, cache)
+        plans[i] = _plan(G, jobs[i], view, price_kwargs, cache, cap)
         # identical jobs (the same layer's collective repeated) route their phases once
         plans[i].flows = routed.setdefault(plans[i].key, {})
     split, tiers = price_kwargs.get("split", "equal"), price_kwargs.get("tiers", "rule")
-    table = routing.link_table(G)
-    cap = np.asarray(table.capacity_Bps, dtype=np.float64) * float(price_kwargs.get("efficiency", 1.0) or 1.0)
     index = {j.name: i for i, j in enumerate(jobs)}
     deps = [{index[a] for a in j.after} for j in jobs]
     start = [math.nan] * len(jobs)
@@ -469,6 +491,12 @@ def _result(G, jobs, plans, start, finish, table, cap, events) -> MixResult:
     makespan = max(finish)
     link_bytes = np.zeros(len(cap))
     notes = []
+    effs = sorted({round(p.efficiency, 12) for p in plans})
+    if len(effs) == 1:
+        cap = cap * effs[0]           # utilization of what the links deliver, as price reports it
+    else:
+        notes.append("jobs run at different efficiencies (" + ", ".join(f"{e:g}" for e in effs) + "): each job's "
+                     "bytes / efficiency share the links at line rate; utilization is of line rate")
     for p in plans:
         if p.report.link_bytes is not None:
             link_bytes += np.asarray(p.report.link_bytes)
