@@ -221,3 +221,12 @@ def test_efficiency_applies_alone_and_together(rack, eff):
     assert r.makespan_s == pytest.approx(two.time_s, rel=1e-9)
     assert r.jobs[0].solo_s == pytest.approx(solo.time_s, rel=1e-12)
     assert r.bottlenecks[0]["capacity_GBps"] == pytest.approx(100 * eff)
+
+
+def test_in_network_all_reduces_share_the_switch_links():
+    G = build("nvl72")
+    g = by_size(G, 72)
+    g2 = [tuple(reversed(x)) for x in g]         # no lockstep: two sets of in-network flows
+    r = mix(G, [Job("a", "all-reduce", g, S, algorithm="nvls"), Job("b", "all-reduce", g2, S, algorithm="nvls")])
+    two = price(G, "all-reduce", groups=g, size_bytes=2 * S, algorithm="nvls")
+    assert r.makespan_s == pytest.approx(two.time_s, rel=1e-9) and r.events == 1
