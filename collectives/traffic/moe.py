@@ -73,6 +73,8 @@ class MoESpec:
                 raise BadInput(f"moe {name}={getattr(self, name)} must be >= 1")
         if self.shared < 0:
             raise BadInput(f"moe shared={self.shared} must be >= 0")
+        if self.seed < 0:
+            raise BadInput(f"moe seed={self.seed} must be >= 0 (a numpy Generator seed)")
         if self.top_k > self.experts:
             raise BadInput(f"moe top_k={self.top_k} exceeds experts={self.experts}: a token picks top_k "
                            f"distinct experts")
