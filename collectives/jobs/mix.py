@@ -324,10 +324,14 @@ def mix(G: nx.Graph, jobs: Sequence[Job], *, progress: Callable[[str], None] | N
     routed: dict[tuple, dict] = {}
     table = routing.link_table(G)
     cap = np.asarray(table.capacity_Bps, dtype=np.float64)     # line rate; efficiency is per job
-    for i in order:
+    t_prog = time.perf_counter()
+    for k, i in enumerate(order, 1):
         plans[i] = _plan(G, jobs[i], view, price_kwargs, cache, cap)
         # identical jobs (the same layer's collective repeated) route their phases once
         plans[i].flows = routed.setdefault(plans[i].key, {})
+        if progress and time.perf_counter() - t_prog > PROGRESS_EVERY_S:
+            t_prog = time.perf_counter()
+            progress(f"mix: priced {k:,} of {len(jobs):,} jobs alone ({len(cache):,} distinct)")
     split, tiers = price_kwargs.get("split", "equal"), price_kwargs.get("tiers", "rule")
     index = {j.name: i for i, j in enumerate(jobs)}
     deps = [{index[a] for a in j.after} for j in jobs]
@@ -337,7 +341,6 @@ def mix(G: nx.Graph, jobs: Sequence[Job], *, progress: Callable[[str], None] | N
     done: set[int] = set()
     now = 0.0
     events = 0
-    t_prog = time.perf_counter()
 
     def launch(t: float):
         for i in order:
