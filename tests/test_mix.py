@@ -230,3 +230,11 @@ def test_in_network_all_reduces_share_the_switch_links():
     r = mix(G, [Job("a", "all-reduce", g, S, algorithm="nvls"), Job("b", "all-reduce", g2, S, algorithm="nvls")])
     two = price(G, "all-reduce", groups=g, size_bytes=2 * S, algorithm="nvls")
     assert r.makespan_s == pytest.approx(two.time_s, rel=1e-9) and r.events == 1
+
+
+def test_a_step_too_large_to_share_says_so(rack):
+    from fabricsim.topo.errors import TooLarge
+    g = by_size(rack, 128)
+    jobs = [Job("a", "all-to-all", g, S), Job("b", "all-to-all", [tuple(reversed(x)) for x in g], S)]
+    with pytest.raises(TooLarge, match="job 'a': its step 'direct all-to-all' has 16,256 flows"):
+        mix(rack, jobs, memory_limit_bytes=4 * 10**6)   # enough for the symmetry classes alone

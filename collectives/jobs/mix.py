@@ -152,6 +152,7 @@ class _Plan:
     key: tuple                       # identical jobs share a key
     bytes_total: float
     efficiency: float = 1.0          # fraction of line rate the job's price used
+    memory_limit_bytes: int | None = None
     flows: dict = field(default_factory=dict)       # phase index -> (P, Q, sizes)
 
     def steps(self):
@@ -203,7 +204,8 @@ def _plan(G, job: Job, view, price_kwargs, cache: dict, cap_raw: np.ndarray) -> 
     plist = phases_of(job.collective, rep.algorithm, live, size, view, traffic=T)
     return _Plan(job, rep, plist, [p.step_bandwidth_s for p in rep.phases], [p.step_latency_s for p in rep.phases],
                  _job_key(job, rep.algorithm), total,
-                 _efficiency_of(rep, cap_raw, float(price_kwargs.get("efficiency") or 1.0)))
+                 _efficiency_of(rep, cap_raw, float(price_kwargs.get("efficiency") or 1.0)),
+                 price_kwargs.get("memory_limit_bytes"))
 
 
 def _efficiency_of(rep, cap_raw: np.ndarray, fallback: float) -> float:
@@ -229,8 +231,19 @@ def _route_phase(G, plan: _Plan, i: int, table, cap: np.ndarray, split: str, tie
     """(flow_piece, piece_link, bytes) of one step of phase ``i``: reachable flows with bytes."""
     if i in plan.flows:
         return plan.flows[i]
-    from ...topo import routing
+    from ...topo import routing, solver
+    from ...topo.errors import TooLarge
     ph = plan.phases[i]
+    F = int(np.count_nonzero(ph.size_bytes > 0))
+    # routing keeps ~3 pieces per flow (as price's guard assumes)
+    est = solver.estimate_memory_bytes(n_flows=F, nnz_flow_piece=3 * F, n_pieces=max(1, F // 64),
+                                       nnz_piece_link=max(1, F // 16), n_links=len(cap))
+    try:
+        solver.guard_memory(est, limit_bytes=plan.memory_limit_bytes, n_flows=F)
+    except TooLarge:
+        raise TooLarge(f"job {plan.job.name!r}: its step '{ph.name}' has {F:,} flows, ~{est / 2**30:.1f} GiB to "
+                       f"solve beside other jobs; run it after them (alone it is priced as price does, by "
+                       f"symmetry classes where they apply)") from None
     if ph.in_network:
         P, Q, sizes = _in_network_flows(G, ph, table, cap)
     else:
