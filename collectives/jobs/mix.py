@@ -88,10 +88,20 @@ class MixResult:
     events: int = 0             # max-min solves while two or more jobs ran
 
     def as_dict(self) -> dict[str, Any]:
-        from ..price import _finite
         return _finite({"fabric": self.fabric, "makespan_s": self.makespan_s,
                         "jobs": [j.as_dict() for j in self.jobs], "bottlenecks": list(self.bottlenecks),
                         "events": self.events, "notes": list(self.notes)})
+
+
+def _finite(obj):
+    """JSON has no inf/nan: null for them (as the price report writes them)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 # ----------------------------------------------------------------------------- validation
@@ -262,9 +272,9 @@ def _in_network_flows(G, ph, table, cap):
     """NVLS as flows: each rank's S crosses its links to the switches (split by capacity)
     and comes back down, a flow whose rate limit is the slower of the two sums, as the
     price model's in-network step."""
-    from ..price import _rank_nodes
+    from ...topo.contract import CHIP, KIND, RANK
     index = {n: i for i, n in enumerate(table.nodes)}
-    by_rank = _rank_nodes(G)
+    by_rank = {d[RANK]: n for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}
     src_idx, dst_idx = np.asarray(table.src), np.asarray(table.dst)
     rows, cols, vals = [], [], []
     for f, r in enumerate(ph.src):
