@@ -212,6 +212,10 @@ def _plan(G, job: Job, view, price_kwargs, cache: dict, cap_raw: np.ndarray) -> 
         size = float(job.size_bytes)
         total = size * len(groups) * len(groups[0])
     plist = phases_of(job.collective, rep.algorithm, live, size, view, traffic=T)
+    if [p.repeat for p in plist] != [p.repeat for p in rep.phases]:
+        # the shared solve walks these phases with the report's step times: they must agree
+        raise RuntimeError(f"job {job.name!r}: price reported phases {[p.name for p in rep.phases]} but "
+                           f"{rep.algorithm} builds {[p.name for p in plist]}")
     return _Plan(job, rep, plist, [p.step_bandwidth_s for p in rep.phases], [p.step_latency_s for p in rep.phases],
                  _job_key(job, rep.algorithm), total,
                  _efficiency_of(rep, cap_raw, float(price_kwargs.get("efficiency") or 1.0)),
