@@ -190,3 +190,18 @@ def test_flows_of_no_bytes_are_no_flows():
     cross = price(G, "all-to-all", groups=g, traffic=T, algorithm="direct")
     assert local.latency_s < cross.latency_s
     assert cross.bandwidth_time_s == pytest.approx(local.bandwidth_time_s, rel=1e-6)
+
+
+def test_top1_sampling_is_proportional_to_the_weights(tmp_path):
+    w = np.array([1.0, 2.0, 3.0, 4.0, 0.0, 10.0, 5.0, 5.0])
+    p = tmp_path / "w.txt"
+    p.write_text(" ".join(f"{x:g}" for x in w))
+    t = moe_traffic(MoESpec.parse(f"experts=8,top_k=1,tokens=200000,hidden=1,skew={p}"), 8)
+    got = t.matrix.sum(axis=0) / 200000           # expert e sits on rank e
+    assert np.allclose(got, w / w.sum(), atol=0.005)
+    assert got[4] == 0                             # weight 0 is never picked
+
+
+def test_every_token_picks_distinct_experts():
+    t = moe_traffic(MoESpec.parse("experts=8,top_k=8,tokens=64,hidden=1"), 8)
+    assert np.all(t.matrix == 8)                   # top_k = experts: each token reaches every expert once

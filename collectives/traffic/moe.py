@@ -13,8 +13,8 @@ Model (the README repeats it):
   ``FILE`` gives one weight per expert (CSV/text or .npy); ``balanced`` is no sample
   but the expectation of uniform routing, every (rank, expert) pair receiving exactly
   tokens_r x top_k / experts copies (fractional; the uniform all-to-all).  Sampling
-  without replacement proportional to the weights uses the Gumbel top-k trick with
-  ``np.random.default_rng(seed)``.
+  without replacement proportional to the weights takes the top_k smallest of
+  Exp(1) / weight per token (Efraimidis-Spirakis) from ``np.random.default_rng(seed)``.
 * ``shared`` experts are replicated on every rank (as DeepSeek-V3/R1 deployments
   replicate their shared expert), so each token's shared copies stay on its own rank.
 * One token-expert copy is ``hidden x dtype`` bytes (fp8 1 B, bf16/fp16 2 B, fp32 4 B).
@@ -44,7 +44,7 @@ PHASES = ("dispatch", "combine")
 PLACEMENTS = ("round-robin", "contiguous")
 _REQUIRED = ("experts", "top_k", "tokens", "hidden")
 _INTS = ("experts", "top_k", "tokens", "hidden", "shared", "seed")
-# Gumbel keys are drawn for this many tokens at a time (tokens x experts floats)
+# routing keys are drawn for this many token-expert pairs at a time (float32)
 _CHUNK_ELEMENTS = 1 << 22
 
 
@@ -269,17 +269,18 @@ def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None) ->
     """(ep, experts) token-expert copies: each token picks top_k distinct experts."""
     rng = np.random.default_rng(spec.seed)
     E, K = spec.experts, spec.top_k
-    logw = None if w is None else np.log(np.where(w > 0, w, 1.0)) + np.where(w > 0, 0.0, -np.inf)
-    counts = np.zeros((len(per_rank), E))
+    counts = np.zeros(len(per_rank) * E)
     src = np.repeat(np.arange(len(per_rank)), per_rank)
     chunk = max(1, _CHUNK_ELEMENTS // E)
+    inv_w = None if w is None else np.where(w > 0, 1.0 / np.where(w > 0, w, 1.0), np.inf).astype(np.float32)
     for lo in range(0, len(src), chunk):
         s = src[lo:lo + chunk]
-        # Gumbel top-k: the k largest of log w + Gumbel noise are a sample of k distinct
-        # experts without replacement, with probabilities proportional to w
-        keys = rng.gumbel(size=(len(s), E))
-        if logw is not None:
-            keys += logw
-        pick = np.argpartition(-keys, K - 1, axis=1)[:, :K]
-        np.add.at(counts, (np.repeat(s, K), pick.ravel()), 1.0)
-    return counts
+        # the k smallest of Exp(1) / w are a sample of k distinct experts without
+        # replacement with probabilities proportional to w (Efraimidis-Spirakis; the
+        # Gumbel top-k trick in other clothes); uniform weights need no division
+        keys = rng.standard_exponential(size=(len(s), E), dtype=np.float32)
+        if inv_w is not None:
+            keys *= inv_w
+        pick = np.argpartition(keys, K - 1, axis=1)[:, :K] if K < E else np.broadcast_to(np.arange(E), (len(s), E))
+        counts += np.bincount((s[:, None] * E + pick).ravel(), minlength=counts.size)
+    return counts.reshape(len(per_rank), E)
