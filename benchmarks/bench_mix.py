@@ -14,10 +14,10 @@ ratio that the case checks (1.0 where the mix must equal a closed form):
   2,048-chip pod, priced alone (sparse: only the 8k copies are routed).
 
 Not a test: run by hand.  Measured on the shared 2-core VM (other jobs running), 2026-12-03:
-lockstep 0.04 s (1 solve, ratio 1.000000), no-lockstep 0.08 s (1 solve, ratio 1.000000),
-chain 33 s (0 shared solves, ratio 1.000000: all of it is the two solo prices of the sampled
-dispatch and combine matrices, ~1,000 solver events each), contended 80 s (1,010 solves,
-~0.08 s each on ~16k flows), moe-pod 1.9 s (imbalance 12.5: 256 experts on 2,048 ranks).
+lockstep 0.03 s (1 solve, ratio 1.000000), no-lockstep 0.05 s (1 solve, ratio 1.000000),
+chain 22.6 s (0 shared solves, ratio 1.000000: all of it is the two solo prices of the sampled
+dispatch and combine matrices, ~1,000 solver events each), contended 42.7 s (1,087 solves,
+~0.04 s each on ~8-16k flows), moe-pod 1.1 s (imbalance 11.8: 256 experts on 2,048 ranks).
 
     python benchmarks/bench_mix.py [--skip-slow]
 """
