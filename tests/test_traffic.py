@@ -54,6 +54,16 @@ def test_bad_csv_names_file_and_field(tmp_path, text, match):
     assert "bad.csv" in str(exc.value) and "\n" not in str(exc.value)
 
 
+def test_npz_and_junk_npy_headers(tmp_path):
+    np.savez(tmp_path / "a.npz", np.ones((2, 2)))
+    (tmp_path / "a.npz").rename(tmp_path / "z.npy")
+    with pytest.raises(BadInput, match="npz archive"):
+        load_matrix(tmp_path / "z.npy", 2)
+    (tmp_path / "h.npy").write_bytes(b"\x93NUMPY\x01\x00\x10\x00{'descr': <f8, }   \n")
+    with pytest.raises(BadInput, match="not a readable .npy"):
+        load_matrix(tmp_path / "h.npy", 2)
+
+
 def test_non_utf8_and_bad_npy(tmp_path):
     p = tmp_path / "latin.csv"
     p.write_bytes(b"1,2\n\xff,3\n")
@@ -87,6 +97,8 @@ def test_non_utf8_and_bad_npy(tmp_path):
     (BASE + ",shared=-1", "shared=-1 must be >= 0"),
     (BASE + ",seed", "not key=value"),
     (BASE + ",seed=-3", "seed=-3 must be >= 0"),
+    (BASE.replace("tokens=1024", "tokens=" + "9" * 30), "tokens=9+ is past the model's range"),
+    (BASE.replace("experts=256", "experts=10000000"), "experts=10000000 is past the model's range"),
     (BASE + ",seed=x", "seed='x' must be an integer"),
     (BASE.replace("hidden=7168", "hidden=true"), "hidden='true' must be an integer"),
 ])
@@ -94,6 +106,13 @@ def test_bad_spec_one_line_naming_the_field(text, match):
     with pytest.raises(BadInput, match=match) as exc:
         MoESpec.parse(text)
     assert "\n" not in str(exc.value)
+
+
+def test_too_many_routing_draws_say_so():
+    with pytest.raises(BadInput, match="use skew=balanced"):
+        moe_traffic(MoESpec.parse("experts=4096,top_k=8,tokens=10000000,hidden=8"), 8)
+    t = moe_traffic(MoESpec.parse("experts=4096,top_k=8,tokens=10000000,hidden=8,skew=balanced"), 8)
+    assert t.bytes_total == 10000000 * 8 * 8
 
 
 def test_contiguous_needs_multiple_of_ep():

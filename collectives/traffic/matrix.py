@@ -67,9 +67,13 @@ def _read_one(p: Path, n: int, groups: int | None) -> np.ndarray:
     if p.suffix.lower() == ".npy":
         try:
             M = np.load(p, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:
-            raise BadInput(f"{p}: not a readable .npy array ({str(exc).splitlines()[0] if str(exc) else 'empty'})") \
-                from None
+        except Exception as exc:      # numpy raises ValueError, OSError, EOFError, SyntaxError ... on junk
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise BadInput(f"{p}: not a readable .npy array ({msg})") from None
+        if not isinstance(M, np.ndarray):
+            if hasattr(M, "close"):
+                M.close()
+            raise BadInput(f"{p}: an .npz archive, not one .npy array")
         if M.dtype.kind not in "iuf":
             raise BadInput(f"{p}: holds {M.dtype} values; a traffic matrix holds numbers of bytes")
         M = M.astype(np.float64)

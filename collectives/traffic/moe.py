@@ -44,6 +44,11 @@ PHASES = ("dispatch", "combine")
 PLACEMENTS = ("round-robin", "contiguous")
 _REQUIRED = ("experts", "top_k", "tokens", "hidden")
 _INTS = ("experts", "top_k", "tokens", "hidden", "shared", "seed")
+# Ranges refused in one line rather than overflowing or running for hours (no MoE comes close:
+# DeepSeek-V3 256 experts, Kimi K2 384, hidden 7,168)
+_LIMITS = {"experts": 1 << 20, "tokens": 1 << 40, "hidden": 1 << 30, "shared": 1 << 10}
+# sampling draws tokens x experts keys: past this, say so (balanced is the expectation, no draws)
+_MAX_DRAWS = 1 << 32
 # routing keys are drawn for this many token-expert pairs at a time (float32)
 _CHUNK_ELEMENTS = 1 << 22
 
@@ -75,6 +80,9 @@ class MoESpec:
             raise BadInput(f"moe shared={self.shared} must be >= 0")
         if self.seed < 0:
             raise BadInput(f"moe seed={self.seed} must be >= 0 (a numpy Generator seed)")
+        for name, cap in _LIMITS.items():
+            if getattr(self, name) > cap:
+                raise BadInput(f"moe {name}={getattr(self, name)} is past the model's range (at most {cap:,})")
         if self.top_k > self.experts:
             raise BadInput(f"moe top_k={self.top_k} exceeds experts={self.experts}: a token picks top_k "
                            f"distinct experts")
@@ -185,8 +193,10 @@ def _read_weights(p: Path) -> np.ndarray:
     if p.suffix.lower() == ".npy":
         try:
             w = np.load(p, allow_pickle=False)
-        except (OSError, ValueError, EOFError):
+        except Exception:             # numpy raises ValueError, OSError, EOFError, SyntaxError ... on junk
             raise BadInput(f"{p}: not a readable .npy array of expert weights") from None
+        if not isinstance(w, np.ndarray):
+            raise BadInput(f"{p}: an .npz archive, not one .npy array of expert weights")
         if w.dtype.kind not in "iuf":
             raise BadInput(f"{p}: holds {w.dtype} values; expert weights are numbers")
         w = w.astype(np.float64).ravel()
@@ -246,6 +256,9 @@ def moe_traffic(spec: MoESpec, ep: int) -> MoETraffic:
     per_rank = np.full(ep, spec.tokens // ep, dtype=np.int64)
     per_rank[: spec.tokens % ep] += 1
     kind, _ = _parse_skew(spec.skew)
+    if kind != "balanced" and spec.tokens * spec.experts > _MAX_DRAWS:
+        raise BadInput(f"moe tokens={spec.tokens:,} x experts={spec.experts:,} routing draws exceed {_MAX_DRAWS:,} "
+                       f"(hours of sampling); use skew=balanced (the expectation) or fewer tokens")
     if kind == "balanced":
         counts = np.outer(per_rank.astype(np.float64), np.full(spec.experts, spec.top_k / spec.experts))
     else:
