@@ -188,6 +188,10 @@ def _plan(G, job: Job, view, price_kwargs, cache: dict, cap_raw: np.ndarray) -> 
     groups = [tuple(int(r) for r in g) for g in job.groups]
     if not groups:
         raise BadInput(f"job {job.name!r}: no groups")
+    for k, g in enumerate(groups):
+        if len(set(g)) != len(g):
+            dup = next(r for r in g if g.count(r) > 1)
+            raise BadInput(f"job {job.name!r}: group {k} lists chip rank {dup} twice")
     key0 = _job_key(job, job.algorithm)
     if key0 in cache:
         rep = cache[key0]
