@@ -170,6 +170,8 @@ def test_mix_moe_and_traffic_jobs(tmp_path):
      "cycle"),
     (MIX.replace('size = "64MiB"\n', ""), "job 'a': missing size"),
     (MIX.replace('size = "64MiB"', 'size = "64 parsecs"'), "is not a size"),
+    (MIX.replace('size = "64MiB"', 'size = "64Mb"'), "a lower-case b is bits"),
+    (MIX.replace('size = "64MiB"', 'size = 0.5'), "finite number of bytes >= 1 B"),
     (MIX.replace('collective = "all-to-all"', 'collective = "all-too-all"', 1), "collective 'all-too-all'"),
     (MIX.replace('name = "a"\n', ''), "job 1: missing name"),
     ("[[jobs]]\n", "unknown top-level key(s) jobs"),

@@ -665,13 +665,16 @@ def _size(v) -> float:
     elif isinstance(v, str):
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", v)
         unit = m[2].lower() if m else ""
+        if m and m[2].endswith("b"):
+            # as the CLI's --size: a lower-case b is bits, which no buffer is given in
+            raise BadInput(f"size {v!r}: a lower-case b is bits; sizes are bytes, spelled with B (e.g. 64MiB)")
         if not m or (unit and unit not in _UNITS):
             raise BadInput(f"size {v!r} is not a size; use bytes or a number with B, KiB, MiB, GiB, KB, MB, GB")
         value = float(m[1]) * _UNITS.get(unit, 1)
     else:
         raise BadInput(f"size {v!r} is not a number of bytes")
-    if not (math.isfinite(value) and value > 0):
-        raise BadInput(f"size {v!r} must be a positive number of bytes")
+    if not (math.isfinite(value) and value >= 1):
+        raise BadInput(f"size {v!r} must be a finite number of bytes >= 1 B")
     return value
 
 
