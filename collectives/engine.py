@@ -662,17 +662,23 @@ def _step_classes(ph: Phase, q, ctx: _Ctx) -> _Step:
 def _step_flows(ph: Phase, ctx: _Ctx) -> _Step:
     """Every flow routed and solved."""
     from ..topo import routing, solver
+    # all-to-all-v: a flow of no bytes is no flow (a sparse MoE matrix routes only its copies)
+    sel = np.flatnonzero(ph.size_bytes > 0) if ph.pair_bytes is not None else None
+    src, dst = (ph.src, ph.dst) if sel is None else (ph.src[sel], ph.dst[sel])
     try:
-        _guard_before_routing(solver, ph.n_flows, len(ctx.cap), ctx.bound_only, ctx.memory_limit_bytes)
+        _guard_before_routing(solver, len(src), len(ctx.cap), ctx.bound_only, ctx.memory_limit_bytes)
     except TooLarge as exc:
         if ctx.symmetry:
             raise
         raise TooLarge(f"{exc}; or leave out --per-flow, so symmetry classes can solve it") from None
-    routes = routing.route(ctx.G, ph.src, ph.dst, split=ctx.split, tiers=ctx.tiers, links=ctx.table)
-    reach = np.asarray(routes.reachable, dtype=bool)
-    bad = np.flatnonzero(~reach)
-    examples = list(zip(ph.src[bad[:5]].tolist(), ph.dst[bad[:5]].tolist()))
-    P = routes.flow_piece[np.flatnonzero(reach)]
+    routes = routing.route(ctx.G, src, dst, split=ctx.split, tiers=ctx.tiers, links=ctx.table)
+    ok = np.asarray(routes.reachable, dtype=bool)
+    reach = ok if sel is None else np.zeros(ph.n_flows, dtype=bool)
+    if sel is not None:
+        reach[sel] = ok
+    bad = np.flatnonzero(~ok)
+    examples = list(zip(src[bad[:5]].tolist(), dst[bad[:5]].tolist()))
+    P = routes.flow_piece[np.flatnonzero(ok)]
     Q = routes.piece_link
     sizes = ph.size_bytes[reach]
     cap = ctx.cap
@@ -694,9 +700,9 @@ def _step_flows(ph: Phase, ctx: _Ctx) -> _Step:
     g_fin = np.zeros(ctx.n_groups)
     if finish.size:
         np.maximum.at(g_fin, ph.group[reach], finish)
-    lat_ns = float(np.max(np.asarray(routes.latency_ns)[reach])) if reach.any() else 0.0
+    lat_ns = float(np.max(np.asarray(routes.latency_ns)[ok])) if ok.any() else 0.0
     return _Step(step_bw, step_bound, lb, lat_ns, events, g_fin, len(bad), examples,
-                 relayed=int(np.asarray(routes.relayed)[reach].sum()), reach=reach)
+                 relayed=int(np.asarray(routes.relayed)[ok].sum()), reach=reach)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
