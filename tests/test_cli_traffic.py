@@ -137,7 +137,7 @@ def test_mix_two_identical_all_to_alls_json(tmp_path):
     assert [j["name"] for j in d["jobs"]] == ["a", "b"]
     assert set(d["jobs"][0]) >= {"name", "start_s", "finish_s"} and d["bottlenecks"]
     from fabricsim.collectives.jobs import load_jobs, mix
-    lib = mix(G, load_jobs(p, G), efficiency=1.0).as_dict()
+    lib = mix(G, load_jobs(p, G)).as_dict()
     assert d == json.loads(json.dumps(lib))
 
 

@@ -58,9 +58,9 @@ def test_one_step_jobs_share_links_as_one_simulation(rack):
     g = by_size(rack, 32)[:2]
     a = Job("a", "all-to-all", [g[0]], S, algorithm="direct")
     b = Job("b", "all-to-all", [g[0], g[1]], S / 3, algorithm="direct")
-    r = mix(rack, [a, b])
-    ra = price(rack, "all-to-all", groups=a.groups, size_bytes=S, algorithm="direct")
-    rb = price(rack, "all-to-all", groups=b.groups, size_bytes=S / 3, algorithm="direct")
+    r = mix(rack, [a, b], protocol="ideal")      # the closed form: latency, then the union's simulation
+    ra = price(rack, "all-to-all", groups=a.groups, size_bytes=S, algorithm="direct", protocol="ideal")
+    rb = price(rack, "all-to-all", groups=b.groups, size_bytes=S / 3, algorithm="direct", protocol="ideal")
     assert ra.latency_s == pytest.approx(rb.latency_s)
     src = np.concatenate([ra_ph_src(a.groups), ra_ph_src(b.groups)])
     dst = np.concatenate([ra_ph_src(a.groups, dst=True), ra_ph_src(b.groups, dst=True)])
@@ -146,7 +146,8 @@ def _reference(G, jobs):
     cap = np.asarray(t.capacity_Bps, float)
     plan = {}
     for j in jobs:
-        rep = price(G, j.collective, groups=j.groups, size_bytes=j.size_bytes, algorithm=j.algorithm)
+        rep = price(G, j.collective, groups=j.groups, size_bytes=j.size_bytes, algorithm=j.algorithm,
+                    protocol="ideal")
         steps = []
         for ph, pr in zip(phases_of(j.collective, rep.algorithm, j.groups, j.size_bytes, view_of(G)), rep.phases):
             rt = routing.route(G, ph.src, ph.dst, links=t)
@@ -204,7 +205,7 @@ def test_mix_matches_a_plain_reference_loop(rack, seed):
             Job("pw", "all-to-all", [g8[0][:4]], float(rng.uniform(1, 4)) * 2**20, algorithm="pairwise",
                 after=("ring",))]
     ref = _reference(rack, jobs)
-    r = mix(rack, jobs)
+    r = mix(rack, jobs, protocol="ideal")        # the reference loop's model: steps in series at line rate
     for j in r.jobs:
         assert j.finish_s == pytest.approx(ref[j.name], rel=1e-9), j.name
     assert r.events > 0 and any(j.time_s > j.solo_s * (1 + 1e-6) for j in r.jobs)   # they did contend

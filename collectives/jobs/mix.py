@@ -163,6 +163,7 @@ class _Plan:
     bytes_total: float
     efficiency: float = 1.0          # fraction of line rate the job's price used
     memory_limit_bytes: int | None = None
+    base_s: float = 0.0              # per-call latency before the first step (protocol model)
     flows: dict = field(default_factory=dict)       # phase index -> (P, Q, sizes)
 
     def steps(self):
@@ -220,10 +221,32 @@ def _plan(G, job: Job, view, price_kwargs, cache: dict, cap_raw: np.ndarray) -> 
         # the shared solve walks these phases with the report's step times: they must agree
         raise RuntimeError(f"job {job.name!r}: price reported phases {[p.name for p in rep.phases]} but "
                            f"{rep.algorithm} builds {[p.name for p in plist]}")
-    return _Plan(job, rep, plist, [p.step_bandwidth_s for p in rep.phases], [p.step_latency_s for p in rep.phases],
+    lats, base = _step_latencies(rep)
+    return _Plan(job, rep, plist, [p.step_bandwidth_s for p in rep.phases], lats,
                  _job_key(job, rep.algorithm), total,
                  _efficiency_of(rep, cap_raw, float(price_kwargs.get("efficiency") or 1.0)),
-                 price_kwargs.get("memory_limit_bytes"))
+                 price_kwargs.get("memory_limit_bytes"), base_s=base)
+
+
+def _step_latencies(rep) -> tuple[list[float], float]:
+    """Per-phase step latency for the shared solve, and the job's base latency (once, first).
+
+    The shared solve runs each step as its latency, then its flows.  Where the price
+    pipelines a phase's steps (the protocol model: a phase of r steps takes
+    max((r + k - 1) x latency, r x bandwidth), not their sum), the step latency is what
+    is left of the phase's time per step after its bandwidth, so a job alone takes
+    exactly its price; beside other jobs that latency stays as priced alone and the
+    transfers slow down.  The base latency (per call) is ``time_s`` less the phases'.
+    """
+    lats = []
+    for p in rep.phases:
+        r, bw, lat = p.repeat, p.step_bandwidth_s, p.step_latency_s
+        if p.time_s == r * (bw + lat):
+            lats.append(lat)                          # steps in series (the ideal model)
+        else:
+            lats.append(max(p.time_s / r - bw, 0.0))  # pipelined: the latency left per step
+    base = rep.time_s - sum(p.time_s for p in rep.phases)
+    return lats, (base if base > 1e-12 * rep.time_s else 0.0)
 
 
 def _efficiency_of(rep, cap_raw: np.ndarray, fallback: float) -> float:
@@ -378,7 +401,7 @@ def mix(G: nx.Graph, jobs: Sequence[Job], *, progress: Callable[[str], None] | N
             if i not in done and i not in running and deps[i] <= done:
                 start[i] = t
                 running[i] = _Run(plans[i], list(plans[i].steps()), t)
-                _begin_step(running[i], t)
+                _begin_step(running[i], t + plans[i].base_s)
 
     def settle(t: float):
         """Start the flows of steps whose latency has run out; retire finished steps and jobs."""
