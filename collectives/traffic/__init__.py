@@ -1,0 +1,10 @@
+"""All-to-all-v traffic: byte matrices from files and from a MoE router model.
+
+Public names: ``load_matrix``, ``check_matrix`` (matrix files), ``MoESpec``,
+``MoETraffic``, ``moe_traffic``, ``DTYPE_BYTES`` (MoE dispatch/combine).
+A matrix feeds ``price(G, "all-to-all", groups=..., traffic=M)``.
+"""
+from .matrix import check_matrix, load_matrix
+from .moe import DTYPE_BYTES, MoESpec, MoETraffic, expert_weights, moe_traffic
+
+__all__ = ["load_matrix", "check_matrix", "MoESpec", "MoETraffic", "moe_traffic", "DTYPE_BYTES", "expert_weights"]
