@@ -1,0 +1,476 @@
+"""Concurrent jobs in one max-min solve: collectives sharing the links, step by step.
+
+Model (the README repeats it):
+
+* Each job is a collective on its groups, priced by :func:`~fabricsim.collectives.price`
+  with the same options: its algorithm (``auto`` picks as ``price`` does, for the job
+  alone), its phases (each repeated ``repeat`` times), and each step's latency.
+* A job starts when every job it comes ``after`` has finished (at 0 when it has no
+  dependencies).  It walks its steps in order; a step is its latency (the price
+  model's per-step latency: route latency, per-step and per-message overheads) and
+  then its flows; the next step starts when the last flow of this one finishes.
+* At every instant the flows of every running job's current step share the links by
+  max-min fairness (``topo.solver.maxmin_rates``); time advances to the next flow
+  completion or step boundary, and the rates are solved again.
+* A job running with no other job able to run (the rest wait for it) takes exactly
+  its solo time from its price report, so a chain of ``after`` jobs costs the sum of
+  their prices without a flow being routed twice.  Jobs in lockstep on the same
+  flows (identical jobs started together) are solved as one set of flows with
+  multiplicity.
+* Bottlenecks: every link's bytes over the whole mix (from each job's price) and its
+  utilization over the makespan, busiest first.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from ...topo.errors import BadInput
+
+__all__ = ["Job", "JobResult", "MixResult", "mix"]
+
+BOTTLENECKS_SHOWN = 10
+# flows finishing within this relative distance of the next event retire with it
+# (the solver's own rel_tol for simulate)
+REL_TOL = 1e-9
+PROGRESS_EVERY_S = 2.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """One collective of a mix: ``size_bytes`` (nccl-tests S) or an all-to-all-v ``traffic`` matrix."""
+
+    name: str
+    collective: str
+    groups: tuple
+    size_bytes: float | None = None
+    traffic: np.ndarray | None = field(default=None, compare=False)
+    algorithm: str = "auto"
+    after: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobResult:
+    name: str
+    collective: str
+    algorithm: str
+    start_s: float
+    finish_s: float
+    bytes_total: float          # every rank's buffer (S x ranks), or the matrix's sum, diagonal included
+    solo_s: float = float("nan")    # the job's price alone
+    groups: int = 0
+    group_size: int = 0
+
+    @property
+    def time_s(self) -> float:
+        return self.finish_s - self.start_s
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "collective": self.collective, "algorithm": self.algorithm,
+                "start_s": self.start_s, "finish_s": self.finish_s, "time_s": self.time_s,
+                "solo_s": self.solo_s, "slowdown": self.time_s / self.solo_s if self.solo_s > 0 else None,
+                "bytes_total": self.bytes_total, "groups": self.groups, "group_size": self.group_size}
+
+
+@dataclass(frozen=True)
+class MixResult:
+    makespan_s: float
+    jobs: tuple[JobResult, ...]
+    bottlenecks: tuple
+    notes: tuple = ()
+    fabric: str = "?"
+    events: int = 0             # max-min solves while two or more jobs ran
+
+    def as_dict(self) -> dict[str, Any]:
+        from ..price import _finite
+        return _finite({"fabric": self.fabric, "makespan_s": self.makespan_s,
+                        "jobs": [j.as_dict() for j in self.jobs], "bottlenecks": list(self.bottlenecks),
+                        "events": self.events, "notes": list(self.notes)})
+
+
+# ----------------------------------------------------------------------------- validation
+def _order(jobs: Sequence[Job]) -> list[int]:
+    """Check names and ``after``; a topological order of the jobs (input order among equals)."""
+    names = [j.name for j in jobs]
+    seen: set[str] = set()
+    for nm in names:
+        if not isinstance(nm, str) or not nm:
+            raise BadInput(f"job name {nm!r} must be a non-empty string")
+        if nm in seen:
+            raise BadInput(f"duplicate job name {nm!r}; every job needs its own name")
+        seen.add(nm)
+    index = {nm: i for i, nm in enumerate(names)}
+    for j in jobs:
+        for a in j.after:
+            if a not in index:
+                from ...topo.errors import close_matches
+                raise BadInput(f"job {j.name!r}: after {a!r} names no job{close_matches(a, names)}; "
+                               f"jobs: {', '.join(names)}")
+            if a == j.name:
+                raise BadInput(f"job {j.name!r} comes after itself")
+    # Kahn's algorithm; a leftover job sits on a cycle
+    deps = {i: {index[a] for a in j.after} for i, j in enumerate(jobs)}
+    done: list[int] = []
+    left = dict(deps)
+    while left:
+        ready = [i for i, d in left.items() if not (d - set(done))]
+        if not ready:
+            cyc = _cycle(left, names)
+            raise BadInput(f"jobs depend on each other in a cycle: {' -> '.join(cyc)}")
+        done.extend(ready)
+        for i in ready:
+            del left[i]
+    return done
+
+
+def _cycle(left: dict[int, set[int]], names) -> list[str]:
+    i = next(iter(left))
+    path: list[int] = []
+    while i not in path:
+        path.append(i)
+        i = next(d for d in left[i] if d in left)
+    cyc = path[path.index(i):] + [i]
+    return [names[k] for k in reversed(cyc)]
+
+
+# ----------------------------------------------------------------------------- per-job plan
+@dataclass
+class _Plan:
+    """A job priced alone, and its phases for the shared solve (routed on first use)."""
+
+    job: Job
+    report: Any                      # CostReport alone
+    phases: list                     # Phase objects (live groups)
+    step_bw_s: list[float]
+    step_lat_s: list[float]
+    key: tuple                       # identical jobs share a key
+    bytes_total: float
+    flows: dict = field(default_factory=dict)       # phase index -> (P, Q, sizes)
+
+    def steps(self):
+        """(phase index, repetition) of every step in order."""
+        for i, ph in enumerate(self.phases):
+            for r in range(ph.repeat):
+                yield i, r
+
+
+def _job_key(job: Job, algorithm: str) -> tuple:
+    T = job.traffic
+    tkey = None if T is None else (T.shape, hash(np.ascontiguousarray(T, dtype=np.float64).tobytes()))
+    return (job.collective, algorithm, tuple(map(tuple, job.groups)), job.size_bytes, tkey)
+
+
+def _plan(G, job: Job, view, price_kwargs, cache: dict) -> _Plan:
+    from ..algorithms import phases as phases_of
+    from ..price import price
+    if (job.size_bytes is None) == (job.traffic is None):
+        raise BadInput(f"job {job.name!r}: give a size or a traffic matrix (exactly one)")
+    groups = [tuple(int(r) for r in g) for g in job.groups]
+    if not groups:
+        raise BadInput(f"job {job.name!r}: no groups")
+    key0 = _job_key(job, job.algorithm)
+    if key0 in cache:
+        rep = cache[key0]
+    else:
+        try:
+            rep = price(G, job.collective, groups=groups, size_bytes=job.size_bytes, algorithm=job.algorithm,
+                        traffic=job.traffic, **price_kwargs)
+        except BadInput as exc:
+            raise BadInput(f"job {job.name!r}: {exc}") from None
+        cache[key0] = rep
+    if not math.isfinite(rep.time_s):
+        raise BadInput(f"job {job.name!r}: every group lost a chip; nothing to price")
+    live = [groups[i] for i in rep.group_ids]
+    T = job.traffic
+    if T is not None:
+        T = np.asarray(T, dtype=np.float64)
+        if T.ndim == 3 and len(T) == len(groups):
+            T = T[list(rep.group_ids)]
+        size = rep.size_bytes
+        total = float(T.sum()) * (len(groups) if T.ndim == 2 else 1)
+    else:
+        size = float(job.size_bytes)
+        total = size * len(groups) * len(groups[0])
+    plist = phases_of(job.collective, rep.algorithm, live, size, view, traffic=T)
+    return _Plan(job, rep, plist, [p.step_bandwidth_s for p in rep.phases], [p.step_latency_s for p in rep.phases],
+                 _job_key(job, rep.algorithm), total)
+
+
+def _route_phase(G, plan: _Plan, i: int, table, cap: np.ndarray, split: str, tiers: str):
+    """(flow_piece, piece_link, bytes) of one step of phase ``i``: reachable flows with bytes."""
+    if i in plan.flows:
+        return plan.flows[i]
+    from ...topo import routing
+    ph = plan.phases[i]
+    if ph.in_network:
+        P, Q, sizes = _in_network_flows(G, ph, table, cap)
+    else:
+        routes = routing.route(G, ph.src, ph.dst, split=split, tiers=tiers, links=table)
+        keep = np.asarray(routes.reachable, dtype=bool) & (ph.size_bytes > 0)
+        P = sp.csr_array(routes.flow_piece)[np.flatnonzero(keep)]
+        Q = sp.csr_array(routes.piece_link)
+        sizes = np.asarray(ph.size_bytes, dtype=np.float64)[keep]
+    plan.flows[i] = (P, Q, sizes)
+    return plan.flows[i]
+
+
+def _in_network_flows(G, ph, table, cap):
+    """NVLS as flows: each rank's S crosses its links to the switches (split by capacity)
+    and comes back down, a flow whose rate limit is the slower of the two sums, as the
+    price model's in-network step."""
+    from ..price import _rank_nodes
+    index = {n: i for i, n in enumerate(table.nodes)}
+    by_rank = _rank_nodes(G)
+    src_idx, dst_idx = np.asarray(table.src), np.asarray(table.dst)
+    rows, cols, vals = [], [], []
+    for f, r in enumerate(ph.src):
+        c = index[by_rank[int(r)]]
+        for links in (np.flatnonzero(src_idx == c), np.flatnonzero(dst_idx == c)):
+            rows.extend([f] * len(links))
+            cols.extend(links.tolist())
+            vals.extend((cap[links] / cap[links].sum()).tolist())
+    F, L = len(ph.src), len(cap)
+    P = sp.csr_array((vals, (rows, cols)), shape=(F, L))
+    return P, sp.identity(L, format="csr"), np.asarray(ph.size_bytes, dtype=np.float64)
+
+
+# ----------------------------------------------------------------------------- the event loop
+@dataclass
+class _Run:
+    """A running job: its step and, while its flows move, their bytes left."""
+
+    plan: _Plan
+    steps: list                   # remaining (phase, rep) steps, current first
+    start_s: float
+    lat_end: float | None = None  # in its step's latency until then
+    left: np.ndarray | None = None    # bytes left per flow of the current step (transferring)
+    mult: int = 1
+
+
+def mix(G: nx.Graph, jobs: Sequence[Job], *, progress: Callable[[str], None] | None = None,
+        **price_kwargs) -> MixResult:
+    """Price ``jobs`` running together on ``G``: one max-min solve of every running job's flows.
+
+    Parameters
+    ----------
+    G : fabric graph.
+    jobs : the jobs; ``after`` names jobs that must finish before one starts.
+    progress : called with a one-line message every few seconds of a long shared solve.
+    **price_kwargs : passed to :func:`~fabricsim.collectives.price` for every job
+        (``split``, ``tiers``, ``efficiency``, ``step_overhead_ns``, ...).
+
+    Returns
+    -------
+    MixResult
+        Each job's start and finish, the makespan and the busiest links.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> from fabricsim.collectives import by_size
+    >>> G = build("jalapeno-rack")
+    >>> g = by_size(G, 8)
+    >>> a = Job("a", "all-reduce", g, 2**24, algorithm="ring")
+    >>> b = Job("b", "all-reduce", g, 2**24, algorithm="ring", after=("a",))
+    >>> r = mix(G, [a, b])
+    >>> round(r.makespan_s / (2 * r.jobs[0].solo_s), 12)
+    1.0
+    """
+    from ...topo import routing
+    from ..algorithms import view_of
+    if not jobs:
+        raise BadInput("no jobs to run")
+    if price_kwargs.get("bound_only"):
+        raise BadInput("mix shares links by max-min fairness; bound_only does not apply")
+    unknown = set(price_kwargs) - {"split", "tiers", "efficiency", "step_overhead_ns", "message_overhead_ns",
+                                   "memory_limit_bytes", "symmetry", "calibration", "protocol", "options"}
+    if unknown:
+        raise BadInput(f"mix: unknown option(s) {', '.join(sorted(unknown))}")
+    order = _order(jobs)
+    view = view_of(G)
+    cache: dict = {}
+    plans = [None] * len(jobs)
+    for i in order:
+        plans[i] = _plan(G, jobs[i], view, price_kwargs, cache)
+    split, tiers = price_kwargs.get("split", "equal"), price_kwargs.get("tiers", "rule")
+    table = routing.link_table(G)
+    cap = np.asarray(table.capacity_Bps, dtype=np.float64) * float(price_kwargs.get("efficiency", 1.0) or 1.0)
+    index = {j.name: i for i, j in enumerate(jobs)}
+    deps = [{index[a] for a in j.after} for j in jobs]
+    start = [math.nan] * len(jobs)
+    finish = [math.nan] * len(jobs)
+    running: dict[int, _Run] = {}
+    done: set[int] = set()
+    now = 0.0
+    events = 0
+    t_prog = time.perf_counter()
+
+    def launch(t: float):
+        for i in order:
+            if i not in done and i not in running and deps[i] <= done:
+                start[i] = t
+                running[i] = _Run(plans[i], list(plans[i].steps()), t)
+                _begin_step(running[i], t)
+
+    def settle(t: float):
+        """Start the flows of steps whose latency has run out; retire finished steps and jobs."""
+        changed = True
+        while changed:
+            changed = False
+            for i, run in list(running.items()):
+                if run.left is None and run.lat_end <= t * (1 + REL_TOL):
+                    _start_flows(run, G, table, cap, split, tiers)
+                    changed = True
+                if run.left is not None and not np.any(run.left > 0):
+                    run.steps.pop(0)
+                    changed = True
+                    if run.steps:
+                        _begin_step(run, t)
+                    else:
+                        finish[i] = t
+                        del running[i]
+                        done.add(i)
+                        launch(t)
+
+    launch(0.0)
+    settle(0.0)
+    while running:
+        if len(running) == 1:
+            # nothing else can run until this job ends: it runs the rest of its steps alone
+            (i, run), = running.items()
+            finish[i] = now + _rest_alone(run, now, G, table, cap, split, tiers)
+            now = finish[i]
+            del running[i]
+            done.add(i)
+            launch(now)
+            settle(now)
+            continue
+        moving = [i for i, r in running.items() if r.left is not None]
+        t_next = min((r.lat_end for r in running.values() if r.left is None), default=math.inf)
+        if moving:
+            blocks = _lockstep(moving, running)
+            rates = _rates(blocks, running, G, table, cap, split, tiers)
+            events += 1
+            ends = []
+            for b, r in zip(blocks, rates):
+                left = running[b[0]].left
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ends.append(np.where(left > 0, left / r, np.inf))
+            t_flow = min(float(e.min()) for e in ends)
+            t_next = min(t_next, now + t_flow)
+            dt = t_next - now
+            for b, r, e in zip(blocks, rates, ends):
+                left = running[b[0]].left
+                # flows ending within the solver's tolerance of this event end with it
+                fin = e <= dt * (1 + REL_TOL)
+                left = np.where(fin, 0.0, left - np.where(left > 0, r, 0.0) * dt)
+                for k in b:
+                    running[k].left = left
+        now = t_next
+        settle(now)
+        if progress and time.perf_counter() - t_prog > PROGRESS_EVERY_S:
+            t_prog = time.perf_counter()
+            progress(f"mix: {events:,} shared solves, t = {now * 1e6:,.2f} us, {len(running)} jobs running")
+    return _result(G, jobs, plans, start, finish, table, cap, events)
+
+
+def _begin_step(run: _Run, t: float) -> None:
+    i, _ = run.steps[0]
+    run.lat_end = t + run.plan.step_lat_s[i]
+    run.left = None
+
+
+def _start_flows(run: _Run, G, table, cap, split, tiers) -> None:
+    i, _ = run.steps[0]
+    _, _, sizes = _route_phase(G, run.plan, i, table, cap, split, tiers)
+    run.lat_end = None
+    run.left = sizes.copy()
+
+
+def _lockstep(moving: list[int], running: dict[int, _Run]) -> list[list[int]]:
+    """Running jobs on identical flows with identical bytes left: one block each."""
+    blocks: list[list[int]] = []
+    for i in moving:
+        r = running[i]
+        for b in blocks:
+            q = running[b[0]]
+            if q.plan.key == r.plan.key and q.steps[0][0] == r.steps[0][0] and \
+                    (q.left is r.left or np.array_equal(q.left, r.left)):
+                b.append(i)
+                r.left = q.left
+                break
+        else:
+            blocks.append([i])
+    return blocks
+
+
+def _rates(blocks, running, G, table, cap, split, tiers) -> list[np.ndarray]:
+    """Max-min rates of every moving flow (per block, aligned with its ``left``)."""
+    from ...topo import solver
+    Ps, Qs, mult, alive = [], [], [], []
+    for b in blocks:
+        run = running[b[0]]
+        P, Q, _ = _route_phase(G, run.plan, run.steps[0][0], table, cap, split, tiers)
+        a = np.flatnonzero(run.left > 0)
+        alive.append(a)
+        Ps.append(P[a])
+        Qs.append(Q)
+        mult.append(np.full(len(a), float(len(b))))
+    P = sp.block_diag(Ps, format="csr")
+    Q = sp.vstack(Qs, format="csr")
+    r = solver.maxmin_rates(P, Q, cap, multiplicity=np.concatenate(mult))
+    out, lo = [], 0
+    for b, a in zip(blocks, alive):
+        full = np.zeros(len(running[b[0]].left))
+        full[a] = r.rate_Bps[lo:lo + len(a)]
+        lo += len(a)
+        out.append(full)
+    return out
+
+
+def _rest_alone(run: _Run, now: float, G, table, cap, split, tiers) -> float:
+    """Time from ``now`` until ``run`` ends, running alone (its solo step times)."""
+    from ...topo import solver
+    plan, steps = run.plan, run.steps
+    t = 0.0
+    if run.left is not None:
+        # mid-step: its flows' bytes left, alone
+        P, Q, _ = _route_phase(G, plan, steps[0][0], table, cap, split, tiers)
+        a = np.flatnonzero(run.left > 0)
+        if len(a):
+            t += solver.simulate(P[a], Q, cap, run.left[a]).time_s
+        steps = steps[1:]
+    elif run.lat_end is not None:
+        i = steps[0][0]
+        t += (run.lat_end - now) + plan.step_bw_s[i]
+        steps = steps[1:]
+    for i, _ in steps:
+        t += plan.step_lat_s[i] + plan.step_bw_s[i]
+    return t
+
+
+def _result(G, jobs, plans, start, finish, table, cap, events) -> MixResult:
+    makespan = max(finish)
+    link_bytes = np.zeros(len(cap))
+    notes = []
+    for p in plans:
+        if p.report.link_bytes is not None:
+            link_bytes += np.asarray(p.report.link_bytes)
+        if p.report.partial:
+            notes.append(f"PARTIAL: job {p.job.name!r}: " + "; ".join(n for n in p.report.notes if "PARTIAL" in n))
+    util = np.divide(link_bytes, cap * makespan, out=np.zeros_like(link_bytes), where=cap * makespan > 0)
+    top = np.argsort(-util, kind="stable")[:BOTTLENECKS_SHOWN]
+    nodes = table.nodes
+    bottlenecks = tuple({"link": f"{nodes[table.src[i]]} -> {nodes[table.dst[i]]}", "tier": str(table.tier[i]),
+                         "utilization": float(util[i]), "bytes": float(link_bytes[i]),
+                         "capacity_GBps": float(cap[i] / 1e9)} for i in top if util[i] > 0)
+    res = tuple(JobResult(p.job.name, p.job.collective, p.report.algorithm, float(start[i]), float(finish[i]),
+                          float(p.bytes_total), float(p.report.time_s), p.report.groups, p.report.group_size)
+                for i, p in enumerate(plans))
+    return MixResult(float(makespan), res, bottlenecks, tuple(notes), G.graph.get("name", "?"), events)
