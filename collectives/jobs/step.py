@@ -51,7 +51,7 @@ from ..traffic import DTYPE_BYTES, MoESpec, moe_traffic
 from .models import Model, load_model
 
 __all__ = ["PHASES", "MESH_DIMS", "StepCollective", "StepLayer", "StepResult", "PlannedJob", "layer_jobs", "mesh_groups",
-           "step", "step_tokens"]
+           "step", "step_tokens", "plot_step", "PLOT_SUFFIXES"]
 
 PHASES = ("decode", "prefill")
 MESH_DIMS = ("tp", "ep", "dp")
@@ -363,3 +363,58 @@ def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: 
                       seq=int(seq) if phase == "prefill" else 1, tokens=tokens, time_s=comm + compute_s * model.layers,
                       comm_s=comm, compute_s=compute_s * model.layers, layers=layers, notes=tuple(notes),
                       bottlenecks=bottlenecks, partial=partial)
+
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+# one colour per collective of a layer, in the order a layer runs them
+_COLORS = {"attn-allreduce": "#4c78a8", "dispatch": "#f58518", "combine": "#e45756", "moe-allgather": "#72b7b2",
+           "shared-allreduce": "#54a24b", "mlp-allreduce": "#b279a2"}
+
+
+def plot_step(results, path, *, per_token: bool = False, title: str | None = None):
+    """A stacked bar per result (fabric): the step's communication time by collective; save to ``path``.
+
+    Each segment is a collective's time summed over the layers, overlapping stretches
+    split evenly among the collectives running in them (``attributed_s``), so a bar's
+    height is the step's communication time.  ``per_token`` divides by the step's tokens.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from fabricsim.fabrics import build
+    >>> r = step(build("jalapeno-rack"), "gpt-oss-120b", mesh="tp=8,ep=16", batch=128)
+    >>> plot_step([r], os.path.join(tempfile.mkdtemp(), "s.svg")).suffix
+    '.svg'
+    """
+    from pathlib import Path
+
+    from matplotlib.figure import Figure
+
+    results = list(results)
+    p = Path(path)
+    if p.suffix.lower() not in PLOT_SUFFIXES:
+        raise BadInput(f"plot file {str(p)!r}: use a {', '.join(PLOT_SUFFIXES)} file name")
+    if not p.parent.exists():
+        raise BadInput(f"plot file {str(p)!r}: directory {str(p.parent)!r} does not exist")
+    if not results:
+        raise BadInput("no step results to plot")
+    names = [n for n in _COLORS if any(n in r.by_collective() for r in results)]
+    names += sorted({n for r in results for n in r.by_collective()} - set(names))
+    fig = Figure(figsize=(max(6.0, 2.5 + 1.4 * len(results)), 4.6), dpi=110)
+    ax = fig.subplots()
+    x = np.arange(len(results))
+    scale = [1e6 / (r.tokens if per_token else 1) for r in results]
+    bottom = np.zeros(len(results))
+    for name in names:
+        h = np.array([r.by_collective().get(name, {}).get("attributed_s", 0.0) * s for r, s in zip(results, scale)])
+        ax.bar(x, h, bottom=bottom, label=name, color=_COLORS.get(name))
+        bottom += h
+    for xi, r, s in zip(x, results, scale):
+        ax.text(xi, r.comm_s * s, f"{r.comm_s * s:,.3g}", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, [f"{r.fabric}\n{_mesh_text(r.mesh)}" for r in results], fontsize=8)
+    ax.set_ylabel("communication per token (us)" if per_token else "communication per step (us)")
+    r0 = results[0]
+    ax.set_title(title or f"{r0.model} {r0.phase}, {r0.tokens:,} tokens per step", fontsize=10)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.savefig(p, dpi=fig.dpi, facecolor="white", bbox_inches="tight")
+    return p
