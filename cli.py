@@ -751,7 +751,9 @@ def _format_step(r) -> str:
     if r.bottlenecks:
         b = r.bottlenecks[0]
         if isinstance(b, dict) and "link" in b:
-            out.append(f"busiest link: {b['link']}" + (f" ({b['tier']})" if b.get("tier") else ""))
+            kind = "moe" if any(layer.kind == "moe" and layer.collectives for layer in r.layers) else "dense"
+            out.append(f"busiest link of a {kind} layer: {b['link']}" + (f" ({b['tier']}, "
+                       f"{b['utilization']:.1%} of the layer's time)" if "utilization" in b else ""))
     if r.partial:
         out.append("PARTIAL: some pairs have no route or some groups lost a chip (see --json notes)")
     out.extend(f"note: {n}" for n in r.notes)

@@ -338,7 +338,7 @@ def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: 
         if progress:
             progress(f"pricing a {kind} layer: {', '.join(p.name for p in planned)} ({count} such layers)")
         res = mix(G, [Job(name=p.name, collective=p.collective, groups=p.groups, size_bytes=p.size_bytes,
-                          traffic=p.traffic, after=p.after) for p in planned], **price_kwargs)
+                          traffic=p.traffic, after=p.after) for p in planned], progress=progress, **price_kwargs)
         by_name = {j.name: j for j in res.jobs}
         spans = [(by_name[p.name].start_s, by_name[p.name].finish_s) for p in planned]
         shares = _attribute(spans)
