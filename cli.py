@@ -432,7 +432,13 @@ def _fmt_bytes(b: float) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the cost report as JSON (schema in README).")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False),
               help="Also write a chart (.png/.svg): time per phase and link utilization by tier.")
-def price_cmd(collective, fabric, sets, as_json, plot, **opts):
+@click.option("--traffic", "traffic_path", type=click.Path(), help="All-to-all-v: a byte matrix per group (CSV or "
+              ".npy, row a = bytes rank a sends each rank), or a directory of one file per group; replaces --size.")
+@click.option("--moe", "moe_spec", metavar="SPEC", help="All-to-all-v of a MoE layer's dispatch/combine, e.g. "
+              "experts=256,top_k=8,tokens=1024,hidden=7168[,dtype=fp8|bf16|fp16|fp32][,shared=1]"
+              "[,skew=uniform|balanced|zipf:A|FILE][,seed=S][,phase=dispatch|combine]"
+              "[,placement=round-robin|contiguous]; replaces --size.")
+def price_cmd(collective, fabric, sets, as_json, plot, traffic_path=None, moe_spec=None, **opts):
     """Price a collective for every group of a placement at once.
 
     \b
@@ -447,7 +453,13 @@ def price_cmd(collective, fabric, sets, as_json, plot, **opts):
     """
     G = load_fabric(fabric, sets)
     t0 = time.perf_counter()
-    r = _price(G, collective, opts)
+    summary = None
+    if traffic_path or moe_spec:
+        r, summary = _price_traffic(G, collective, opts, traffic_path, moe_spec)
+    elif opts["size"] is None:
+        raise click.UsageError("Missing option '--size' (or --traffic FILE / --moe SPEC for an all-to-all-v).")
+    else:
+        r = _price(G, collective, opts)
     if time.perf_counter() - t0 > 2:
         _progress(f"priced in {time.perf_counter() - t0:.1f} s")
     if plot:
@@ -455,9 +467,65 @@ def price_cmd(collective, fabric, sets, as_json, plot, **opts):
         plot_price(r, plot, G=G)
         _progress(f"wrote {plot}")
     if as_json:
-        _emit_json(r.as_dict())
+        d = r.as_dict()
+        if summary is not None:
+            d["traffic"] = summary
+        _emit_json(d)
     else:
         click.echo(_format_report(r))
+        if summary is not None:
+            click.echo(f"traffic ({summary['source']}): {_fmt_bytes(summary['bytes_total'])} in all, "
+                       f"{_fmt_bytes(summary['bytes_network'])} over the network, "
+                       f"{_fmt_bytes(summary['bytes_local'])} local; imbalance {summary['imbalance']:.4g} "
+                       f"(max / mean bytes received per rank)")
+
+
+# `price` alone also takes --traffic / --moe instead of --size (the shared options keep it required)
+for _p in price_cmd.params:
+    if _p.name == "size":
+        _p.required = False
+
+
+def _price_traffic(G, collective, opts, traffic_path, moe_spec):
+    """price all-to-all --traffic / --moe: the all-to-all-v and its traffic totals (JSON "traffic")."""
+    import numpy as np
+
+    from . import collectives as C
+    from .collectives import traffic as TR
+    from .topo.errors import BadInput
+    if traffic_path and moe_spec:
+        raise click.UsageError("give --traffic or --moe, not both")
+    if opts["size"] is not None:
+        raise click.UsageError(f"--{'traffic' if traffic_path else 'moe'} gives the bytes; leave out --size")
+    if collective != "all-to-all":
+        raise click.UsageError(f"--{'traffic' if traffic_path else 'moe'} is an all-to-all-v; "
+                               f"{collective} takes --size")
+    eff, step_ns = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
+    groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
+                         opts["groups_file"], opts["count"])
+    n = len(groups[0])
+    try:
+        if traffic_path:
+            T = TR.load_matrix(traffic_path, n, len(groups))
+            summary = {"source": str(traffic_path), **TR.summarize(T if T.ndim == 3 else np.broadcast_to(
+                T, (len(groups),) + T.shape))}
+        else:
+            t = TR.moe_traffic(TR.MoESpec.parse(moe_spec), n)
+            T = t.matrix
+            # every EP group routes its own tokens alike: totals over the groups
+            summary = {"source": "moe", **TR.summarize(np.broadcast_to(T, (len(groups),) + T.shape)),
+                       "groups": len(groups), "per_group": t.as_dict()}
+            summary["imbalance"] = t.imbalance
+        distinct, flows = TR.distinct_flow_sizes(T)
+        if distinct > 64 and flows > 4096:
+            _progress(f"traffic: {distinct:,} distinct flow sizes over {flows:,} flows per group; the solver "
+                      f"retires them event by event (nothing is quantised), which can take minutes")
+        r = C.price(G, collective, groups=groups, traffic=T, algorithm=opts["algorithm"], split=opts["split"],
+                    tiers=opts["tiers"], efficiency=eff, step_overhead_ns=step_ns, bound_only=opts["bound_only"],
+                    symmetry=not opts["per_flow"])
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--traffic" if traffic_path else "--moe") from None
+    return r, summary
 
 
 @main.command("compare")
@@ -851,6 +919,61 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     for r in results:
         for n in r.notes:
             click.echo(f"note: {r.fabric}: {n}")
+
+
+# --------------------------------------------------------------------------- mix (issue 15)
+@main.command("mix")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
+@_set_option
+@click.option("--split", type=click.Choice(["equal", "capacity"]), default="equal", show_default=True,
+              help="ECMP split over next hops: equal, or weighted by surviving capacity.")
+@click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
+              help="rule: the fabric's tier rules; any: every shortest path.")
+@click.option("--efficiency", type=float, default=None, help="Fraction of line rate the links deliver (0-1]. "
+              "Default 1.")
+@click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
+              "(default: the fabric's, else 1 us).")
+@click.option("--json", "as_json", is_flag=True, help="Print the mix result as JSON (schema in README).")
+def mix_cmd(spec, fabric, sets, split, tiers, efficiency, step_latency_us, as_json):
+    """Run several collectives at once: [[job]] tables sharing the links in one max-min solve.
+
+    \b
+    Each [[job]]: name, collective, size | traffic | moe, group_size | mesh + over | groups,
+    algorithm (default auto), after = [names] (start when those have finished).
+    \b
+    Example:
+      fabricsim mix jobs.toml --fabric jalapeno-rack --json
+    """
+    from .collectives import jobs as J
+    from .topo.errors import BadInput
+    G = load_fabric(fabric, sets)
+    eff, step_ns = _calibration(efficiency, step_latency_us, None)
+    t0 = time.perf_counter()
+    try:
+        jobs = J.load_jobs(spec, G)
+        r = J.mix(G, jobs, split=split, tiers=tiers, efficiency=eff, step_overhead_ns=step_ns, progress=_progress)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="SPEC") from None
+    if time.perf_counter() - t0 > 2:
+        _progress(f"mixed in {time.perf_counter() - t0:.1f} s")
+    if as_json:
+        _emit_json(r.as_dict())
+        return
+    click.echo(f"{len(r.jobs)} job(s) on {r.fabric}: makespan {_us(r.makespan_s)} "
+               f"({r.events:,} shared max-min solves)")
+    click.echo(_table([[j.name, j.collective, j.algorithm, f"{j.groups} x {j.group_size}",
+                        _fmt_bytes(j.bytes_total), _us(j.start_s), _us(j.finish_s), _us(j.solo_s),
+                        f"x{j.time_s / j.solo_s:.4g}" if j.solo_s > 0 else "n/a"] for j in r.jobs],
+                      ["job", "collective", "algorithm", "groups", "bytes", "start", "finish", "alone",
+                       "slowdown"]))
+    if r.bottlenecks:
+        click.echo("")
+        click.echo("Busiest links (utilization over the makespan):")
+        click.echo(_table([[b["link"], b["tier"], f"{b['utilization']:.1%}", f"{b['capacity_GBps']:,.1f}"]
+                           for b in r.bottlenecks[:5]], ["link", "tier", "util", "GB/s"]))
+    for note in r.notes:
+        click.echo(f"note: {note}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from ...topo.errors import BadInput
 
-__all__ = ["Job", "JobResult", "MixResult", "mix"]
+__all__ = ["Job", "JobResult", "MixResult", "mix", "load_jobs", "jobs_from_dict", "JOB_KEYS"]
 
 BOTTLENECKS_SHOWN = 10
 # flows finishing within this relative distance of the next event retire with it
@@ -474,3 +474,162 @@ def _result(G, jobs, plans, start, finish, table, cap, events) -> MixResult:
                           float(p.bytes_total), float(p.report.time_s), p.report.groups, p.report.group_size)
                 for i, p in enumerate(plans))
     return MixResult(float(makespan), res, bottlenecks, tuple(notes), G.graph.get("name", "?"), events)
+
+
+# ----------------------------------------------------------------------------- spec files
+JOB_KEYS = ("name", "collective", "size", "traffic", "moe", "group_size", "count", "placement", "mesh", "over",
+            "groups", "algorithm", "after")
+_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def load_jobs(path, G: nx.Graph) -> list[Job]:
+    """Jobs from a TOML file of ``[[job]]`` tables (see :func:`jobs_from_dict`)."""
+    from pathlib import Path
+    try:
+        import tomllib
+    except ModuleNotFoundError:          # Python 3.10
+        import tomli as tomllib
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise BadInput(f"{p}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{p}: not UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{p}: not TOML ({exc})") from None
+    return jobs_from_dict(data, G, base=p.parent, where=str(p))
+
+
+def jobs_from_dict(data: dict, G: nx.Graph, *, base=None, where: str = "mix") -> list[Job]:
+    """``{"job": [{name, collective, size | traffic | moe, group_size | mesh + over | groups, ...}]}`` -> jobs.
+
+    Per job: ``name``; ``collective``; ``size`` (bytes, or "64MiB"; S as ``price`` takes
+    it) or ``traffic`` (a matrix file or directory, relative to the spec) or ``moe`` (a
+    MoE spec string, all-to-all only; ``ep`` = the group size); groups by
+    ``group_size`` (with optional ``count``, ``placement``), ``mesh`` + ``over``, or
+    ``groups`` (a list of rank lists, or a JSON groups file) — one group of every chip
+    when none is given; ``algorithm`` (default auto); ``after`` (names).
+    """
+    from pathlib import Path
+    from .. import placement as PL
+    from ..algorithms import COLLECTIVES
+    from ..traffic import MoESpec, load_matrix, moe_traffic
+    from ...topo.errors import close_matches
+    base = Path(base) if base is not None else Path(".")
+    unknown_top = set(data) - {"job"}
+    if unknown_top:
+        raise BadInput(f"{where}: unknown top-level key(s) {', '.join(sorted(unknown_top))}; write [[job]] tables")
+    tables = data.get("job")
+    if not isinstance(tables, list) or not tables:
+        raise BadInput(f"{where}: no [[job]] tables")
+    jobs = []
+    for k, t in enumerate(tables, 1):
+        label = f"{where}: job {k}"
+        if not isinstance(t, dict):
+            raise BadInput(f"{label}: not a table")
+        if "name" in t:
+            if not isinstance(t["name"], str) or not t["name"]:
+                raise BadInput(f"{label}: name {t['name']!r} must be a non-empty string")
+            label = f"{where}: job {t['name']!r}"
+        else:
+            raise BadInput(f"{label}: missing name")
+        for key in t:
+            if key not in JOB_KEYS:
+                raise BadInput(f"{label}: unknown key {key!r}{close_matches(key, JOB_KEYS)}; valid: "
+                               f"{', '.join(JOB_KEYS)}")
+        coll = t.get("collective")
+        if coll not in COLLECTIVES:
+            raise BadInput(f"{label}: collective {coll!r}{close_matches(str(coll), COLLECTIVES)}; choose one of: "
+                           f"{', '.join(COLLECTIVES)}" if coll is not None else f"{label}: missing collective")
+        given = [x for x in ("size", "traffic", "moe") if x in t]
+        if not given:
+            raise BadInput(f"{label}: missing size (or traffic / moe for an all-to-all-v)")
+        if len(given) > 1:
+            raise BadInput(f"{label}: give one of size, traffic, moe (got {', '.join(given)})")
+        if given[0] != "size" and coll != "all-to-all":
+            raise BadInput(f"{label}: {given[0]} gives an all-to-all-v; {coll} takes size")
+        try:
+            groups = _job_groups(t, G, PL, base)
+        except BadInput as exc:
+            raise BadInput(f"{label}: {exc}") from None
+        size = traffic = None
+        try:
+            if "size" in t:
+                size = _size(t["size"])
+            elif "traffic" in t:
+                if not isinstance(t["traffic"], str):
+                    raise BadInput(f"traffic {t['traffic']!r} must be a file or directory path")
+                tp = Path(t["traffic"])
+                traffic = load_matrix(tp if tp.is_absolute() else base / tp, len(groups[0]), len(groups))
+            else:
+                if not isinstance(t["moe"], str):
+                    raise BadInput(f"moe {t['moe']!r} must be a spec string like experts=256,top_k=8,...")
+                traffic = moe_traffic(MoESpec.parse(t["moe"]), len(groups[0])).matrix
+        except BadInput as exc:
+            raise BadInput(f"{label}: {exc}") from None
+        alg = t.get("algorithm", "auto")
+        if not isinstance(alg, str):
+            raise BadInput(f"{label}: algorithm {alg!r} must be a name")
+        after = t.get("after", [])
+        if isinstance(after, str):
+            after = [after]
+        if not isinstance(after, list) or not all(isinstance(a, str) for a in after):
+            raise BadInput(f"{label}: after {after!r} must be a list of job names")
+        jobs.append(Job(t["name"], coll, tuple(groups), size, traffic, alg, tuple(after)))
+    _order(jobs)
+    return jobs
+
+
+def _size(v) -> float:
+    import re
+    if isinstance(v, bool):
+        raise BadInput(f"size {v!r} is not a number of bytes")
+    if isinstance(v, (int, float)):
+        value = float(v)
+    elif isinstance(v, str):
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", v)
+        unit = m[2].lower() if m else ""
+        if not m or (unit and unit not in _UNITS):
+            raise BadInput(f"size {v!r} is not a size; use bytes or a number with B, KiB, MiB, GiB, KB, MB, GB")
+        value = float(m[1]) * _UNITS.get(unit, 1)
+    else:
+        raise BadInput(f"size {v!r} is not a number of bytes")
+    if not (math.isfinite(value) and value > 0):
+        raise BadInput(f"size {v!r} must be a positive number of bytes")
+    return value
+
+
+def _job_groups(t: dict, G, PL, base) -> tuple:
+    how = [k for k in ("group_size", "mesh", "groups") if k in t]
+    if len(how) > 1:
+        raise BadInput(f"give one of group_size, mesh (+ over), groups (got {', '.join(how)})")
+    if "over" in t and "mesh" not in t:
+        raise BadInput("over needs mesh")
+    if "mesh" in t:
+        if "over" not in t:
+            raise BadInput("mesh needs over (the dimension whose groups communicate)")
+        return PL.by_mesh(G, PL.parse_mesh(str(t["mesh"])), str(t["over"]))
+    if "groups" in t:
+        g = t["groups"]
+        if isinstance(g, str):
+            from pathlib import Path
+            return PL.from_file(G, g if Path(g).is_absolute() else base / g)
+        ranks = set(int(r) for r in PL.chip_ranks(G))
+        if not (isinstance(g, list) and g and all(isinstance(x, list) and len(x) >= 2 for x in g)):
+            raise BadInput("groups must be a list of rank lists (2+ ranks each) or a JSON groups file")
+        for x in g:
+            for r in x:
+                if isinstance(r, bool) or not isinstance(r, int) or r not in ranks:
+                    raise BadInput(f"groups: chip rank {r!r} does not exist (ranks 0..{max(ranks)})")
+        return tuple(tuple(x) for x in g)
+    size = t.get("group_size", len(PL.chip_ranks(G)))
+    if isinstance(size, bool) or not isinstance(size, int):
+        raise BadInput(f"group_size {size!r} must be an integer")
+    count = t.get("count")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        raise BadInput(f"count {count!r} must be a positive integer")
+    return PL.by_size(G, size, str(t.get("placement", "packed")), count=count)

@@ -1,10 +1,11 @@
 """All-to-all-v traffic: byte matrices from files and from a MoE router model.
 
-Public names: ``load_matrix``, ``check_matrix`` (matrix files), ``MoESpec``,
+Public names: ``load_matrix``, ``check_matrix``, ``summarize``, ``distinct_flow_sizes``
+(matrix files and totals), ``MoESpec``,
 ``MoETraffic``, ``moe_traffic``, ``DTYPE_BYTES`` (MoE dispatch/combine).
 A matrix feeds ``price(G, "all-to-all", groups=..., traffic=M)``.
 """
-from .matrix import check_matrix, load_matrix
+from .matrix import check_matrix, distinct_flow_sizes, load_matrix, summarize
 from .moe import DTYPE_BYTES, MoESpec, MoETraffic, expert_weights, moe_traffic
 
-__all__ = ["load_matrix", "check_matrix", "MoESpec", "MoETraffic", "moe_traffic", "DTYPE_BYTES", "expert_weights"]
+__all__ = ["load_matrix", "check_matrix", "summarize", "distinct_flow_sizes", "MoESpec", "MoETraffic", "moe_traffic", "DTYPE_BYTES", "expert_weights"]

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...topo.errors import BadInput
 
-__all__ = ["load_matrix", "check_matrix"]
+__all__ = ["load_matrix", "check_matrix", "summarize", "distinct_flow_sizes"]
 
 SUFFIXES = (".csv", ".npy")
 
@@ -138,3 +138,31 @@ def check_matrix(M: np.ndarray, n: int, where: str = "traffic") -> np.ndarray:
     if not M.any():
         raise BadInput(f"{where}: every entry is 0; nothing to send")
     return M
+
+
+def summarize(T: np.ndarray) -> dict[str, float]:
+    """Totals of an ``(n, n)`` or ``(groups, n, n)`` matrix, over every group it covers.
+
+    ``bytes_total`` every byte (diagonal included), ``bytes_local`` the diagonal (stays
+    on the chip), ``bytes_network`` the rest, ``imbalance`` max / mean over ranks of the
+    bytes each rank receives.
+
+    >>> summarize(np.array([[1.0, 3.0], [1.0, 3.0]]))["imbalance"]
+    1.5
+    """
+    T = np.asarray(T, dtype=np.float64)
+    T3 = T[None] if T.ndim == 2 else T
+    local = float(np.trace(T3, axis1=1, axis2=2).sum())
+    total = float(T3.sum())
+    recv = T3.sum(axis=1).ravel()
+    return {"bytes_total": total, "bytes_network": total - local, "bytes_local": local,
+            "imbalance": float(recv.max() / recv.mean()) if recv.mean() > 0 else float("nan")}
+
+
+def distinct_flow_sizes(T: np.ndarray) -> tuple[int, int]:
+    """(distinct off-diagonal non-zero byte counts, off-diagonal non-zero flows) of a matrix."""
+    T = np.asarray(T, dtype=np.float64)
+    T3 = T[None] if T.ndim == 2 else T
+    off = T3[:, ~np.eye(T3.shape[-1], dtype=bool)]
+    nz = off[off > 0]
+    return int(np.unique(nz).size), int(nz.size)
