@@ -846,7 +846,8 @@ def _format_step(r) -> str:
 @click.option("--combine-dtype", default="bf16", show_default=True, help="MoE combine elements: fp8, bf16, fp16, fp32.")
 @click.option("--skew", default="balanced", show_default=True, help="Router: balanced (uniform expectation), "
               "uniform (one sample), zipf:A (hot experts) or a file of per-expert weights.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of a sampled router (uniform, zipf).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of a sampled router (uniform, zipf).")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write a stacked bar per fabric "
               "(communication per token by collective) to a .png, .svg or .pdf.")
 @click.option("--json", "as_json", is_flag=True, help="Print the step as JSON (an array with --fabrics).")

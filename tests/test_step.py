@@ -225,6 +225,8 @@ def test_smaller_mesh_notes_idle_chips(rack):
     ({"mesh": "ep=128", "compute_us": -1.0}, r"compute -1.0 us per layer"),
     ({"mesh": "ep=128", "dispatch_dtype": "int4"}, r"dispatch dtype 'int4'; choose one of: fp8"),
     ({"mesh": "ep=128", "skew": "zipf:0"}, r"zipf:A needs a finite exponent"),
+    ({"mesh": "ep=128", "skew": "uniform", "seed": -1}, r"seed -1 must be an integer >= 0"),
+    ({"mesh": "ep=128", "compute_us": float("nan")}, r"compute nan us per layer"),
     ({"mesh": "ep=16,dp=8", "batch": 100}, r"100 tokens do not split evenly over the 8 EP groups"),
     ({"mesh": "ep=128", "phase": "prefill"}, r"prefill needs --seq"),
 ])

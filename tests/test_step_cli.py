@@ -82,6 +82,8 @@ def test_model_file(tmp_path):
     (["--model", "deepseek-r1", "--fabric", "jalapeno-rack", "--mesh", "ep=128", "--dispatch-dtype", "int4"],
      ["int4"]),
     (["--model", "deepseek-r1", "--fabric", "jalapeno-rak", "--mesh", "ep=128"], ["did you mean jalapeno-rack"]),
+    (["--model", "deepseek-r1", "--fabric", "jalapeno-rack", "--mesh", "ep=128", "--seed", "-1"], ["-1"]),
+    (["--model", "deepseek-r1", "--fabric", "jalapeno-rack", "--mesh", "ep=128", "--compute-us", "nan"], ["nan"]),
     (["--model", "deepseek-r1", "--fabric", "jalapeno-rack", "--fabrics", "nvl72", "--mesh", "ep=64"],
      ["--fabric F or --fabrics"]),
     (["--model", "deepseek-r1", "--mesh", "ep=64"], ["--fabric F or --fabrics"]),

@@ -314,6 +314,8 @@ def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: 
     mesh = _check_mesh(mesh, model)
     if compute_us is not None and not (math.isfinite(compute_us) and compute_us >= 0):
         raise BadInput(f"compute {compute_us!r} us per layer must be a finite number >= 0")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise BadInput(f"seed {seed!r} must be an integer >= 0")
     for name, dt in (("dispatch", dispatch_dtype), ("combine", combine_dtype)):
         if dt not in DTYPE_BYTES:
             raise BadInput(f"{name} dtype {dt!r}; choose one of: {', '.join(DTYPE_BYTES)}")
