@@ -795,7 +795,8 @@ def _format_step(r) -> str:
     out = [f"{r.model} {r.phase} on {r.fabric}, mesh {_mesh_text(r.mesh)} ({r.chips:,} chips), batch {r.batch:,}"
            + (f" x seq {r.seq:,}" if r.phase == "prefill" else "") + f" = {r.tokens:,} tokens per step",
            f"communication {_us(r.comm_s)} per step, {_us(r.comm_s / r.tokens)} per token; "
-           + (f"{tps:,.0f} tokens/s bound by communication" if math.isfinite(tps) else "no communication")]
+           + (f"{tps:,.0f} tokens/s bound by communication" if math.isfinite(tps) else "no communication")
+           + (" (decode: each sequence waits a whole step per token)" if r.phase == "decode" and r.comm_s else "")]
     if r.compute_s:
         out.append(f"compute {_us(r.compute_s)} per step (in series): {_us(r.time_s)} per step, "
                    f"{r.tokens / r.time_s:,.0f} tokens/s")

@@ -354,6 +354,10 @@ def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: 
             bottlenecks = tuple(res.bottlenecks)
         notes.extend(f"{kind} layer: {x}" for x in res.notes)
         partial = partial or bool(getattr(res, "partial", False))
+    kinds = [f"{model.dense_layers} dense" if model.dense_layers else "",
+             f"{model.moe_layers} MoE" if model.moe_layers else ""]
+    notes.append(f"each layer kind priced once ({' and '.join(k for k in kinds if k)} layers): layers run one "
+                 f"after another from an idle fabric, so identical layers take identical time (exact)")
     compute_s = 0.0 if compute_us is None else compute_us * 1e-6
     layers = tuple(StepLayer(index=i, kind=model.kind(i), comm_s=priced[model.kind(i)][1], compute_s=compute_s,
                              collectives=priced[model.kind(i)][0]) for i in range(model.layers))
