@@ -843,7 +843,8 @@ def _format_step(r) -> str:
 @click.option("--seq", type=int, help="Prefill: prompt tokens per sequence.")
 @click.option("--compute-us", "compute_us", type=float, help="Compute per layer in microseconds, added in series "
               "(default: compute not modelled).")
-@click.option("--dispatch-dtype", default="fp8", show_default=True, help="MoE dispatch elements: fp8, bf16, fp16, fp32.")
+@click.option("--dispatch-dtype", default="fp8", show_default=True,
+              help="MoE dispatch elements: fp8, bf16, fp16, fp32.")
 @click.option("--combine-dtype", default="bf16", show_default=True, help="MoE combine elements: fp8, bf16, fp16, fp32.")
 @click.option("--skew", default="balanced", show_default=True, help="Router: balanced (uniform expectation), "
               "uniform (one sample), zipf:A (hot experts) or a file of per-expert weights.")

@@ -50,8 +50,8 @@ from ..placement import MESH_ORDER, by_mesh, chip_ranks, parse_mesh
 from ..traffic import DTYPE_BYTES, MoESpec, moe_traffic
 from .models import Model, load_model
 
-__all__ = ["PHASES", "MESH_DIMS", "StepCollective", "StepLayer", "StepResult", "PlannedJob", "layer_jobs", "mesh_groups",
-           "step", "step_tokens", "plot_step", "PLOT_SUFFIXES"]
+__all__ = ["PHASES", "MESH_DIMS", "StepCollective", "StepLayer", "StepResult", "PlannedJob", "layer_jobs",
+           "mesh_groups", "step", "step_tokens", "plot_step", "PLOT_SUFFIXES"]
 
 PHASES = ("decode", "prefill")
 MESH_DIMS = ("tp", "ep", "dp")
