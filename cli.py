@@ -1174,6 +1174,157 @@ def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json):
         _progress(f"wrote {output}")
 
 
+# --------------------------------------------------------------------------- step (issue 15)
+def _step_one(fabric_spec, sets, model, mesh, opts, verbose):
+    from .collectives.jobs.step import step
+    from .collectives.placement import chip_ranks
+    from .topo.errors import BadInput
+    G = load_fabric(fabric_spec, sets)
+    # progress on stderr where the work is long: several fabrics, or a big one
+    progress = (lambda msg: _progress(f"{fabric_spec}: {msg}")) if verbose or len(chip_ranks(G)) > 512 else None
+    try:
+        return step(G, model, mesh=mesh, phase=opts["phase"], batch=opts["batch"], seq=opts["seq"],
+                    compute_us=opts["compute_us"], dispatch_dtype=opts["dispatch_dtype"],
+                    combine_dtype=opts["combine_dtype"], skew=opts["skew"], seed=opts["seed"], progress=progress)
+    except BadInput as exc:
+        raise click.BadParameter(f"{fabric_spec}: {exc}", param_hint="options") from None
+
+
+def _format_step(r) -> str:
+    from .collectives.jobs.step import _mesh_text
+    tps = r.tokens_per_s_comm_bound
+    out = [f"{r.model} {r.phase} on {r.fabric}, mesh {_mesh_text(r.mesh)} ({r.chips:,} chips), batch {r.batch:,}"
+           + (f" x seq {r.seq:,}" if r.phase == "prefill" else "") + f" = {r.tokens:,} tokens per step",
+           f"communication {_us(r.comm_s)} per step, {_us(r.comm_s / r.tokens)} per token; "
+           + (f"{tps:,.0f} tokens/s bound by communication" if math.isfinite(tps) else "no communication")
+           + (" (decode: each sequence waits a whole step per token)" if r.phase == "decode" and r.comm_s else "")]
+    if r.compute_s:
+        out.append(f"compute {_us(r.compute_s)} per step (in series): {_us(r.time_s)} per step, "
+                   f"{r.tokens / r.time_s:,.0f} tokens/s")
+    kinds: dict[str, list] = {}
+    for layer in r.layers:
+        kinds.setdefault(layer.kind, []).append(layer)
+    out.append("")
+    out.append(_table([[k, len(ls), ", ".join(c.name for c in ls[0].collectives) or "-", _us(ls[0].comm_s),
+                        _us(ls[0].comm_s * len(ls))] for k, ls in kinds.items()],
+                      ["layers", "count", "collectives", "comm per layer", "comm per step"]))
+    rows = []
+    for k, ls in kinds.items():
+        for c in ls[0].collectives:
+            rows.append([k, c.name, c.collective, f"{c.groups:,} x {c.group_size}", c.algorithm,
+                         _fmt_bytes(c.bytes_total), _us(c.start_s), _us(c.time_s), _us(c.attributed_s * len(ls)),
+                         f"{c.attributed_s * len(ls) / r.comm_s:.1%}" if r.comm_s else "-"])
+    if rows:
+        out.append("")
+        out.append(_table(rows, ["layer", "collective", "kind", "groups", "algorithm", "bytes/layer", "starts",
+                                 "time", "step share", "%"]))
+    if r.bottlenecks:
+        b = r.bottlenecks[0]
+        if isinstance(b, dict) and "link" in b:
+            kind = "moe" if any(layer.kind == "moe" and layer.collectives for layer in r.layers) else "dense"
+            out.append(f"busiest link of a {kind} layer: {b['link']}" + (f" ({b['tier']}, "
+                       f"{b['utilization']:.1%} of the layer's time)" if "utilization" in b else ""))
+    if r.partial:
+        out.append("PARTIAL: some pairs have no route or some groups lost a chip (see --json notes)")
+    out.extend(f"note: {n}" for n in r.notes)
+    return "\n".join(out)
+
+
+@main.command("step")
+@click.option("--model", "model", required=True, help="A catalog model (deepseek-r1, kimi-k2, gpt-oss-120b) or "
+              "a model .toml file (format in README).")
+@click.option("--fabric", "fabric", help="A catalog name or a fabric file.")
+@_set_option
+@click.option("--fabrics", "fabric_list", help="Comma-separated fabrics: the same step side by side.")
+@click.option("--mesh", "mesh", required=True, help="tp=..,ep=..,dp=.. over chip ranks, TP innermost "
+              "(a mesh smaller than the fabric leaves the last chips idle).")
+@click.option("--phase", type=click.Choice(["decode", "prefill"]), default="decode", show_default=True,
+              help="decode: one token per sequence; prefill: seq tokens per sequence.")
+@click.option("--batch", type=int, default=1, show_default=True, help="Sequences in the step, over the whole mesh.")
+@click.option("--seq", type=int, help="Prefill: prompt tokens per sequence.")
+@click.option("--compute-us", "compute_us", type=float, help="Compute per layer in microseconds, added in series "
+              "(default: compute not modelled).")
+@click.option("--dispatch-dtype", default="fp8", show_default=True,
+              help="MoE dispatch elements: fp8, bf16, fp16, fp32.")
+@click.option("--combine-dtype", default="bf16", show_default=True, help="MoE combine elements: fp8, bf16, fp16, fp32.")
+@click.option("--skew", default="balanced", show_default=True, help="Router: balanced (uniform expectation), "
+              "uniform (one sample), zipf:A (hot experts) or a file of per-expert weights.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of a sampled router (uniform, zipf).")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write a stacked bar per fabric "
+              "(communication per token by collective) to a .png, .svg or .pdf.")
+@click.option("--json", "as_json", is_flag=True, help="Print the step as JSON (an array with --fabrics).")
+def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
+    """Price one model step's communication: per layer, TP all-reduces and MoE dispatch/combine.
+
+    Every layer's collectives are placed on the mesh and priced together (independent
+    ones share the links, dependent ones chain); layers run one after another.  Prints
+    communication per step and per token, tokens/s bound by communication, and the
+    time of each collective.
+
+    \b
+    Examples:
+      fabricsim step --model deepseek-r1 --fabric jalapeno-rack --mesh ep=128 --batch 1024
+      fabricsim step --model kimi-k2 --fabric jalapeno-pod --mesh tp=8,ep=256 --phase prefill --batch 8 --seq 4096
+      fabricsim step --model deepseek-r1 --fabrics jalapeno-rack,nvl72,torus --mesh ep=64 --batch 512 --plot step.png
+    """
+    from .collectives.jobs.models import load_model
+    from .collectives.jobs.step import PLOT_SUFFIXES, _check_mesh, step_tokens
+    from .collectives.placement import parse_mesh
+    from .topo.errors import BadInput
+    if bool(fabric) == bool(fabric_list):
+        raise click.UsageError("give --fabric F or --fabrics a,b,c (one of them)")
+    if plot and not plot.lower().endswith(PLOT_SUFFIXES):
+        raise click.BadParameter(f"{plot!r}: use a .png, .svg or .pdf file name", param_hint="--plot")
+    if plot and not Path(plot).resolve().parent.is_dir():
+        raise click.BadParameter(f"{plot!r}: directory {str(Path(plot).resolve().parent)!r} does not exist",
+                                 param_hint="--plot")
+    try:
+        m = load_model(model)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--model") from None
+    try:
+        mesh_d = _check_mesh(parse_mesh(mesh), m)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--mesh") from None
+    try:
+        step_tokens(opts["phase"], opts["batch"], opts["seq"])
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--batch/--seq") from None
+    names = [fabric] if fabric else [f.strip() for f in fabric_list.split(",") if f.strip()]
+    if not names:
+        raise click.BadParameter("no fabrics given", param_hint="--fabrics")
+    if sets and len(names) > 1:
+        raise click.UsageError("--set applies to one --fabric, not to --fabrics")
+    results = []
+    for name in names:
+        t0 = time.perf_counter()
+        results.append(_step_one(name, sets, m, mesh_d, opts, len(names) > 1))
+        if time.perf_counter() - t0 > 2:
+            _progress(f"{name}: priced in {time.perf_counter() - t0:.1f} s")
+    if plot:
+        from .collectives.jobs.step import plot_step
+        plot_step(results, plot, per_token=True)
+        _progress(f"wrote {plot}")
+    if as_json:
+        _emit_json(results[0].as_dict() if fabric else [r.as_dict() for r in results])
+        return
+    if len(results) == 1:
+        click.echo(_format_step(results[0]))
+        return
+    from .collectives.jobs.step import _mesh_text
+    kinds = list(dict.fromkeys(n for r in results for n in r.by_collective()))
+    click.echo(f"{m.name} {opts['phase']}, mesh {_mesh_text(mesh_d)}, {results[0].tokens:,} tokens per step")
+    click.echo(_table([[r.fabric, r.chips, _us(r.comm_s), _us(r.comm_s / r.tokens),
+                        f"{r.tokens_per_s_comm_bound:,.0f}" if r.comm_s else "-"]
+                       + [_us(r.by_collective().get(k, {}).get("attributed_s", 0.0)) for k in kinds]
+                       + ["PARTIAL" if r.partial else ""] for r in results],
+                      ["fabric", "chips", "comm/step", "comm/token", "tokens/s"] + kinds + [""]))
+    for r in results:
+        for n in r.notes:
+            click.echo(f"note: {r.fabric}: {n}")
+
+
 # --------------------------------------------------------------------------- mix (issue 15)
 @main.command("mix")
 @click.argument("spec", type=click.Path(dir_okay=False))

@@ -181,3 +181,21 @@ def test_validation(tmp_path):
     assert row[0] == pytest.approx(p8.measured_busbw_GBps, abs=0.006)
     assert row[3] == pytest.approx(p8.model_busbw_GBps, abs=0.006)
     assert row[4] == pytest.approx(p8.error_pct, abs=0.006)
+
+
+def test_token_cost(tmp_path):
+    from fabricsim.collectives.jobs.step import step
+    out = _run("token_cost", tmp_path)
+    # the numbers after "ep=": ep, tokens, step us, us/token, tokens/s, dispatch us, combine us
+    rows = {(ln.split()[0], ln.split()[1]): [float(x.replace(",", "")) for x in _NUM.findall(ln.split("ep=", 1)[1])]
+            for ln in out.splitlines() if ln.strip()[:1].isdigit() and "ep=" in ln}
+    for label, G in (("NVL72", build("nvl72")), ("TPU", build("torus", dims=(4, 4, 4)))):
+        r = step(G, "deepseek-r1", mesh="ep=64", batch=32 * 64)
+        row = rows[("64", label)]
+        assert row[:2] == [64, r.tokens] and r.tokens == 2048
+        assert row[2] == pytest.approx(r.comm_s * 1e6, abs=0.051)
+        assert row[3] == pytest.approx(r.comm_s / r.tokens * 1e6, abs=5e-5)
+        assert row[4] == pytest.approx(r.tokens_per_s_comm_bound, abs=0.5)
+        d, c = r.layers[3].collectives
+        assert row[5:7] == [pytest.approx(d.time_s * 1e6, abs=0.0051), pytest.approx(c.time_s * 1e6, abs=0.0051)]
+    assert "NVL72" not in " ".join(ln for ln in out.splitlines() if ln.strip().startswith("256"))
