@@ -16,8 +16,9 @@ Figures (tags as in ``shared/FACTS.md``: F found, F2 second-hand, I inferred, D 
     every chip one link to the chip in the same slot of each of the other 31 trays (31 links):
     94 of 96 links wired, 2 spare per chip.  A chip in another tray and another slot is 2 hops
     (through the same-slot chip or the tray peer).
-  - ``dragonfly``: as Groq's first generation (F2: 8 cards fully connected per node, 4 global
-    ports per card, https://codeconfessions.substack.com/p/groq-lpu-design): the tray is the
+  - ``dragonfly``: as Groq's first generation (F2: Hot Chips 2022, D. Abts, "Dragonfly Topology":
+    8 GroqCards per node fully connected, 4 global ports per card, via
+    https://vengineer.hatenablog.com/entry/2022/08/31/090000_1): the tray is the
     group, fully connected by 8-link bundles (56 links), and each chip has ``global_ports``
     (4) ports of 10 links each toward other trays (40 links), 96 wired; 32 ports per tray and
     31 other trays: one port per tray pair (Kim et al.'s consecutive arrangement), one spare
@@ -61,7 +62,7 @@ def _chip(t: int, s: int) -> str:
           source="NVIDIA GTC 2026 via bitcoinnewsinvest.com (F2: 256 = 32 x 8, 96 x 112G, 2.5 TB/s, 640 TB/s); "
                  "seed 003 (F: 640 TB/s copper); gen-1 dragonfly F2; rack wiring and 250 ns hops I")
 def groq_lpx(*, inter: Literal["fullmesh", "dragonfly"] = "fullmesh", trays: int = TRAYS,
-             global_ports: int = 4) -> nx.Graph:
+             global_links: int = 1, global_ports: int = 4) -> nx.Graph:
     """One LPX rack.
 
     Parameters
@@ -70,6 +71,9 @@ def groq_lpx(*, inter: Literal["fullmesh", "dragonfly"] = "fullmesh", trays: int
         How trays are joined (I, see the module notes).
     trays : int
         Trays of 8 chips, 2..32 (32, F2).  Fewer trays keep the per-link widths.
+    global_links : int
+        Full mesh only: links from each chip to its same-slot chip in every other tray (1, I);
+        the tray links get ``(96 - global_links * (trays - 1)) // 7`` per chip pair.
     global_ports : int
         Dragonfly only: global ports per chip (4, as Groq gen 1); local links per peer pair
         ``96 // (7 + global_ports)``, global port width the rest over ``global_ports``.
@@ -90,10 +94,15 @@ def groq_lpx(*, inter: Literal["fullmesh", "dragonfly"] = "fullmesh", trays: int
         raise ValueError(f"trays={trays!r} is out of range; valid: 2..{TRAYS}")
     peers = CHIPS_PER_TRAY - 1
     if inter == "fullmesh":
-        local = (C2C_LINKS - (trays - 1)) // peers            # 9 with 32 trays
+        if isinstance(global_links, bool) or not isinstance(global_links, int) or global_links < 1 \
+                or global_links * (trays - 1) > C2C_LINKS - peers:
+            raise ValueError(f"global_links={global_links!r} is out of range; valid: 1.."
+                             f"{(C2C_LINKS - peers) // (trays - 1)} with {trays} trays (96 links per chip, at "
+                             f"least one to each tray peer)")
+        local = (C2C_LINKS - global_links * (trays - 1)) // peers     # 9 with 32 trays
         inferred = (f"rack wiring inferred: trays fully connected inside ({local} links per chip pair), "
-                    f"each chip one link to its same-slot chip in every other tray; "
-                    f"{peers * local + trays - 1} of {C2C_LINKS} links wired; 250 ns per hop")
+                    f"each chip {global_links} link(s) to its same-slot chip in every other tray; "
+                    f"{peers * local + global_links * (trays - 1)} of {C2C_LINKS} links wired; 250 ns per hop")
     elif inter == "dragonfly":
         if isinstance(global_ports, bool) or not isinstance(global_ports, int) or not 1 <= global_ports <= 8:
             raise ValueError(f"global_ports={global_ports!r} is out of range; valid: 1..8")
@@ -122,7 +131,8 @@ def groq_lpx(*, inter: Literal["fullmesh", "dragonfly"] = "fullmesh", trays: int
         for t in range(trays):
             for t2 in range(t + 1, trays):
                 for s in range(CHIPS_PER_TRAY):
-                    add_bundle(G, _chip(t, s), _chip(t2, s), lanes=1, medium="copper", span="global", **kw)
+                    add_bundle(G, _chip(t, s), _chip(t2, s), lanes=global_links, medium="copper", span="global",
+                               **kw)
     else:
         per_pair = CHIPS_PER_TRAY * global_ports // (trays - 1)
         for g1, j1, g2, j2, _ in _global_pairs(trays, CHIPS_PER_TRAY * global_ports, per_pair):
