@@ -27,12 +27,14 @@ Virgo (``tpu8t-virgo``)
   Chip ``i`` sits under leaf ``i // 480`` in every plane.
 
 What the Virgo graph leaves out (said here and in its ``inferred`` attribute): the ICI torus
-inside each superpod.  ``tpu8t-virgo`` is the scale-out network alone, each chip a leaf of the
-Clos with its 4 plane ports, so an all-to-all over all 134,400 chips is priced on Virgo's
-links only (13/14 of its bytes cross superpods anyway).  With the torus in the graph the chips
-would forward and be told apart by their torus position, and no fold would apply; without it
-the chips under one leaf are interchangeable (twins) and the all-to-all folds exactly into
-280 x 280 classes (``fabricsim.topo.routing.ecmp.fold_twins``).
+inside each superpod.  ``tpu8t-virgo`` is the scale-out network alone, each chip a leaf port
+in every plane, so an all-to-all over all 134,400 chips is priced on Virgo's links only (13/14
+of its bytes cross superpods anyway).  With the torus in the graph the chips would forward and
+be told apart by their torus position, and no fold would apply.  By default (``leaf_groups``)
+the 20 leaves of a superpod in one plane are one node, so the chips of a superpod are
+interchangeable (twins, ``fabricsim.topo.routing.ecmp.fold_twins``) and the all-to-all folds
+exactly into 14 x 14 classes; with one node per leaf it is 280 x 280 classes and the generic
+router (minutes).  See :func:`tpu8t_virgo` for why the grouping keeps the price.
 """
 from __future__ import annotations
 
