@@ -38,6 +38,8 @@ router (minutes).  See :func:`tpu8t_virgo` for why the grouping keeps the price.
 """
 from __future__ import annotations
 
+import math
+
 import networkx as nx
 
 from ..topo.contract import CHIP, SWITCH, bundle_attrs
@@ -48,6 +50,7 @@ from .torus import ironwood
 __all__ = ["tpu8t", "tpu8t_virgo"]
 
 SUPERPOD = 9600            # chips (F)
+MAX_CHIPS = 200_000        # refuse bigger tori before building (20 superpods' worth)
 CUBE = 4                   # 4x4x4 cubes (F2)
 LINKS = 6                  # +-x, +-y, +-z (F)
 LANES_PER_LINK = 8         # 200 GB/s = 1.6 Tb/s = 8 x 200G (I)
@@ -107,6 +110,10 @@ def tpu8t(*, dims: tuple[int, int, int] = (20, 20, 24), link_GBps: float = 200.0
     2400.0
     """
     link = _check_link(link_GBps)
+    dims = tuple(dims)
+    if all(isinstance(k, int) and not isinstance(k, bool) for k in dims) and math.prod(dims) > MAX_CHIPS:
+        raise ValueError(f"dims={'x'.join(map(str, dims))} gives {math.prod(dims):,} chips (~{6 * math.prod(dims):,} "
+                         f"graph edge ends); the catalog builds at most {MAX_CHIPS:,} (a TPU 8t superpod is 9,600)")
     G = ironwood(dims=dims, link_GBps=90.0)     # the cube/tray/OCS layout; rates are set below
     lane = link * 8 / LANES_PER_LINK
     for _, d in G.nodes(data=True):

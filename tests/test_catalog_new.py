@@ -231,3 +231,19 @@ def test_compare_all_fabrics_at_one_group_size():
     assert [r["fabric"] for r in rows] == sorted(FABRICS)
     assert all(r["group_size"] == 8 and r["groups"] == 1 and r["busbw_GBps"] > 0 for r in rows)
     assert not any(r["partial"] for r in rows)
+
+
+@pytest.mark.parametrize("name, params, message", [
+    ("tpu8t", {"dims": "4000x4000x4000"}, r"gives 64,000,000,000 chips .* at most 200,000"),
+    ("tpu8t", {"link_GBps": "inf"}, r"link_GBps=inf must be a number > 0"),
+    ("tpu8t-virgo", {"plane_gbps": "nan"}, r"plane_gbps=nan must be a number in \(0, 100\]"),
+    ("groq-lpx", {"trays": "0"}, r"trays=0 is out of range; valid: 2..32"),
+    ("mi355x", {"generation": "mi250"}, r"generation='mi250' is not valid: expected one of mi300x, mi355x"),
+], ids=str)
+def test_bad_parameters_are_one_line_refusals(name, params, message):
+    with pytest.raises(ValueError, match=message):
+        build(name, **params)
+    args = ["audit", name] + [a for k, v in params.items() for a in ("--set", f"{k}={v}")]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2 and res.exception is None or isinstance(res.exception, SystemExit)
+    assert "Traceback" not in res.output and res.output.strip().splitlines()[-1].startswith("Error:")
