@@ -97,5 +97,5 @@ def instinct(*, generation: Literal["mi300x", "mi355x"] = "mi355x") -> nx.Graph:
     for _, d in G.nodes(data=True):
         d.update(rack=0, tray=0)
     G.graph.update(generation=generation,
-                   inferred="link latency (300 ns) inferred; the full mesh, link count and rates are published")
+                   inferred="link latency inferred (300 ns)")
     return G
