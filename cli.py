@@ -189,6 +189,7 @@ def list_cmd(as_json):
         n_chips = sum(1 for _, d in G.nodes(data=True) if d.get(KIND) == CHIP)
         rows.append({"name": name, "chips": n_chips, "switches": G.number_of_nodes() - n_chips,
                      "description": fab.description, "source": fab.source,
+                     "inferred": str(G.graph.get("inferred", "")),
                      "params": {k: p.default for k, p in _fabrics.param_specs(name).items()}})
     if as_json:
         _emit_json(rows)
@@ -197,6 +198,7 @@ def list_cmd(as_json):
     click.echo(_table([[r["name"], r["chips"], r["switches"], d] for r, d in zip(rows, short)],
                       ["fabric", "chips", "switches", "description"]))
     click.echo("\nSources: " + "; ".join(f"{r['name']}: {r['source']}" for r in rows))
+    click.echo("Inferred (I): " + "; ".join(f"{r['name']}: {r['inferred']}" for r in rows if r["inferred"]))
     click.echo("Parameters: fabricsim audit FABRIC --set key=value (see `fabricsim params FABRIC`).")
 
 
@@ -262,6 +264,8 @@ def _format_audit(a, show_all: bool) -> str:
                    f"(rail-only / PXN); hop counts include the relay")
     if a.unreachable_pairs:
         out.append(f"PARTIAL: {a.unreachable_pairs:,} chip pairs have no path at all")
+    if a.inferred:
+        out.append(f"inferred (I, not published): {a.inferred}")
     out.append("")
     per_rack = {k[:-len("_per_rack")] for k in a.totals if k.endswith("_per_rack")}
     rows = [[k, v, a.totals.get(f"{k}_per_rack", "")] for k, v in a.totals.items()
@@ -671,7 +675,7 @@ def _price_traffic(G, collective, opts, traffic_path, moe_spec):
 @main.command("compare")
 @_collective_arg
 @click.option("--fabrics", "fabric_list", required=True,
-              help="Comma-separated catalog names or files, e.g. jalapeno-rack,nvl72,torus.")
+              help="Comma-separated catalog names or files, e.g. jalapeno-rack,nvl72,torus; 'all': the catalog.")
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of cost reports.")
 @click.option("--plot", "plot", type=_plot_path(),
@@ -688,6 +692,8 @@ def compare_cmd(collective, fabric_list, as_json, plot, **opts):
       fabricsim compare all-reduce --fabrics jalapeno-rack,nvl72,torus --group-size 64 --size 256MiB
     """
     names = [f.strip() for f in fabric_list.split(",") if f.strip()]
+    if names == ["all"]:
+        names = sorted(_fabrics.FABRICS)
     if not names:
         raise click.BadParameter("no fabrics given", param_hint="--fabrics")
     reports = []

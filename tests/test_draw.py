@@ -16,11 +16,13 @@ from fabricsim.topo.draw import (bundle_utilization, draw_fabric, draw_utilizati
                                  utilization_figure)
 from fabricsim.topo.routing import link_table
 
-SLOW = {"ironwood"}   # 9,216 chips: the build alone takes about a second
+SLOW = {"ironwood", "tpu8t-virgo"}   # 9,216 chips: the build alone takes about a second; Virgo 134,400
 FABRIC_PARAMS = [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in sorted(FABRICS)]
 
 EXPECTED_LAYOUT = {"jalapeno-rack": "layered", "jalapeno-pod": "layered", "nvl72": "layered", "helios": "layered",
-                   "torus": "torus", "ironwood": "torus", "boardfly": "boardfly"}
+                   "torus": "torus", "ironwood": "torus", "boardfly": "boardfly",
+                   "maia200": "layered", "tpu8t-virgo": "layered", "tpu8t": "torus", "groq-lpx": "generic",
+                   "mi355x": "generic"}
 
 
 def _texts(fig) -> list[str]:

@@ -199,3 +199,23 @@ def test_token_cost(tmp_path):
         d, c = r.layers[3].collectives
         assert row[5:7] == [pytest.approx(d.time_s * 1e6, abs=0.0051), pytest.approx(c.time_s * 1e6, abs=0.0051)]
     assert "NVL72" not in " ".join(ln for ln in out.splitlines() if ln.strip().startswith("256"))
+
+
+def test_seed_table(tmp_path):
+    out = _run("seed_table", tmp_path)
+    from fabricsim.topo.audit import chip_bandwidth
+    lpx = build("groq-lpx")
+    g = by_size(lpx, 64, "packed", count=1)
+    a2a = price(lpx, "all-to-all", groups=g, size_bytes=2**30, algorithm="direct")
+    row = _row(out, "Groq 3 LPX *")
+    assert row[0] == 256 and row[1] == chip_bandwidth(lpx)["chip_bandwidth_GBps"]
+    assert row[3] == hop_stats(lpx).diameter_hops
+    assert row[4] == pytest.approx(bisection(lpx).GBps / 128, abs=0.051)
+    assert row[-1] == pytest.approx(a2a.busbw_GBps, abs=0.051)
+    maia = _row(out, "Maia 200 *")
+    assert maia[:3] == [6144, 1400.0, 2.8]
+    assert _row(out, "TPU 8t superpod *")[:3] == [9600, 1200.0, 2.4]
+    node = _row(out, "MI355X node *")
+    assert node[:3] == [8, 537.6, 1.075] and out.splitlines()[[l.strip().startswith("MI355X") for l in
+                                                               out.splitlines()].index(True)].count("—") == 3
+    assert _row(out, "TPU 8t Virgo *")[:3] == [134400, 50.0, 0.1]

@@ -21,7 +21,7 @@ from .devices import DEVICES, Device
 from .errors import BadInput
 
 __all__ = ["Finding", "Audit", "audit", "budget_findings", "hop_stats", "HopStats", "bisection",
-           "Bisection", "totals", "tier_levels"]
+           "Bisection", "totals", "tier_levels", "chip_bandwidth"]
 
 
 @dataclass(frozen=True)
@@ -182,6 +182,27 @@ def totals(G: nx.Graph, *, devices: dict[str, Device] | None = None, nodes=None)
         t[f"{tier}_chip_bandwidth_Tbps"] = gbps / 1000
     # whole numbers print as whole numbers; Tb/s sums are rounded off float noise
     return {k: (int(v) if float(v).is_integer() else round(v, 9)) for k, v in t.items()}
+
+
+def chip_bandwidth(G: nx.Graph) -> dict[str, float]:
+    """Per-chip bandwidth: the smallest (and, where chips differ, the largest) sum of a chip's
+    link capacities, per direction in GB/s, with the bidirectional TB/s vendors quote.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> chip_bandwidth(build("nvl72"))
+    {'chip_bandwidth_GBps': 900.0, 'chip_bandwidth_bidir_TBps': 1.8}
+    """
+    per = [sum(G.edges[n, m][CAPACITY_GBPS] for m in G[n]) / 8.0
+           for n, d in G.nodes(data=True) if d.get(KIND) == CHIP]
+    if not per:
+        return {}
+    lo, hi = min(per), max(per)
+    out = {"chip_bandwidth_GBps": round(lo, 9), "chip_bandwidth_bidir_TBps": round(2 * lo / 1000, 9)}
+    if hi > lo * (1 + 1e-12):
+        out["chip_bandwidth_max_GBps"] = round(hi, 9)
+    return out
 
 
 @dataclass(frozen=True)
@@ -360,6 +381,7 @@ class Audit:
     totals: dict
     per_rack: dict
     findings: tuple
+    inferred: str = ""       # the graph's ``inferred`` note: which figures are inferred, not published
 
     @property
     def ok(self) -> bool:
@@ -372,7 +394,7 @@ class Audit:
                 "relay_pairs": self.relay_pairs, "unreachable_pairs": self.unreachable_pairs,
                 "bisection_GBps": self.bisection_GBps, "bisection_halves": self.bisection_halves,
                 "totals": self.totals, "per_rack": self.per_rack,
-                "findings": [f.as_dict() for f in self.findings], "ok": self.ok}
+                "findings": [f.as_dict() for f in self.findings], "inferred": self.inferred, "ok": self.ok}
 
 
 def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool = True,
@@ -409,10 +431,11 @@ def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool =
         for k, val in first.items():
             if all(per_rack[str(r)].get(k) == val for r in racks):
                 tot[f"{k}_per_rack"] = val
+    tot.update(chip_bandwidth(G))
     hs = hop_stats(G) if hops else HopStats(0, 0.0, {}, 0, 0)
     bi = bisection(G) if bisect else Bisection(0.0, "not computed")
     return Audit(fabric=G.graph.get("name", "?"), params=params_of(G), chips=int(tot["chips"]),
                  switches=int(tot["switch_asics"]), diameter_hops=hs.diameter_hops, mean_hops=hs.mean_hops,
                  hop_histogram=hs.histogram, relay_pairs=hs.relay_pairs, unreachable_pairs=hs.unreachable_pairs,
                  bisection_GBps=bi.GBps, bisection_halves=bi.halves, totals=tot, per_rack=per_rack,
-                 findings=findings)
+                 findings=findings, inferred=str(G.graph.get("inferred", "")))
