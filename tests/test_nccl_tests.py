@@ -236,3 +236,12 @@ def test_garbage_bytes_raise_only_badinput(tmp_path_factory, data):
         parse_log(p, collective="all-reduce")
     except BadInput as e:
         assert "\n" not in str(e)
+
+
+@pytest.mark.parametrize("line", ["# nThread " + "9" * 5001 + " nGpus 1 minBytes 1",
+                                  "# Rank " + "1" * 5001 + " Group 0 Pid 1 on h device 0 [0x01] X",
+                                  "# Out of bounds values : " + "7" * 5001 + " OK"])
+def test_huge_header_numbers_are_badinput_not_valueerror(line):
+    """Found by hypothesis: a 5,001-digit header number hit Python's int() digit limit (ValueError)."""
+    with pytest.raises(BadInput):
+        parse_text(line + "\n")

@@ -75,11 +75,11 @@ _BINARY = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(BINARIES, key=len, 
                      + r")_perf(?:_mpi)?(?![A-Za-z0-9_])")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)")
-_NTHREAD = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)(.*)$")
-_RANK = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+"
+_NTHREAD = re.compile(r"^#\s*nThread\s+(\d{1,9})\s+nGpus\s+(\d{1,9})(.*)$")
+_RANK = re.compile(r"^#\s*Rank\s+(\d{1,9})\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+"
                    r"\[[^\]]*\]\s*(.*?)\s*$")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
-_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)")
+_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d{1,18})\b")
 _NCCL_VERSION = re.compile(r"\b(?:NCCL|RCCL) version\s+([0-9][\w.+\-]*)")
 _ENV = {"algorithm": re.compile(r"\bNCCL_ALGO(?:\s*=\s*|\s+set by environment to\s+)([^\s\"',;]+)"),
         "protocol": re.compile(r"\bNCCL_PROTO(?:\s*=\s*|\s+set by environment to\s+)([^\s\"',;]+)")}
