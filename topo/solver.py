@@ -364,6 +364,7 @@ class _Fill:
         self.rounds = 0  # rounds computed, including ones redone after a rollback
         self.changed: list[np.ndarray] = []  # rows frozen since take_changed()
         self.n_left = int(F - self.gone.sum())
+        self.batch = 16  # links per filling pass (see run); adapts to the problem
         self._resync()
 
     # ----------------------------------------------------------------- state
@@ -437,33 +438,176 @@ class _Fill:
     # ----------------------------------------------------------------- filling
 
     def run(self) -> None:
-        """Fill until every present flow is frozen."""
+        """Fill until every present flow is frozen.
+
+        Each pass takes the ``batch`` links of lowest saturation level, groups
+        them into rounds (links within ``rel_tol`` of a round's lowest level
+        saturate together) and freezes, in one set of vector operations, the
+        longest run of rounds that do not depend on each other: a round depends
+        on an earlier one when a flow frozen by the earlier one crosses one of
+        its links.  Freezing only raises the saturation levels of the links it
+        touches, so every round of that run is exactly the round the one-at-a-
+        time filling would take next.
+        """
         level = self.levels[-1] if self.levels else 0.0
         while self.n_left:
-            smin = float(self.sat_at.min())
-            if not np.isfinite(smin):  # pragma: no cover - _check_routable rules this out
+            level = self._pass(level)
+
+    def _candidates(self):
+        """The ``batch`` lowest-level links sorted by (level, id) and the lowest level left out."""
+        L, k = self.L, self.batch
+        if k >= L:
+            idx = np.arange(L)
+            out = np.inf
+        else:
+            part = np.argpartition(self.sat_at, k)
+            idx = part[:k]
+            out = float(self.sat_at[part[k]])
+        vals = self.sat_at[idx]
+        order = np.lexsort((idx, vals))
+        idx, vals = idx[order], vals[order]
+        fin = int(np.searchsorted(vals, np.inf))
+        return idx[:fin], vals[:fin], out
+
+    def _pass(self, level: float) -> float:
+        """One batch of rounds (see :meth:`run`); returns the last round's level."""
+        while True:
+            links, vals, out = self._candidates()
+            if links.size == 0:  # pragma: no cover - _check_routable rules this out
                 raise RuntimeError(f"{self.n_left} flows left with no capacity-limited link")
-            sat = np.flatnonzero(self.sat_at <= smin * (1.0 + self.rel_tol))
-            level = max(level, smin)  # roundoff must not let the fill level go backwards
-            rnd = len(self.levels)
-            self.levels.append(level)
+            # Rounds: a round takes every link within rel_tol of its lowest level; it is
+            # complete only when no link left out of the batch lies within that range.
+            starts, lv = [], []
+            j, n, tol1 = 0, links.size, 1.0 + self.rel_tol
+            while j < n:
+                smin = float(vals[j])
+                thr = smin * tol1
+                if out <= thr:
+                    break
+                starts.append(j)
+                level = max(level, smin)  # roundoff must not let the fill level go backwards
+                lv.append(level)
+                j = int(np.searchsorted(vals, thr, side="right"))
+            if starts:
+                break
+            self.batch = min(self.L, 4 * self.batch)  # not one complete round: widen
+        stops = starts[1:] + [j]
+        n_rounds = len(starts)
+        links = links[:j]
+        lab = np.repeat(np.arange(n_rounds), np.diff(np.append(starts, j)))
+        links = links[np.lexsort((links, lab))]  # within a round: ascending link id
+        # Pieces touching the rounds' links that still carry unfrozen flows.
+        pos, cnt = _row_positions(self.Qc.indptr, links)
+        pieces = self.Qc.indices[pos].astype(np.int64)
+        plab = np.repeat(lab, cnt)
+        plinks = np.repeat(links, cnt)
+        keep = self.piece_cnt[pieces] > 0
+        pieces, plab, plinks = pieces[keep], plab[keep], plinks[keep]
+        if pieces.size > 1:
+            # Per round, distinct pieces (sorted) with the link of their first occurrence.
+            _, first = np.unique(plab * self.K + pieces, return_index=True)
+            pieces, plab, plinks = pieces[first], plab[first], plinks[first]
+        pc_len = self.Pc.indptr[pieces + 1] - self.Pc.indptr[pieces]
+        rnd = len(self.levels)
+        if n_rounds == 1 or int(pc_len[plab == 0].sum()) >= self.big:
+            # One round at a time: the whole-matrix path for a big one.
+            sel = plab == 0
+            n_entries = int(pc_len[sel].sum())
+            self.levels.append(lv[0])
             self.rounds += 1
-            self.sat_at[sat] = np.inf
-            # Pieces touching a saturated link that still carry unfrozen flows: all
-            # their flows cross that link and freeze now, so each is spent once.
-            pos, cnt = _row_positions(self.Qc.indptr, sat)
-            pieces = self.Qc.indices[pos].astype(np.int64)
-            plinks = np.repeat(sat, cnt)
-            keep = self.piece_cnt[pieces] > 0
-            pieces, plinks = pieces[keep], plinks[keep]
-            if pieces.size > 1:
-                pieces, first = np.unique(pieces, return_index=True)
-                plinks = plinks[first]
-            n_entries = int(np.sum(self.Pc.indptr[pieces + 1] - self.Pc.indptr[pieces]))
+            self.sat_at[links[lab == 0]] = np.inf
             if n_entries >= self.big:
-                self._freeze_whole(pieces, plinks, rnd, level)
+                self._freeze_whole(pieces[sel], plinks[sel], rnd, lv[0])
             else:
-                self._freeze_gather(pieces, plinks, rnd, level)
+                self._freeze_gather(pieces[sel], plinks[sel], rnd, lv[0])
+            self.batch = max(self.batch, 16)
+            return lv[0]
+        # Entries of each round; later rounds stop before a big one.
+        ent = np.bincount(plab, weights=pc_len, minlength=n_rounds)
+        big = np.flatnonzero(ent >= self.big)
+        limit = int(big[0]) if big.size else n_rounds
+        sel = plab < limit
+        pieces, plab, plinks = pieces[sel], plab[sel], plinks[sel]
+        # Their unfrozen flows, labelled with the round.
+        pos, cnt = _row_positions(self.Pc.indptr, pieces)
+        flows = self.Pc.indices[pos]
+        flab = np.repeat(plab, cnt)
+        fblink = np.repeat(plinks, cnt)
+        keep = ~self.frozen[flows]
+        flows, flab, fblink = flows[keep], flab[keep], fblink[keep]
+        # Links every round's flows touch; a round is independent of the earlier
+        # ones when none of its links was first touched by an earlier round.
+        pos, cnt = _row_positions(self.P.indptr, flows)
+        tp = self.P.indices[pos]
+        tlab_p = np.repeat(flab, cnt)
+        pos2, cnt2 = _row_positions(self.Q.indptr, tp)
+        tl = self.Q.indices[pos2]
+        tlab = np.repeat(tlab_p, cnt2)
+        first_touch = np.full(self.L, limit, dtype=np.int64)
+        np.minimum.at(first_touch, tl, tlab)
+        dep = first_touch[links] < lab
+        dep_rounds = lab[dep]
+        n_ok = min(limit, int(dep_rounds.min()) if dep_rounds.size else limit)
+        if n_ok < limit:
+            sel = flab < n_ok
+            flows, flab, fblink = flows[sel], flab[sel], fblink[sel]
+            ent_sel = tlab_p < n_ok
+            tp, tlab_p, pos = tp[ent_sel], tlab_p[ent_sel], pos[ent_sel]
+        self._freeze_rounds(n_ok, lv[:n_ok], rnd, links[lab < n_ok], flows, flab, fblink,
+                            pos, tp, tlab_p)
+        # Next batch: about twice the links this one could use.
+        used_links = int(np.sum(lab < n_ok))
+        self.batch = int(min(self.L, max(16, 2 * used_links if n_ok < limit else 4 * self.batch)))
+        return lv[n_ok - 1]
+
+    def _freeze_rounds(self, n_ok, lv, rnd, sat, flows, flab, fblink, pos_p, tp, tlab_p):
+        """Freeze ``n_ok`` independent rounds at once (see :meth:`_pass`).
+
+        ``flows`` (labelled ``flab`` with their round) are the unfrozen flows of
+        each round, possibly repeated; ``pos_p``/``tp``/``tlab_p`` their entries
+        of ``P`` (positions, pieces, rounds).
+        """
+        K, L = self.K, self.L
+        self.levels.extend(lv)
+        self.rounds += n_ok
+        self.sat_at[sat] = np.inf
+        lv = np.asarray(lv)
+        if self.bottlenecks:
+            self.bottleneck[flows] = fblink  # a repeated flow may take any of its links
+        new, first = np.unique(flows, return_index=True)
+        nlab = flab[first]
+        self.frozen[new] = True
+        self.freeze_round[new] = rnd + nlab
+        self.rate[new] = self.w[new] * lv[nlab]
+        self.changed.append(new)
+        self.n_left -= new.size
+        # Per (round, piece): weight and entry count of the newly frozen flows.  A
+        # repeated flow contributes once: keep the entries of its first occurrence.
+        lens = self.row_len[flows]
+        fl = np.repeat(flows, lens)
+        if new.size < flows.size:
+            mark = np.zeros(flows.size, dtype=bool)
+            mark[first] = True
+            once = np.repeat(mark, lens)
+            tp, tlab_p, pos_p, fl = tp[once], tlab_p[once], pos_p[once], fl[once]
+        self.work += tp.size
+        key, dp, dc = _group_sum(tlab_p * K + tp, self.P.data[pos_p] * self.mw[fl], n_ok * K)
+        pieces, plab = key % K, key // K
+        touched = _unique(pieces, K)
+        old = self.piece_cnt[touched]
+        np.subtract.at(self.piece_cnt, pieces, dc)
+        # Per (round, link): weight moved from active to frozen, applied round by round.
+        pos, cnt = _row_positions(self.Q.indptr, pieces)
+        lkey, dl, _ = _group_sum(np.repeat(plab, cnt) * L + self.Q.indices[pos],
+                                 self.Q.data[pos] * np.repeat(dp, cnt), n_ok * L)
+        links, llab = lkey % L, lkey // L
+        np.subtract.at(self.aw, links, dl)
+        np.add.at(self.used, links, lv[llab] * dl)
+        links = _unique(links, L)
+        self.peak[links] = np.maximum(self.peak[links], self.used[links] * self.inv_cap[links])
+        self._pieces_changed(touched, self.piece_cnt, old, self.link_cnt, -1)
+        self.aw[links[self.link_cnt[links] == 0]] = 0.0
+        self._refresh(links)
 
     def _freeze_gather(self, pieces, plinks, rnd, level):
         """Freeze the flows of ``pieces`` through their rows only."""
