@@ -71,6 +71,8 @@ _MATVEC_SHARE = 1.0 / 16
 # their work since the last recomputation reaches this share of all entries:
 # roundoff cannot pile up over many events, at O(1) amortised cost.
 _RESYNC_SHARE = 1.0
+# Candidate links one filling pass considers at most (it adapts below this).
+_MAX_BATCH = 4096
 # Findings listed one by one before check_maxmin summarises the rest.
 _MAX_FINDINGS = 10
 
@@ -364,7 +366,12 @@ class _Fill:
         self.rounds = 0  # rounds computed, including ones redone after a rollback
         self.changed: list[np.ndarray] = []  # rows frozen since take_changed()
         self.n_left = int(F - self.gone.sum())
-        self.batch = 16  # links per filling pass (see run); adapts to the problem
+        self.batch = 16  # candidate links per filling pass (see run); adapts
+        self.window, self.window_k, self.window_out = None, 1024, np.inf
+        self._touch = np.full(self.L, 1 << 62, dtype=np.int64)  # scratch, reset after use
+        self._plink = np.full(self.K, self.L, dtype=np.int64)
+        self._pmax = np.full(self.K, -1, dtype=np.int64)
+        self._pcnt = np.zeros(self.K, dtype=np.int64)
         self._resync()
 
     # ----------------------------------------------------------------- state
@@ -374,6 +381,9 @@ class _Fill:
         self.w, self.m, self.mw = w, m, m * w
         self.row_len = np.diff(P.indptr)
         self.big = max(P.nnz * _MATVEC_SHARE, 1.0)
+        # An exact recomputation costs O(nnz + pieces + links): rollbacks weigh against that.
+        self.resync_cost = P.nnz + self.Q.nnz + self.K + self.L
+        self.big_rollback = max(self.resync_cost * _MATVEC_SHARE, 1.0)
 
     def _resync(self):
         """Recompute counts, weights and loads exactly from the flow states (O(nnz))."""
@@ -402,6 +412,7 @@ class _Fill:
             self.used = np.zeros(L)
         self.sat_at = np.full(L, np.inf)
         self._refresh(np.arange(L))
+        self.window = None  # levels may have dropped
         self.work = 0  # incremental entries since this exact recomputation
 
     def _link_count(self, piece_cnt):
@@ -454,120 +465,172 @@ class _Fill:
             level = self._pass(level)
 
     def _candidates(self):
-        """The ``batch`` lowest-level links sorted by (level, id) and the lowest level left out."""
-        L, k = self.L, self.batch
-        if k >= L:
-            idx = np.arange(L)
-            out = np.inf
-        else:
-            part = np.argpartition(self.sat_at, k)
-            idx = part[:k]
-            out = float(self.sat_at[part[k]])
-        vals = self.sat_at[idx]
+        """Window links sorted by (level, id), and a level no link outside reaches.
+
+        The window holds the lowest-level links when built (one O(L) partition);
+        freezing only raises levels, so until a retirement lowers some, a link
+        outside it stays at or above ``out`` and the window is reused, shrinking
+        as its links saturate or rise past ``out``.
+        """
+        fresh = self.window is None
+        if fresh:
+            L = self.L
+            k = max(self.window_k, 4 * self.batch)
+            if k >= L:
+                idx, out = np.arange(L), np.inf
+            else:
+                part = np.argpartition(self.sat_at, k)
+                idx, out = part[:k], float(self.sat_at[part[k]])
+            # Roundoff may leave a refreshed level a few ulps under its old value.
+            self.window, self.window_out = idx, out * (1.0 - 8 * np.finfo(np.float64).eps)
+        out = self.window_out
+        vals = self.sat_at[self.window]
+        keep = vals < out
+        idx, vals = self.window[keep], vals[keep]
         order = np.lexsort((idx, vals))
         idx, vals = idx[order], vals[order]
-        fin = int(np.searchsorted(vals, np.inf))
-        return idx[:fin], vals[:fin], out
+        self.window = idx
+        return idx, vals, out, fresh
 
     def _pass(self, level: float) -> float:
         """One batch of rounds (see :meth:`run`); returns the last round's level."""
+        K, L = self.K, self.L
         while True:
-            links, vals, out = self._candidates()
-            if links.size == 0:  # pragma: no cover - _check_routable rules this out
-                raise RuntimeError(f"{self.n_left} flows left with no capacity-limited link")
-            # Rounds: a round takes every link within rel_tol of its lowest level; it is
-            # complete only when no link left out of the batch lies within that range.
-            starts, lv = [], []
-            j, n, tol1 = 0, links.size, 1.0 + self.rel_tol
-            while j < n:
-                smin = float(vals[j])
-                thr = smin * tol1
-                if out <= thr:
-                    break
-                starts.append(j)
-                level = max(level, smin)  # roundoff must not let the fill level go backwards
-                lv.append(level)
-                j = int(np.searchsorted(vals, thr, side="right"))
-            if starts:
+            links, vals, out, fresh = self._candidates()
+            b = self.batch
+            if links.size > b:
+                links, vals, out = links[:b], vals[:b], float(vals[b])
+            if links.size and vals[0] * (1.0 + self.rel_tol) < out:
                 break
-            self.batch = min(self.L, 4 * self.batch)  # not one complete round: widen
-        stops = starts[1:] + [j]
-        n_rounds = len(starts)
-        links = links[:j]
-        lab = np.repeat(np.arange(n_rounds), np.diff(np.append(starts, j)))
-        links = links[np.lexsort((links, lab))]  # within a round: ascending link id
-        # Pieces touching the rounds' links that still carry unfrozen flows.
+            # Not one complete round: widen the batch, rebuild the window (wider
+            # when a fresh one was too narrow: more tied links than it holds).
+            if links.size >= b:
+                self.batch = min(L, 4 * b)
+            elif not fresh:
+                self.window = None
+            elif self.window_k < L:
+                self.window, self.window_k = None, min(L, 4 * max(self.window_k, b))
+            else:  # pragma: no cover - _check_routable rules this out
+                raise RuntimeError(f"{self.n_left} flows left with no capacity-limited link")
+        n = links.size
+        # Live pieces on the candidate links, in candidate order, and the first
+        # candidate each piece appears on: its flows freeze in that one's round.
         pos, cnt = _row_positions(self.Qc.indptr, links)
         pieces = self.Qc.indices[pos].astype(np.int64)
-        plab = np.repeat(lab, cnt)
-        plinks = np.repeat(links, cnt)
+        ppos = np.repeat(np.arange(n), cnt)
         keep = self.piece_cnt[pieces] > 0
-        pieces, plab, plinks = pieces[keep], plab[keep], plinks[keep]
-        if pieces.size > 1:
-            # Per round, distinct pieces (sorted) with the link of their first occurrence.
-            _, first = np.unique(plab * self.K + pieces, return_index=True)
-            pieces, plab, plinks = pieces[first], plab[first], plinks[first]
-        pc_len = self.Pc.indptr[pieces + 1] - self.Pc.indptr[pieces]
+        pieces, ppos = pieces[keep], ppos[keep]
+        upieces, first = np.unique(pieces, return_index=True)
+        upos = ppos[first]
+        up_len = self.Pc.indptr[upieces + 1] - self.Pc.indptr[upieces]
+        ent = np.bincount(upos, weights=up_len, minlength=n)
+        # Unfrozen flows of each piece, at the earliest candidate they come under.
+        fpos_, fcnt = _row_positions(self.Pc.indptr, upieces)
+        flows = self.Pc.indices[fpos_]
+        fq = np.repeat(upos, fcnt)
+        fpiece = np.repeat(np.arange(upieces.size), fcnt)
+        keep = ~self.frozen[flows]
+        flows, fq, fpiece = flows[keep], fq[keep], fpiece[keep]
+        order = np.argsort(fq, kind="stable")
+        dflows, dfirst = np.unique(flows[order], return_index=True)
+        dq = fq[order][dfirst]
+        # Per link, the earliest candidate whose flows touch it; per piece, the
+        # candidate after which none of its flows is left unfrozen (if any).
+        tpos, tcnt = _row_positions(self.P.indptr, dflows)
+        tp = self.P.indices[tpos]
+        tq_p = np.repeat(dq, tcnt)
+        tpos2, tcnt2 = _row_positions(self.Q.indptr, tp)
+        tl = self.Q.indices[tpos2]
+        touch, pmax, pcnt = self._touch, self._pmax, self._pcnt
+        np.minimum.at(touch, tl, np.repeat(tq_p, tcnt2))
+        tq = touch[links].tolist()
+        touch[tl] = 1 << 62  # reset the scratch arrays
+        np.maximum.at(pmax, tp, tq_p)
+        np.add.at(pcnt, tp, 1)
+        dies = np.where(pcnt[pieces] == self.piece_cnt[pieces], pmax[pieces], 1 << 62)
+        pmax[tp] = -1
+        pcnt[tp] = 0
+        # A candidate dies (its count drops to 0) after the candidate where its last
+        # live piece empties: from then on it is skipped, not a dependency.
+        kill = np.full(n, -1, dtype=np.int64)
+        np.maximum.at(kill, ppos, dies)
+        # Walk the candidates in order: rounds exactly as the one-at-a-time filling.
+        lab = [-1] * n
+        kill, ent, vl = kill.tolist(), ent.tolist(), vals.tolist()
+        tol1, big = 1.0 + self.rel_tol, self.big
+        lv: list[float] = []
+        r, start, thr, r_ent, q = -1, 0, -np.inf, 0.0, 0
+        for q in range(n):
+            v = vl[q]
+            if r >= 0 and v <= thr:  # within the current round
+                if tq[q] < start:
+                    if kill[q] < start:
+                        continue  # dead by then
+                    r -= 1  # touched and alive: its level moved; drop this round
+                    lv.pop()
+                    break
+                lab[q] = r
+                r_ent += ent[q]
+                continue
+            if r >= 0 and r_ent >= big:  # a big round goes alone, through matvecs
+                if r >= 1:
+                    r -= 1
+                    lv.pop()
+                break
+            if tq[q] < q:
+                if kill[q] < q:
+                    continue
+                break
+            thr = v * tol1
+            if thr >= out:
+                break
+            r, start, r_ent = r + 1, q, ent[q]
+            level = max(level, v)  # roundoff must not let the fill level go backwards
+            lv.append(level)
+            lab[q] = r
+        else:
+            if r >= 1 and r_ent >= big:
+                r -= 1
+                lv.pop()
+        n_rounds = r + 1
+        lab = np.asarray(lab, dtype=np.int64)
+        lab[lab >= n_rounds] = -1
+        acc = lab >= 0
+        # Each piece's bottleneck: the lowest-id accepted link of its round it lies on
+        # (the one-at-a-time filling takes a round's links in id order).
+        e_ok = acc[ppos]
+        plink = self._plink
+        np.minimum.at(plink, pieces[e_ok], links[ppos[e_ok]])
+        up_link = plink[upieces]
+        plink[pieces] = L
         rnd = len(self.levels)
-        if n_rounds == 1 or int(pc_len[plab == 0].sum()) >= self.big:
-            # One round at a time: the whole-matrix path for a big one.
-            sel = plab == 0
-            n_entries = int(pc_len[sel].sum())
+        if n_rounds == 1:
+            sel = lab[upos] == 0
             self.levels.append(lv[0])
             self.rounds += 1
-            self.sat_at[links[lab == 0]] = np.inf
-            if n_entries >= self.big:
-                self._freeze_whole(pieces[sel], plinks[sel], rnd, lv[0])
+            self.sat_at[links[acc]] = np.inf
+            if int(up_len[sel].sum()) >= big:
+                self._freeze_whole(upieces[sel], up_link[sel], rnd, lv[0])
             else:
-                self._freeze_gather(pieces[sel], plinks[sel], rnd, lv[0])
-            self.batch = max(self.batch, 16)
-            return lv[0]
-        # Entries of each round; later rounds stop before a big one.
-        ent = np.bincount(plab, weights=pc_len, minlength=n_rounds)
-        big = np.flatnonzero(ent >= self.big)
-        limit = int(big[0]) if big.size else n_rounds
-        sel = plab < limit
-        pieces, plab, plinks = pieces[sel], plab[sel], plinks[sel]
-        # Their unfrozen flows, labelled with the round.
-        pos, cnt = _row_positions(self.Pc.indptr, pieces)
-        flows = self.Pc.indices[pos]
-        flab = np.repeat(plab, cnt)
-        fblink = np.repeat(plinks, cnt)
-        keep = ~self.frozen[flows]
-        flows, flab, fblink = flows[keep], flab[keep], fblink[keep]
-        # Links every round's flows touch; a round is independent of the earlier
-        # ones when none of its links was first touched by an earlier round.
-        pos, cnt = _row_positions(self.P.indptr, flows)
-        tp = self.P.indices[pos]
-        tlab_p = np.repeat(flab, cnt)
-        pos2, cnt2 = _row_positions(self.Q.indptr, tp)
-        tl = self.Q.indices[pos2]
-        tlab = np.repeat(tlab_p, cnt2)
-        first_touch = np.full(self.L, limit, dtype=np.int64)
-        np.minimum.at(first_touch, tl, tlab)
-        dep = first_touch[links] < lab
-        dep_rounds = lab[dep]
-        n_ok = min(limit, int(dep_rounds.min()) if dep_rounds.size else limit)
-        if n_ok < limit:
-            sel = flab < n_ok
-            flows, flab, fblink = flows[sel], flab[sel], fblink[sel]
-            ent_sel = tlab_p < n_ok
-            tp, tlab_p, pos = tp[ent_sel], tlab_p[ent_sel], pos[ent_sel]
-        self._freeze_rounds(n_ok, lv[:n_ok], rnd, links[lab < n_ok], flows, flab, fblink,
-                            pos, tp, tlab_p)
-        # Next batch: about twice the links this one could use.
-        used_links = int(np.sum(lab < n_ok))
-        self.batch = int(min(self.L, max(16, 2 * used_links if n_ok < limit else 4 * self.batch)))
-        return lv[n_ok - 1]
+                self._freeze_gather(upieces[sel], up_link[sel], rnd, lv[0])
+        else:
+            flab = lab[fq]
+            sel = flab >= 0
+            self._freeze_rounds(lv, rnd, links[acc], flows[sel], flab[sel],
+                                up_link[fpiece[sel]])
+        # Next batch: about twice the candidates this pass used, more if it used all.
+        used_q = int(np.flatnonzero(acc)[-1]) + 1
+        self.batch = int(min(L, _MAX_BATCH, max(16, 4 * n if used_q >= n - 1 else 2 * used_q)))
+        return lv[-1]
 
-    def _freeze_rounds(self, n_ok, lv, rnd, sat, flows, flab, fblink, pos_p, tp, tlab_p):
-        """Freeze ``n_ok`` independent rounds at once (see :meth:`_pass`).
+    def _freeze_rounds(self, lv, rnd, sat, flows, flab, fblink):
+        """Freeze several independent rounds at once (see :meth:`_pass`).
 
-        ``flows`` (labelled ``flab`` with their round) are the unfrozen flows of
-        each round, possibly repeated; ``pos_p``/``tp``/``tlab_p`` their entries
-        of ``P`` (positions, pieces, rounds).
+        ``flows`` (possibly repeated) are the unfrozen flows of each round,
+        ``flab`` their round, ``fblink`` a saturated link of it they cross.
         """
         K, L = self.K, self.L
+        n_ok = len(lv)
         self.levels.extend(lv)
         self.rounds += n_ok
         self.sat_at[sat] = np.inf
@@ -581,17 +644,11 @@ class _Fill:
         self.rate[new] = self.w[new] * lv[nlab]
         self.changed.append(new)
         self.n_left -= new.size
-        # Per (round, piece): weight and entry count of the newly frozen flows.  A
-        # repeated flow contributes once: keep the entries of its first occurrence.
-        lens = self.row_len[flows]
-        fl = np.repeat(flows, lens)
-        if new.size < flows.size:
-            mark = np.zeros(flows.size, dtype=bool)
-            mark[first] = True
-            once = np.repeat(mark, lens)
-            tp, tlab_p, pos_p, fl = tp[once], tlab_p[once], pos_p[once], fl[once]
-        self.work += tp.size
-        key, dp, dc = _group_sum(tlab_p * K + tp, self.P.data[pos_p] * self.mw[fl], n_ok * K)
+        # Per (round, piece): weight and entry count of the newly frozen flows.
+        pos, cnt = _row_positions(self.P.indptr, new)
+        self.work += pos.size
+        key, dp, dc = _group_sum(np.repeat(nlab, cnt) * K + self.P.indices[pos],
+                                 self.P.data[pos] * np.repeat(self.mw[new], cnt), n_ok * K)
         pieces, plab = key % K, key // K
         touched = _unique(pieces, K)
         old = self.piece_cnt[touched]
@@ -692,7 +749,7 @@ class _Fill:
         reopen = np.flatnonzero(self.freeze_round >= r_star)
         old_rate = self.rate[reopen]
         n_entries = int(self.row_len[done].sum() + self.row_len[reopen].sum())
-        if n_entries >= self.big or self.work + n_entries >= self.P.nnz * _RESYNC_SHARE:
+        if n_entries >= self.big_rollback or self.work + n_entries >= self.resync_cost * _RESYNC_SHARE:
             # A large rollback, or enough incremental updates to owe an exact
             # recomputation: both cost O(nnz).
             carried = self.alive_link_cnt > 0
@@ -723,7 +780,8 @@ class _Fill:
                 links_open, dl, _ = self._to_links(pieces_r, dw)
                 self.aw[links_open] += dl
             self._forget(done, reopen)
-            self._refresh(np.union1d(links_load, links_open))
+            self._refresh(_unique(np.concatenate([links_load, links_open]), self.L))
+            self.window = None  # levels may have dropped
         del self.levels[r_star:]
         self.n_left = int(reopen.size)
         return reopen, old_rate
