@@ -40,6 +40,7 @@ work is about O(nnz + levels x L).
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -786,6 +787,43 @@ class _Fill:
         self.n_left = int(reopen.size)
         return reopen, old_rate
 
+    def reopens(self, done: np.ndarray) -> bool:
+        """Whether retiring rows ``done`` reopens any other row (see :meth:`retire`)."""
+        r_star = int(self.freeze_round[done].min())
+        return int(np.count_nonzero(self.freeze_round >= r_star)) > done.size
+
+    def drop(self, done: np.ndarray, at: np.ndarray) -> None:
+        """Retire rows ``done`` (finishing at times ``at``) that reopen no other row.
+
+        The same bookkeeping as :meth:`retire` without a rollback: their load
+        leaves their links, and a link whose last present flow leaves is idle
+        from that flow's finish time on.
+        """
+        r_star = int(self.freeze_round[done].min())
+        self.gone[done] = True
+        pieces, dload, dc = self._per_piece(done, self.m[done] * self.rate[done])
+        links, dl, _ = self._to_links(pieces, dload)
+        self.used[links] -= dl
+        old = self.alive_piece_cnt[pieces]
+        self.alive_piece_cnt[pieces] -= dc
+        self._pieces_changed(pieces, self.alive_piece_cnt, old, self.alive_link_cnt, -1)
+        idle = links[self.alive_link_cnt[links] == 0]
+        if idle.size:
+            self.used[idle] = 0.0
+            pos, cnt = _row_positions(self.P.indptr, done)
+            pos2, cnt2 = _row_positions(self.Q.indptr, self.P.indices[pos])
+            last = np.zeros(self.L)
+            np.maximum.at(last, self.Q.indices[pos2], np.repeat(np.repeat(at, cnt), cnt2))
+            self.busy_until[idle] = last[idle]
+        self._forget(done, done[:0])
+        del self.levels[r_star:]
+        self.n_left = 0
+        if self.work >= self.resync_cost * _RESYNC_SHARE:
+            self._resync()
+        else:
+            self._refresh(links)
+            self.window = None
+
     def _forget(self, done, reopen):
         for rows in (done, reopen):
             self.rate[rows] = 0.0
@@ -980,6 +1018,7 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     n_alive = int(np.sum(size > 0))
     now = 0.0
     events = 0
+    quiet_k = 1024  # flows _quiet_events sorts at a time; adapts
     while n_alive:
         if n_alive * 2 < finish_at.size:
             # Compacting costs O(nnz) but halves the rows, so O(nnz) overall.
@@ -1005,6 +1044,19 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
         finish_at[changed] = now + left_bytes[changed] / rate
         t_next = float(finish_at.min())
         done = np.flatnonzero(finish_at <= now + (t_next - now) * (1.0 + rel_tol))
+        if not fill.reopens(done):
+            # Retiring them changes no other rate, so the next finish times stand:
+            # take every following event of which that holds too, at once.
+            quiet, at, n_ev, quiet_k = _quiet_events(finish_at, fill.freeze_round, now,
+                                                     rel_tol, quiet_k)
+            if n_ev:
+                now = float(at[-1])
+                events += n_ev
+                finish[quiet if rows is None else rows[quiet]] = at
+                finish_at[quiet] = np.inf
+                n_alive -= quiet.size
+                fill.drop(quiet, at)
+                continue
         now = t_next
         events += 1
         finish[done if rows is None else rows[done]] = now
@@ -1031,6 +1083,54 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
                       link_busy_s=_readonly(busy), peak_utilization=_readonly(peak),
                       utilization=_readonly(utilization), first_rates_Bps=_readonly(first_rates),
                       bound_s=bound.time_s)
+
+
+def _quiet_events(finish_at, freeze_round, now, rel_tol, k):
+    """The coming events, in order, whose retirement reopens no other flow.
+
+    Flows frozen in round r only see links that no earlier round saturated, so
+    retiring a group whose earliest round lies above every remaining flow's
+    leaves every remaining rate as it is: the finish times already projected
+    stand, and the next group is found by the same rule, without a re-solve.
+    Groups are formed as :func:`simulate` forms them (finishing within
+    ``rel_tol`` of the earliest).  Only the ``k`` earliest flows are sorted.
+
+    Returns the rows retired (in finish order), their finish times, the number
+    of events, and the ``k`` to use next time.
+    """
+    alive = np.flatnonzero(finish_at < np.inf)
+    n = alive.size
+    if k < n:
+        part = np.argpartition(finish_at[alive], k)
+        cand = alive[part[:k]]
+        t_out = float(finish_at[alive[part[k]]])
+        fr_out = int(freeze_round[alive[part[k:]]].max())
+    else:
+        cand, t_out, fr_out = alive, np.inf, -1
+    cand = cand[np.argsort(finish_at[cand], kind="stable")]
+    ft = finish_at[cand]
+    fr = freeze_round[cand].astype(np.int64)
+    # Highest round among the flows from position j on (those outside included).
+    suf = np.append(np.maximum.accumulate(fr[::-1])[::-1], -1)
+    np.maximum(suf, fr_out, out=suf)
+    ft_list = ft.tolist()
+    i, nc, ends = 0, cand.size, []
+    while i < nc:
+        t = ft_list[i]
+        thr = now + (t - now) * (1.0 + rel_tol)
+        if thr >= t_out:
+            break  # the group may reach past the sorted flows
+        j = bisect.bisect_right(ft_list, thr, i)
+        if int(fr[i:j].min()) <= suf[j]:
+            break  # this one reopens flows: a re-solve
+        ends.append(j)
+        now, i = t, j
+    if not ends:
+        return cand[:0], ft[:0], 0, k
+    starts = np.array([0] + ends[:-1])
+    at = np.repeat(ft[starts], np.diff(np.append(starts, i)))
+    next_k = min(4 * k, 1 << 24) if i >= nc - 1 and k < n else k
+    return cand[:i], at, len(ends), next_k
 
 
 def check_maxmin(flow_piece, piece_link, capacity_Bps, rate_Bps, *, weights=None,
