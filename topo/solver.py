@@ -488,7 +488,12 @@ class _Fill:
         vals = self.sat_at[self.window]
         keep = vals < out
         idx, vals = self.window[keep], vals[keep]
-        order = np.lexsort((idx, vals))
+        if fresh:
+            order = np.lexsort((idx, vals))
+        else:
+            # Kept in order since built; only the links a pass touched moved (up):
+            # a stable sort of nearly sorted values is about linear.
+            order = np.argsort(vals, kind="stable")
         idx, vals = idx[order], vals[order]
         self.window = idx
         return idx, vals, out, fresh
@@ -499,6 +504,9 @@ class _Fill:
         while True:
             links, vals, out, fresh = self._candidates()
             b = self.batch
+            if links.size < b and not fresh and out < np.inf:
+                self.window = None  # running low: a fresh window holds more
+                continue
             if links.size > b:
                 links, vals, out = links[:b], vals[:b], float(vals[b])
             if links.size and vals[0] * (1.0 + self.rel_tol) < out:
