@@ -74,6 +74,9 @@ _MATVEC_SHARE = 1.0 / 16
 _RESYNC_SHARE = 1.0
 # Candidate links one filling pass considers at most (it adapts below this).
 _MAX_BATCH = 4096
+# simulate takes events that reopen no flow together (one sort) after this
+# many in a row; a sort of the flows costs more than a few single events.
+_QUIET_STREAK = 8
 # Findings listed one by one before check_maxmin summarises the rest.
 _MAX_FINDINGS = 10
 
@@ -1027,6 +1030,7 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     now = 0.0
     events = 0
     quiet_k = 1024  # flows _quiet_events sorts at a time; adapts
+    streak = 0  # consecutive events that reopened nothing
     while n_alive:
         if n_alive * 2 < finish_at.size:
             # Compacting costs O(nnz) but halves the rows, so O(nnz) overall.
@@ -1052,25 +1056,30 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
         finish_at[changed] = now + left_bytes[changed] / rate
         t_next = float(finish_at.min())
         done = np.flatnonzero(finish_at <= now + (t_next - now) * (1.0 + rel_tol))
-        if not fill.reopens(done):
+        quiet = n_alive > done.size and not fill.reopens(done)
+        if quiet and streak >= _QUIET_STREAK:
             # Retiring them changes no other rate, so the next finish times stand:
-            # take every following event of which that holds too, at once.
-            quiet, at, n_ev, quiet_k = _quiet_events(finish_at, fill.freeze_round, now,
-                                                     rel_tol, quiet_k)
+            # after a run of such events, take every following one at once.
+            rows_q, at, n_ev, quiet_k = _quiet_events(finish_at, fill.freeze_round, now,
+                                                      rel_tol, quiet_k)
             if n_ev:
                 now = float(at[-1])
                 events += n_ev
-                finish[quiet if rows is None else rows[quiet]] = at
-                finish_at[quiet] = np.inf
-                n_alive -= quiet.size
-                fill.drop(quiet, at)
+                finish[rows_q if rows is None else rows[rows_q]] = at
+                finish_at[rows_q] = np.inf
+                n_alive -= rows_q.size
+                fill.drop(rows_q, at)
+                streak = streak if n_ev >= _QUIET_STREAK else 0
                 continue
+        streak = streak + 1 if quiet else 0
         now = t_next
         events += 1
         finish[done if rows is None else rows[done]] = now
         finish_at[done] = np.inf
         n_alive -= done.size
-        if n_alive:
+        if quiet:
+            fill.drop(done, np.full(done.size, now))  # no rollback needed
+        elif n_alive:
             reopen, old_rate = fill.retire(done, now)
             left_bytes[reopen] -= old_rate * (now - since[reopen])
             finish_at[reopen] = np.inf
