@@ -74,6 +74,9 @@ _MATVEC_SHARE = 1.0 / 16
 _RESYNC_SHARE = 1.0
 # Candidate links one filling pass considers at most (it adapts below this).
 _MAX_BATCH = 4096
+# Flow entries a pass may gather at least (see _Fill._pass; adapts, at most the
+# big-round size).
+_MIN_BUDGET = 4096
 # simulate takes events that reopen no flow together (one sort) after this
 # many in a row; a sort of the flows costs more than a few single events.
 _QUIET_STREAK = 8
@@ -371,6 +374,7 @@ class _Fill:
         self.changed: list[np.ndarray] = []  # rows frozen since take_changed()
         self.n_left = int(F - self.gone.sum())
         self.batch = 16  # candidate links per filling pass (see run); adapts
+        self.budget = float(_MIN_BUDGET)  # and flow entries it may look at
         self.window, self.window_k, self.window_out = None, 1024, np.inf
         self._touch = np.full(self.L, 1 << 62, dtype=np.int64)  # scratch, reset after use
         self._plink = np.full(self.K, self.L, dtype=np.int64)
@@ -536,6 +540,22 @@ class _Fill:
         upos = ppos[first]
         up_len = self.Pc.indptr[upieces + 1] - self.Pc.indptr[upieces]
         ent = np.bincount(upos, weights=up_len, minlength=n)
+        cum = np.cumsum(ent)
+        r0 = int(np.searchsorted(vals, vals[0] * (1.0 + self.rel_tol), side="right"))
+        if cum[r0 - 1] >= self.big:
+            # A big first round goes alone through whole-matrix products: no look-ahead.
+            return self._one_round(links[:r0], max(level, float(vals[0])))
+        # Bound the work spent looking ahead: candidates up to ``budget`` flow
+        # entries (round 0 whole), so big rounds do not drag in thousands.
+        if n > 1 and cum[-1] > self.budget:
+            n_keep = max(int(np.searchsorted(cum, self.budget, side="right")), r0, 1)
+            if n_keep < n:
+                out = float(vals[n_keep])
+                n, links, vals, ent = n_keep, links[:n_keep], vals[:n_keep], ent[:n_keep]
+                sel = ppos < n
+                pieces, ppos = pieces[sel], ppos[sel]
+                sel = upos < n
+                upieces, upos, up_len = upieces[sel], upos[sel], up_len[sel]
         # Unfrozen flows of each piece, at the earliest candidate they come under.
         fpos_, fcnt = _row_positions(self.Pc.indptr, upieces)
         flows = self.Pc.indices[fpos_]
@@ -630,10 +650,39 @@ class _Fill:
             sel = flab >= 0
             self._freeze_rounds(lv, rnd, links[acc], flows[sel], flab[sel],
                                 up_link[fpiece[sel]])
-        # Next batch: about twice the candidates this pass used, more if it used all.
+        # Next batch: about twice the candidates and entries this pass used, more
+        # if it used all.
         used_q = int(np.flatnonzero(acc)[-1]) + 1
-        self.batch = int(min(L, _MAX_BATCH, max(16, 4 * n if used_q >= n - 1 else 2 * used_q)))
+        used_all = used_q >= n - 1
+        self.batch = int(min(L, _MAX_BATCH, max(16, 4 * n if used_all else 2 * used_q)))
+        used_ent = float(cum[min(used_q, cum.size) - 1])
+        self.budget = min(max(self.big, _MIN_BUDGET),
+                          max(_MIN_BUDGET, 4 * (self.budget if used_all else used_ent)))
         return lv[-1]
+
+    def _one_round(self, sat: np.ndarray, level: float) -> float:
+        """Saturate links ``sat`` (one round) and freeze their pieces' flows."""
+        rnd = len(self.levels)
+        self.levels.append(level)
+        self.rounds += 1
+        sat = np.sort(sat)
+        self.sat_at[sat] = np.inf
+        # Pieces touching a saturated link that still carry unfrozen flows: all
+        # their flows cross that link and freeze now, so each is spent once.
+        pos, cnt = _row_positions(self.Qc.indptr, sat)
+        pieces = self.Qc.indices[pos].astype(np.int64)
+        plinks = np.repeat(sat, cnt)
+        keep = self.piece_cnt[pieces] > 0
+        pieces, plinks = pieces[keep], plinks[keep]
+        if pieces.size > 1:
+            pieces, first = np.unique(pieces, return_index=True)
+            plinks = plinks[first]
+        n_entries = int(np.sum(self.Pc.indptr[pieces + 1] - self.Pc.indptr[pieces]))
+        if n_entries >= self.big:
+            self._freeze_whole(pieces, plinks, rnd, level)
+        else:
+            self._freeze_gather(pieces, plinks, rnd, level)
+        return level
 
     def _freeze_rounds(self, lv, rnd, sat, flows, flab, fblink):
         """Freeze several independent rounds at once (see :meth:`_pass`).
