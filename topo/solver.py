@@ -375,7 +375,7 @@ class _Fill:
         self.n_left = int(F - self.gone.sum())
         self.batch = 16  # candidate links per filling pass (see run); adapts
         self.budget = float(_MIN_BUDGET)  # and flow entries it may look at
-        self.window, self.window_k, self.window_out = None, 1024, np.inf
+        self.window, self.window_k, self.window_out = None, 512, np.inf
         self._touch = np.full(self.L, 1 << 62, dtype=np.int64)  # scratch, reset after use
         self._plink = np.full(self.K, self.L, dtype=np.int64)
         self._pmax = np.full(self.K, -1, dtype=np.int64)
@@ -450,6 +450,12 @@ class _Fill:
         flipped = pieces[(cnt[pieces] > 0) != (old_cnt > 0)]
         if flipped.size == 0:
             return np.zeros(0, dtype=np.int64)
+        if flipped.size * 64 < self.L:
+            # Few pieces: count into the links directly (integer counts, any order).
+            pos, _ = _row_positions(self.Q.indptr, flipped)
+            links = self.Q.indices[pos]
+            np.add.at(link_cnt, links, sign)
+            return links
         links, _, n = self._to_links(flipped, None)
         link_cnt[links] += sign * n
         return links
@@ -483,7 +489,7 @@ class _Fill:
         fresh = self.window is None
         if fresh:
             L = self.L
-            k = max(self.window_k, 4 * self.batch)
+            k = max(self.window_k, 2 * self.batch)
             if k >= L:
                 idx, out = np.arange(L), np.inf
             else:
