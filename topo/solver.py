@@ -31,12 +31,22 @@ rate is per single flow.
 Progressive filling keeps, per link, the *active weight*
 ``aw[l] = sum over unfrozen f of m[f] w[f] A[f, l]`` (computed factored) and the
 load ``used[l]`` of the frozen flows, so a link saturates at level
-``(capacity - used) / aw``; these levels are cached and a round costs one O(L)
-minimum.  When links saturate, every flow of a piece touching one of them
-crosses it (all entries are nonnegative), so the solver freezes whole pieces,
-each exactly once, and subtracts the frozen flows' weight from ``aw`` through
-their rows of ``flow_piece`` and the pieces' rows of ``piece_link``.  Total
-work is about O(nnz + levels x L).
+``(capacity - used) / aw``; these levels are cached.  When links saturate, every
+flow of a piece touching one of them crosses it (all entries are nonnegative),
+so the solver freezes whole pieces, each exactly once, and subtracts the frozen
+flows' weight from ``aw`` through their rows of ``flow_piece`` and the pieces'
+rows of ``piece_link``.
+
+Many-level problems (heterogeneous capacities: thousands of distinct levels)
+are filled in *passes*, not one round at a time: freezing only raises the
+levels of the links it touches, so the lowest-level links, taken in order, are
+the next rounds up to the first one whose links an earlier round's flows touch
+(a link they empty instead is skipped).  Those rounds are the ones the
+one-at-a-time filling takes, and are frozen in one set of vector operations.
+The lowest-level links come from a window kept between passes (one O(L)
+partition per window, not per round).  In :func:`simulate`, an event that
+reopens no flow (its flows froze last) is retired without a rollback, and runs
+of such events are taken together.
 """
 from __future__ import annotations
 
@@ -548,8 +558,9 @@ class _Fill:
         ent = np.bincount(upos, weights=up_len, minlength=n)
         cum = np.cumsum(ent)
         r0 = int(np.searchsorted(vals, vals[0] * (1.0 + self.rel_tol), side="right"))
-        if cum[r0 - 1] >= self.big:
-            # A big first round goes alone through whole-matrix products: no look-ahead.
+        if cum[r0 - 1] >= min(self.big, max(self.budget, self.big / 8)):
+            # A first round over the look-ahead budget goes alone (a big one through
+            # whole-matrix products): no look-ahead gathers for it.
             return self._one_round(links[:r0], max(level, float(vals[0])))
         # Bound the work spent looking ahead: candidates up to ``budget`` flow
         # entries (round 0 whole), so big rounds do not drag in thousands.
@@ -866,6 +877,18 @@ class _Fill:
         from that flow's finish time on.
         """
         r_star = int(self.freeze_round[done].min())
+        n_entries = int(self.row_len[done].sum())
+        if n_entries >= self.big_rollback and at.size and at.min() == at.max():
+            # Most of the matrix at one time: recompute exactly (matvecs) rather
+            # than gather every entry, as retire does for a large rollback.
+            carried = self.alive_link_cnt > 0
+            self.gone[done] = True
+            self._forget(done, done[:0])
+            self._resync()
+            self.busy_until[carried & (self.alive_link_cnt == 0)] = at[0]
+            del self.levels[r_star:]
+            self.n_left = 0
+            return
         self.gone[done] = True
         pieces, dload, dc = self._per_piece(done, self.m[done] * self.rate[done])
         links, dl, _ = self._to_links(pieces, dload)
@@ -874,7 +897,10 @@ class _Fill:
         self.alive_piece_cnt[pieces] -= dc
         self._pieces_changed(pieces, self.alive_piece_cnt, old, self.alive_link_cnt, -1)
         idle = links[self.alive_link_cnt[links] == 0]
-        if idle.size:
+        if idle.size and at.min() == at.max():
+            self.used[idle] = 0.0
+            self.busy_until[idle] = at[0]
+        elif idle.size:
             self.used[idle] = 0.0
             pos, cnt = _row_positions(self.P.indptr, done)
             pos2, cnt2 = _row_positions(self.Q.indptr, self.P.indices[pos])
@@ -948,8 +974,8 @@ def maxmin_rates(flow_piece, piece_link, capacity_Bps, *, weights=None, multipli
     -----
     All unfrozen flows grow at ``weights[f] * t``; when a link's capacity is
     used up, every unfrozen flow crossing it (``A[f, l] > 0``) freezes at that
-    level.  Work is about O(nnz + levels x L); ``A = flow_piece @ piece_link`` is
-    never formed.
+    level.  Independent rounds are frozen together (see the module notes);
+    ``A = flow_piece @ piece_link`` is never formed.
 
     Examples
     --------
@@ -1049,8 +1075,10 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     before the earliest such r replay identically without the retired flows:
     only the flows frozen from that round on are reopened and filled again.
     When flows of equal size and weight finish, they are the fastest, frozen
-    last, and an event costs little more than a scan of the flow vector; with
-    mixed sizes an event may redo many rounds (``n_levels`` counts them).
+    last, and reopen nothing: the other finish times stand, no rollback is
+    needed, and after a run of such events the following ones are taken
+    together from one sort of the earliest finish times.  With mixed sizes an
+    event may redo many rounds (``n_levels`` counts them).
 
     Examples
     --------
