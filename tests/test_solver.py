@@ -539,3 +539,18 @@ def test_simulate_many_levels_matches_reference(seed, sizes, monkeypatch):
     np.testing.assert_allclose(res.link_busy_s, last, rtol=1e-12)
     assert np.all(res.peak_utilization <= 1 + 1e-9)
     np.testing.assert_allclose(res.first_rates_Bps, reference_maxmin(A, cap, w, m), rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_many_levels_without_tolerance_and_unlimited_links(seed):
+    # rel_tol=0 (no grouping of near levels) and a few unlimited links among the chips'.
+    fp, pl, cap, w, m = chip_instance(50 + seed, 300, 60)
+    cap = cap.copy()
+    cap[np.random.default_rng(seed).choice(cap.size, 20, replace=False)] = np.inf
+    A = (fp @ pl).toarray()
+    keep = np.isfinite(np.where(A > 0, cap[None, :], np.inf).min(axis=1))   # routable rows only
+    fp, w, m = fp[np.flatnonzero(keep)], w[keep], m[keep]
+    r = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m, rel_tol=0.0)
+    ref = reference_maxmin((fp @ pl).toarray(), cap, w, m, rel_tol=0.0)
+    np.testing.assert_allclose(r.rate_Bps, ref, rtol=1e-9)
+    assert check_maxmin(fp, pl, cap, r.rate_Bps, weights=w, multiplicity=m) == []
