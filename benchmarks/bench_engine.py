@@ -27,8 +27,19 @@ import subprocess
 import sys
 import time
 
-CASES = ["pod-a2a", "pod-a2a-per-flow", "pod-a2a-static", "torus-9216-bound", "torus-9216-flow", "torus-9216-flow-per-flow",
-         "torus-9216-ocs-bound", "asym-torus", "cli-price-pod", "cli-price-ironwood", "cli-compare-catalog"]
+CASES = {
+    "pod-a2a": "jalapeno-pod 2,048-chip all-to-all solved as symmetry classes (what price does)",
+    "pod-a2a-per-flow": "the same with every flow routed (price --per-flow)",
+    "pod-a2a-static": "jalapeno-pod with static leaf relay, symmetry classes",
+    "torus-9216-bound": "ironwood 9,216-chip all-to-all, link-load bound over classes",
+    "torus-9216-flow": "ironwood all-to-all, flow-level over classes",
+    "torus-9216-flow-per-flow": "ironwood all-to-all, every flow routed (~18 GiB; big)",
+    "torus-9216-ocs-bound": "ironwood with one optical switch down, bound (big)",
+    "asym-torus": "default torus, a third of the links lose lanes (seeded): many levels, per flow",
+    "cli-price-pod": "`fabricsim price all-to-all --fabric jalapeno-pod` as a process",
+    "cli-price-ironwood": "`fabricsim price all-to-all --fabric ironwood --algorithm direct` as a process",
+    "cli-compare-catalog": "`fabricsim compare all-reduce` over every catalog fabric as a process",
+}
 BIG = {"torus-9216-flow-per-flow", "torus-9216-ocs-bound"}
 
 
@@ -249,20 +260,38 @@ def before_after(before: str, repeat: int = 3) -> None:
                   f"({rep['after'].get('algorithm')}/{rep['after'].get('protocol')})")
 
 
+def _parse(argv):
+    import argparse
+    ap = argparse.ArgumentParser(
+        prog="bench_engine.py",
+        description="Benchmark the engine and the CLI; each case runs in its own process and prints "
+                    "one table row (flows, non-zeros, build/solve s, events, levels, peak RSS, result "
+                    "vs closed form).",
+        epilog="cases:\n" + "\n".join(f"  {k:<26}{v}" for k, v in CASES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", nargs="*", metavar="CASE", help="cases to run (default: all)")
+    ap.add_argument("--skip-big", action="store_true",
+                    help=f"leave out {', '.join(sorted(BIG))} when running every case")
+    ap.add_argument("--case", dest="one", metavar="CASE", help=argparse.SUPPRESS)  # child process
+    ap.add_argument("--before", metavar="CHECKOUT", help="instead of the cases: price the pod 2,048 and Ironwood "
+                    "all-to-alls as whole processes with CHECKOUT's fabricsim and with this tree's, in one run")
+    ap.add_argument("--repeat", type=int, default=3, help="with --before: runs per side (best of; default 3)")
+    args = ap.parse_args(argv)
+    for c in args.cases + ([args.one] if args.one else []):
+        if c not in CASES:
+            ap.exit(2, f"bench_engine.py: unknown case {c!r}; choose from: {', '.join(CASES)}\n")
+    return args
+
+
 def main(argv):
-    if "--before" in argv:
-        i = argv.index("--before")
-        repeat = int(argv[argv.index("--repeat") + 1]) if "--repeat" in argv else 3
-        before_after(argv[i + 1], repeat)
+    args = _parse(argv[1:])
+    if args.before:
+        before_after(args.before, args.repeat)
         return 0
-    if len(argv) > 1 and argv[1] == "--case":
-        print(json.dumps(run_case(argv[2])))
+    if args.one:
+        print(json.dumps(run_case(args.one)))
         return 0
-    skip_big = "--skip-big" in argv
-    chosen = [a for a in argv[1:] if not a.startswith("--")]
-    unknown = [c for c in chosen if c not in CASES]
-    if unknown:
-        raise SystemExit(f"unknown case(s) {', '.join(unknown)}; choose from: {', '.join(CASES)}")
+    skip_big, chosen = args.skip_big, args.cases
     header = f"{'case':<22}{'flows':>12}{'nnz':>13}{'build s':>9}{'solve s':>9}{'events':>8}{'levels':>8}" \
              f"{'RSS GiB':>9}  result"
     print(header)

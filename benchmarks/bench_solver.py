@@ -1,8 +1,12 @@
 """Benchmark of fabricsim.topo.solver on synthetic problems shaped like the real ones.
 
-Run ``python benchmarks/bench_solver.py``: every case runs in its own subprocess
-(so the peak RSS column is that case's own) and one table is printed.
-``--case NAME`` runs a single case and prints its row as JSON.
+Run ``python benchmarks/bench_solver.py [CASE ...] [--compare-to REF]``: every case
+runs in its own subprocess (so the peak RSS column is that case's own) and one
+table is printed.  ``--compare-to main`` also runs each case on the solver of git
+revision ``main`` (``git show main:topo/solver.py`` loaded as a temporary module)
+in the same run and prints the speed-up and the largest relative difference of
+the results (rates or finish times).  ``--repeat N`` runs each side N times, alternating, and compares the
+fastest of each.  ``--help`` lists the cases.
 
 Cases
 -----
@@ -29,19 +33,40 @@ asym-mixed
 """
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import json
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 import scipy.sparse as sp
 
-from fabricsim.topo.solver import check_maxmin, maxmin_rates, simulate
-
+HERE = os.path.dirname(os.path.abspath(__file__))
 GB = 1e9
 SIZE_BYTES = 1e6  # one message per flow; times scale linearly with it
+
+
+def _solver(ref: str | None):
+    """This checkout's solver, or the one of git revision ``ref`` as a temporary module."""
+    if ref is None:
+        from fabricsim.topo import solver
+        return solver
+    src = subprocess.run(["git", "-C", HERE, "show", f"{ref}:topo/solver.py"], check=True,
+                         capture_output=True, text=True).stdout
+    src = src.replace("from .errors import", "from fabricsim.topo.errors import")
+    path = os.path.join(tempfile.mkdtemp(prefix="bench_solver_"), f"solver_{abs(hash(ref))}.py")
+    with open(path, "w") as fh:
+        fh.write(src)
+    spec = importlib.util.spec_from_file_location("bench_old_solver", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def build_pod_a2a(chips: int = 2048, racks: int = 16):
@@ -138,14 +163,16 @@ def build_asym(n_flows: int, chips: int = 4096, n_spine: int = 256, seed: int = 
     return flow_piece, piece_link, cap, size, weights
 
 
-def run_case(name: str) -> dict:
+def run_case(name: str, ref: str | None = None, out: str | None = None) -> dict:
+    solver = _solver(ref)
+    check_maxmin, maxmin_rates, simulate = solver.check_maxmin, solver.maxmin_rates, solver.simulate
     t0 = time.perf_counter()
     if name == "pod-a2a":
         fp, pl, cap, size, closed_s = build_pod_a2a()
         t1 = time.perf_counter()
         res = simulate(fp, pl, cap, size)
         t2 = time.perf_counter()
-        events, levels = res.events, res.n_levels
+        events, levels, answer = res.events, res.n_levels, res.finish_s
         rel = res.time_s / closed_s - 1
         verdict = f"time {res.time_s * 1e3:.4f} ms vs closed form {closed_s * 1e3:.4f} ms ({rel:+.1e})"
     elif name == "asym-levels":
@@ -153,7 +180,7 @@ def run_case(name: str) -> dict:
         t1 = time.perf_counter()
         r = maxmin_rates(fp, pl, cap, weights=w)
         t2 = time.perf_counter()
-        events, levels = "-", r.n_levels
+        events, levels, answer = "-", r.n_levels, r.rate_Bps
         tc = time.perf_counter()
         bad = check_maxmin(fp, pl, cap, r.rate_Bps, weights=w)
         verdict = f"check_maxmin: {len(bad)} findings ({time.perf_counter() - tc:.1f} s)"
@@ -165,36 +192,109 @@ def run_case(name: str) -> dict:
         t1 = time.perf_counter()
         res = simulate(fp, pl, cap, size, weights=w)
         t2 = time.perf_counter()
-        events, levels = res.events, res.n_levels
+        events, levels, answer = res.events, res.n_levels, res.finish_s
         bound = res.time_s / res.bound_s
         bad = check_maxmin(fp, pl, cap, res.first_rates_Bps, weights=w)
         verdict = f"time / bound {bound:.4f}; first rates: {len(bad)} check_maxmin findings"
     else:
         raise ValueError(f"unknown case {name!r}; choose one of: {', '.join(CASES)}")
+    if out:
+        np.save(out, answer)
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"case": name, "flows": fp.shape[0], "nnz": fp.nnz + pl.nnz, "pieces": fp.shape[1],
             "build_s": t1 - t0, "solve_s": t2 - t1, "events": events, "levels": levels,
             "rss_gib": rss_kib / 1024**2, "result": verdict}
 
 
-CASES = ("pod-a2a", "asym-levels", "asym-events", "asym-mixed")
+CASES = {
+    "pod-a2a": "2,048-chip pod all-to-all through simulate (4.19 M flows, closed form)",
+    "asym-levels": "1 M flows, random capacities, maxmin_rates: thousands of levels",
+    "asym-events": "100 k flows, equal sizes, simulate: events ~ levels",
+    "asym-mixed": "2,000 flows, mixed sizes and weights, simulate: events redo many rounds",
+}
+
+
+def _child(name: str, ref: str | None, out: str | None) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--case", name]
+    if ref:
+        cmd += ["--solver-ref", ref]
+    if out:
+        cmd += ["--out", out]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+
+def _row(r: dict, solver: str) -> str:
+    return (f"{r['case']:<12} {solver:<7} {r['flows']:>10,} {r['nnz']:>11,} {r['pieces']:>7,} "
+            f"{r['build_s']:>8.2f} {r['solve_s']:>8.2f} {r['events']:>7} {r['levels']:>7} "
+            f"{r['rss_gib']:>8.2f}  {r['result']}")
+
+
+def _parse(argv):
+    ap = argparse.ArgumentParser(
+        prog="bench_solver.py",
+        description="Benchmark fabricsim.topo.solver on synthetic problems shaped like the real "
+                    "ones; each case runs in its own process and prints one table row.",
+        epilog="cases:\n" + "\n".join(f"  {k:<13}{v}" for k, v in CASES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", nargs="*", metavar="CASE", help="cases to run (default: all)")
+    ap.add_argument("--compare-to", metavar="REF",
+                    help="also run each case on the solver of git revision REF (e.g. main) and "
+                         "print the speed-up and the largest relative difference of the results")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="with --compare-to: run each side N times, alternating, and compare the "
+                         "fastest of each (a shared machine's load comes and goes)")
+    ap.add_argument("--case", dest="one", metavar="CASE", help=argparse.SUPPRESS)  # child process
+    ap.add_argument("--solver-ref", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    for c in args.cases + ([args.one] if args.one else []):
+        if c not in CASES:
+            ap.exit(2, f"bench_solver.py: unknown case {c!r}; choose from: {', '.join(CASES)}\n")
+    return args
+
+
+def _rel_diff(a: np.ndarray, b: np.ndarray) -> float:
+    if a.shape != b.shape:
+        return float("inf")
+    scale = np.maximum(np.abs(a), np.abs(b))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d = np.where(scale > 0, np.abs(a - b) / scale, 0.0)
+    return float(d.max()) if d.size else 0.0
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) == 2 and argv[0] == "--case":
-        sys.stdout.write(json.dumps(run_case(argv[1])) + "\n")
+    args = _parse(argv)
+    if args.one:
+        sys.stdout.write(json.dumps(run_case(args.one, args.solver_ref, args.out)) + "\n")
         return
-    names = argv or list(CASES)
-    head = (f"{'case':<12} {'flows':>10} {'nnz':>11} {'pieces':>7} {'build s':>8} {'solve s':>8} "
-            f"{'events':>7} {'levels':>7} {'RSS GiB':>8}  result")
+    names = args.cases or list(CASES)
+    head = (f"{'case':<12} {'solver':<7} {'flows':>10} {'nnz':>11} {'pieces':>7} {'build s':>8} "
+            f"{'solve s':>8} {'events':>7} {'levels':>7} {'RSS GiB':>8}  result")
     sys.stdout.write(head + "\n")
+    ref = args.compare_to
+    tmp = tempfile.mkdtemp(prefix="bench_solver_") if ref else None
+    summary = []
     for name in names:
-        out = subprocess.run([sys.executable, __file__, "--case", name], check=True,
-                             capture_output=True, text=True).stdout
-        r = json.loads(out)
-        sys.stdout.write(f"{r['case']:<12} {r['flows']:>10,} {r['nnz']:>11,} {r['pieces']:>7,} "
-                         f"{r['build_s']:>8.2f} {r['solve_s']:>8.2f} {r['events']:>7} "
-                         f"{r['levels']:>7} {r['rss_gib']:>8.2f}  {r['result']}\n")
+        new_out = os.path.join(tmp, f"{name}-new.npy") if ref else None
+        r = _child(name, None, new_out)
+        sys.stdout.write(_row(r, "this") + "\n")
+        if ref:
+            old_out = os.path.join(tmp, f"{name}-old.npy")
+            o = _child(name, ref, old_out)
+            sys.stdout.write(_row(o, ref[:7]) + "\n")
+            for _ in range(max(args.repeat, 1) - 1):
+                sys.stdout.flush()
+                r2, o2 = _child(name, None, None), _child(name, ref, None)
+                sys.stdout.write(_row(r2, "this") + "\n" + _row(o2, ref[:7]) + "\n")
+                r = r2 if r2["solve_s"] < r["solve_s"] else r
+                o = o2 if o2["solve_s"] < o["solve_s"] else o
+            diff = _rel_diff(np.load(new_out), np.load(old_out))
+            summary.append(f"{name:<12} {o['solve_s']:>8.2f} {r['solve_s']:>8.2f} "
+                           f"{o['solve_s'] / r['solve_s']:>8.1f}x  {diff:.1e}")
+        sys.stdout.flush()
+    if ref:
+        sys.stdout.write(f"\n{'case':<12} {ref[:8]:>8} {'this':>8} {'speed-up':>9}  "
+                         f"max rel diff of results\n" + "\n".join(summary) + "\n")
 
 
 if __name__ == "__main__":

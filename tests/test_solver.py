@@ -404,3 +404,153 @@ def test_simulate_many_events_matches_naive(seed, round_path):
     np.testing.assert_allclose(res.link_busy_s, last, rtol=1e-12)
     assert np.all(res.peak_utilization <= 1 + 1e-9)
     assert np.all(res.peak_utilization >= res.utilization - 1e-9)
+
+
+# --------------------------------------------------------------------------- many-level cross-check
+
+
+def reference_maxmin(A: np.ndarray, cap: np.ndarray, w: np.ndarray, m: np.ndarray,
+                     rel_tol: float = 1e-9) -> np.ndarray:
+    """Straightforward progressive filling on the explicit A, one level at a time."""
+    F, L = A.shape
+    rate = np.zeros(F)
+    frozen = np.zeros(F, dtype=bool)
+    crosses = A > 0
+    while not frozen.all():
+        live = ~frozen
+        aw = (A[live] * (m[live] * w[live])[:, None]).sum(axis=0)
+        used = (A[frozen] * (m[frozen] * rate[frozen])[:, None]).sum(axis=0)
+        active = crosses[live].any(axis=0) & np.isfinite(cap)
+        sat = np.full(L, np.inf)
+        sat[active] = np.maximum(cap[active] - used[active], 0.0) / aw[active]
+        t = sat.min()
+        assert np.isfinite(t)
+        hit = live & crosses[:, sat <= t * (1 + rel_tol)].any(axis=1)
+        rate[hit] = w[hit] * t
+        frozen |= hit
+    return rate
+
+
+def chip_instance(seed: int, n_flows: int, chips: int, n_spine: int = 8, fan: int = 3):
+    """Chips with up/down pieces unevenly split over ``fan`` links of random capacity
+    (continuous: nearly every link its own level) and a spine piece per flow: many
+    levels, most rounds independent of each other, as in benchmarks/bench_solver.py."""
+    rng = np.random.default_rng(seed)
+    n_chip_links = 2 * chips * fan
+    n_links = n_chip_links + 2 * n_spine
+    cap = np.concatenate([rng.uniform(10.0, 100.0, n_chip_links),
+                          rng.uniform(2000.0, 8000.0, 2 * n_spine)])
+    rows = np.concatenate([np.repeat(np.arange(2 * chips), fan),
+                           2 * chips + np.repeat(np.arange(n_spine), 2)])
+    vals = rng.uniform(0.5, 1.5, n_links)
+    pl = sp.csr_array((vals, (rows, np.arange(n_links))), shape=(2 * chips + n_spine, n_links))
+    s = rng.integers(0, chips, n_flows)
+    d = (s + rng.integers(1, chips, n_flows)) % chips
+    spine = 2 * chips + rng.integers(0, n_spine, n_flows)
+    cols = np.sort(np.stack([s, chips + d, spine], axis=1), axis=1)
+    fp = sp.csr_array((rng.uniform(0.5, 1.0, cols.size), cols.ravel(),
+                       np.arange(0, cols.size + 1, 3)), shape=(n_flows, 2 * chips + n_spine))
+    w = rng.choice([1.0, 2.0, 4.0], n_flows)
+    m = rng.integers(1, 4, n_flows).astype(float)
+    return fp, pl, cap, w, m
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("n_flows, chips", [(20, 8), (150, 40), (400, 100), (900, 200)])
+def test_many_levels_match_reference_filling(seed, n_flows, chips, monkeypatch):
+    fp, pl, cap, w, m = chip_instance(seed, n_flows, chips)
+    # Count the passes that freeze several rounds at once, so the check covers them.
+    multi = []
+    batch = solver._Fill._freeze_rounds
+    monkeypatch.setattr(solver._Fill, "_freeze_rounds",
+                        lambda self, lv, *a: multi.append(len(lv)) or batch(self, lv, *a))
+    r = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m)
+    if n_flows >= 150:
+        assert sum(multi) > r.n_levels // 2
+    ref = reference_maxmin((fp @ pl).toarray(), cap, w, m)
+    np.testing.assert_allclose(r.rate_Bps, ref, rtol=1e-9)
+    assert r.n_levels > n_flows // 10
+    assert check_maxmin(fp, pl, cap, r.rate_Bps, weights=w, multiplicity=m) == []
+    # Each flow's bottleneck is a saturated link it crosses, on which its level is the top one.
+    A = (fp @ pl).toarray()
+    f = np.arange(n_flows)
+    b = r.bottleneck_link
+    assert np.all(A[f, b] > 0)
+    load = A.T @ (m * r.rate_Bps)
+    np.testing.assert_allclose(load[b], cap[b], rtol=1e-9)
+    level = r.rate_Bps / w
+    top = np.where(A > 0, level[:, None], -np.inf).max(axis=0)
+    np.testing.assert_allclose(level, top[b], rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_ties_match_reference_filling(seed):
+    # Few distinct capacities: many links tie within rel_tol and saturate in one round.
+    fp, pl, cap, w, m = random_instance(1000 + seed, 400, 120)
+    ones = np.ones(400)
+    w = ones if w is None else w
+    m = ones if m is None else m
+    r = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m)
+    np.testing.assert_allclose(r.rate_Bps, reference_maxmin((fp @ pl).toarray(), cap, w, m),
+                               rtol=1e-9)
+
+
+def reference_finish_times(fp, pl, cap, size, w, m):
+    """Event loop over reference_maxmin on the explicit A (independent of the solver)."""
+    A = (fp @ pl).toarray()
+    left, rem, now = np.arange(A.shape[0]), size.astype(float).copy(), 0.0
+    finish = np.zeros(A.shape[0])
+    while left.size:
+        rate = reference_maxmin(A[left], cap, w[left], m[left])
+        to_go = rem[left] / rate
+        dt = to_go.min()
+        done = to_go <= dt * (1 + 1e-9)
+        now += dt
+        finish[left[done]] = now
+        rem[left] -= rate * dt
+        left = left[~done]
+    return finish
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("sizes", ["equal", "mixed"])
+def test_simulate_many_levels_matches_reference(seed, sizes, monkeypatch):
+    # Equal sizes: the fastest finish first and reopen nothing (events taken together);
+    # mixed sizes: finishing flows froze at middling levels and events redo rounds.
+    fp, pl, cap, w, m = chip_instance(seed, 120, 30)
+    rng = np.random.default_rng(seed)
+    if sizes == "equal":
+        size, w = np.full(120, 5.0), np.ones(120)
+    else:
+        size = rng.choice([1.0, 2.0, 4.0], 120)
+    calls = {"drop": 0, "retire": 0}
+    for name in calls:
+        def spy(self, *a, _name=name, _f=getattr(solver._Fill, name)):
+            calls[_name] += 1
+            return _f(self, *a)
+        monkeypatch.setattr(solver._Fill, name, spy)
+    res = simulate(fp, pl, cap, size, weights=w, multiplicity=m)
+    assert calls["drop"] > 0 and (sizes == "equal" or calls["retire"] > 0)
+    ref = reference_finish_times(fp, pl, cap, size, w, m)
+    np.testing.assert_allclose(res.finish_s, ref, rtol=1e-9)
+    assert res.events > 20
+    A = (fp @ pl).toarray()
+    last = np.where(A > 0, res.finish_s[:, None], 0.0).max(axis=0)
+    np.testing.assert_allclose(res.link_busy_s, last, rtol=1e-12)
+    assert np.all(res.peak_utilization <= 1 + 1e-9)
+    np.testing.assert_allclose(res.first_rates_Bps, reference_maxmin(A, cap, w, m), rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_many_levels_without_tolerance_and_unlimited_links(seed):
+    # rel_tol=0 (no grouping of near levels) and a few unlimited links among the chips'.
+    fp, pl, cap, w, m = chip_instance(50 + seed, 300, 60)
+    cap = cap.copy()
+    cap[np.random.default_rng(seed).choice(cap.size, 20, replace=False)] = np.inf
+    A = (fp @ pl).toarray()
+    keep = np.isfinite(np.where(A > 0, cap[None, :], np.inf).min(axis=1))   # routable rows only
+    fp, w, m = fp[np.flatnonzero(keep)], w[keep], m[keep]
+    r = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m, rel_tol=0.0)
+    ref = reference_maxmin((fp @ pl).toarray(), cap, w, m, rel_tol=0.0)
+    np.testing.assert_allclose(r.rate_Bps, ref, rtol=1e-9)
+    assert check_maxmin(fp, pl, cap, r.rate_Bps, weights=w, multiplicity=m) == []

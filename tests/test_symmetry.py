@@ -296,3 +296,82 @@ def test_random_cases_agree_with_every_flow(seed):
         G, collective, kw = case
         _same(price(G, collective, **kw), price(G, collective, symmetry=False, **kw))
         compared += 1
+
+
+# --------------------------------------------------------------------------- stabilizer of failures
+
+
+def _stabilizer_vs_every_flow(H, rows):
+    from fabricsim.topo.routing.torus import fold_stabilizer
+    lt = routing.link_table(H)
+    cap = lt.capacity_Bps
+    fold = fold_stabilizer(H, rows, links=lt)
+    assert fold, fold.reason
+    q = fold.quotient
+    R, m = rows.shape
+    assert q.n_flows == R * m * (m - 1) and q.n_classes < q.n_flows
+    i, j = np.nonzero(~np.eye(m, dtype=bool))
+    r = routing.route(H, rows[:, i].ravel(), rows[:, j].ravel(), links=lt)
+    size = np.full(len(r), 1e6)
+    a = solver.simulate(r.flow_piece, r.piece_link, cap, size)
+    b = solver.simulate(q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(cap), np.full(q.n_classes, 1e6),
+                        multiplicity=q.multiplicity)
+    assert b.time_s == pytest.approx(a.time_s, rel=1e-12)
+    assert np.allclose(q.per_link(b.link_bytes), a.link_bytes, rtol=1e-12, atol=1e-3)
+    fa = dict(zip(zip(r.src.tolist(), r.dst.tolist()), a.first_rates_Bps))
+    fin = dict(zip(zip(r.src.tolist(), r.dst.tolist()), a.finish_s))
+    for s, d, rate, t in zip(q.rep_src.tolist(), q.rep_dst.tolist(), b.first_rates_Bps, b.finish_s):
+        # each class's rate and finish time are its flows' (1e-9: sums in another order)
+        assert rate == pytest.approx(fa[(s, d)], rel=1e-9)
+        assert t == pytest.approx(fin[(s, d)], rel=1e-9)
+    bound = solver.link_load_bound(r.flow_piece, r.piece_link, cap, size)
+    qb = solver.link_load_bound(q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(cap),
+                                np.full(q.n_classes, 1e6), multiplicity=q.multiplicity)
+    assert qb.time_s == pytest.approx(bound.time_s, rel=1e-12)
+    return q
+
+
+@pytest.mark.parametrize("dims,specs,group", [
+    ("4x4x4", ["link:c00.00.00--c01.00.00"], 64),
+    ("4x4x4", ["link:c02.01.03--c02.01.00"], 64),           # a wrap-around link
+    ("4x6x5", ["link:c01.02.03--c01.02.04"], 120),
+    ("5x4x3", ["lanes:c00.00.00--c00.01.00=1"], 60),        # a degraded link, not a missing one
+    ("4x4x4", ["link:c00.00.00--c01.00.00", "link:c00.00.00--c03.00.00"], 64),
+    ("4x4x4", ["link:c00.00.00--c01.00.00"], 16),           # groups of 16 (x-y planes)
+    ("6x2x4", ["link:c02.00.01--c03.00.01"], 48),
+])
+def test_stabilizer_classes_equal_every_flow(dims, specs, group):
+    from fabricsim.topo.failures import apply_failures
+    H = apply_failures(build("torus", dims=dims), specs)[0]
+    n = H.number_of_nodes()
+    _stabilizer_vs_every_flow(H, np.arange(n).reshape(-1, group))
+
+
+def test_one_failed_link_keeps_the_reflections_through_it():
+    from fabricsim.topo.failures import apply_failures
+    H = apply_failures(build("torus", dims="8x8x8"), ["link:c00.00.00--c01.00.00"])[0]
+    q = _stabilizer_vs_every_flow(H, np.arange(512)[None, :])
+    # 2**3 reflections: orbits of at most 8 flows, most of exactly 8
+    assert q.multiplicity.max() == 8 and q.n_classes < 512 * 511 // 7
+    assert q.symmetry == "stabilizer"
+
+
+@pytest.mark.parametrize("case", ["chip", "not-dor", "no-symmetry", "shared"])
+def test_stabilizer_refusals_say_why(case):
+    from fabricsim.topo.failures import apply_failures
+    from fabricsim.topo.routing.torus import fold_stabilizer
+    G = build("torus", dims="4x4x4")
+    rows = np.arange(64)[None, :]
+    if case == "chip":
+        H, why = apply_failures(G, ["node:c01.01.01"])[0], "a chip failed"
+    elif case == "not-dor":
+        H, rows, why = build("jalapeno-rack"), np.arange(8)[None, :], "not dimension-order"
+    elif case == "no-symmetry":
+        # degraded links placed so no per-axis reflection or translation maps them onto themselves
+        H = apply_failures(G, ["lanes:c00.00.00--c01.00.00=1", "lanes:c00.00.00--c00.01.00=2",
+                               "lanes:c01.01.00--c01.01.01=3"])[0]
+        why = "no reflection or translation"
+    else:
+        H, rows, why = G, np.array([[0, 1], [1, 2]]), "share chips"
+    fold = fold_stabilizer(H, rows)
+    assert not fold and why in fold.reason

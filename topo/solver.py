@@ -31,15 +31,26 @@ rate is per single flow.
 Progressive filling keeps, per link, the *active weight*
 ``aw[l] = sum over unfrozen f of m[f] w[f] A[f, l]`` (computed factored) and the
 load ``used[l]`` of the frozen flows, so a link saturates at level
-``(capacity - used) / aw``; these levels are cached and a round costs one O(L)
-minimum.  When links saturate, every flow of a piece touching one of them
-crosses it (all entries are nonnegative), so the solver freezes whole pieces,
-each exactly once, and subtracts the frozen flows' weight from ``aw`` through
-their rows of ``flow_piece`` and the pieces' rows of ``piece_link``.  Total
-work is about O(nnz + levels x L).
+``(capacity - used) / aw``; these levels are cached.  When links saturate, every
+flow of a piece touching one of them crosses it (all entries are nonnegative),
+so the solver freezes whole pieces, each exactly once, and subtracts the frozen
+flows' weight from ``aw`` through their rows of ``flow_piece`` and the pieces'
+rows of ``piece_link``.
+
+Many-level problems (heterogeneous capacities: thousands of distinct levels)
+are filled in *passes*, not one round at a time: freezing only raises the
+levels of the links it touches, so the lowest-level links, taken in order, are
+the next rounds up to the first one whose links an earlier round's flows touch
+(a link they empty instead is skipped).  Those rounds are the ones the
+one-at-a-time filling takes, and are frozen in one set of vector operations.
+The lowest-level links come from a window kept between passes (one O(L)
+partition per window, not per round).  In :func:`simulate`, an event that
+reopens no flow (its flows froze last) is retired without a rollback, and runs
+of such events are taken together.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,6 +82,14 @@ _MATVEC_SHARE = 1.0 / 16
 # their work since the last recomputation reaches this share of all entries:
 # roundoff cannot pile up over many events, at O(1) amortised cost.
 _RESYNC_SHARE = 1.0
+# Candidate links one filling pass considers at most (it adapts below this).
+_MAX_BATCH = 4096
+# Flow entries a pass may gather at least (see _Fill._pass; adapts, at most the
+# big-round size).
+_MIN_BUDGET = 4096
+# simulate takes events that reopen no flow together (one sort) after this
+# many in a row; a sort of the flows costs more than a few single events.
+_QUIET_STREAK = 8
 # Findings listed one by one before check_maxmin summarises the rest.
 _MAX_FINDINGS = 10
 
@@ -364,6 +383,13 @@ class _Fill:
         self.rounds = 0  # rounds computed, including ones redone after a rollback
         self.changed: list[np.ndarray] = []  # rows frozen since take_changed()
         self.n_left = int(F - self.gone.sum())
+        self.batch = 16  # candidate links per filling pass (see run); adapts
+        self.budget = float(_MIN_BUDGET)  # and flow entries it may look at
+        self.window, self.window_k, self.window_out = None, 512, np.inf
+        self._touch = np.full(self.L, 1 << 62, dtype=np.int64)  # scratch, reset after use
+        self._plink = np.full(self.K, self.L, dtype=np.int64)
+        self._pmax = np.full(self.K, -1, dtype=np.int64)
+        self._pcnt = np.zeros(self.K, dtype=np.int64)
         self._resync()
 
     # ----------------------------------------------------------------- state
@@ -373,6 +399,9 @@ class _Fill:
         self.w, self.m, self.mw = w, m, m * w
         self.row_len = np.diff(P.indptr)
         self.big = max(P.nnz * _MATVEC_SHARE, 1.0)
+        # An exact recomputation costs O(nnz + pieces + links): rollbacks weigh against that.
+        self.resync_cost = P.nnz + self.Q.nnz + self.K + self.L
+        self.big_rollback = max(self.resync_cost * _MATVEC_SHARE, 1.0)
 
     def _resync(self):
         """Recompute counts, weights and loads exactly from the flow states (O(nnz))."""
@@ -401,6 +430,7 @@ class _Fill:
             self.used = np.zeros(L)
         self.sat_at = np.full(L, np.inf)
         self._refresh(np.arange(L))
+        self.window = None  # levels may have dropped
         self.work = 0  # incremental entries since this exact recomputation
 
     def _link_count(self, piece_cnt):
@@ -430,6 +460,12 @@ class _Fill:
         flipped = pieces[(cnt[pieces] > 0) != (old_cnt > 0)]
         if flipped.size == 0:
             return np.zeros(0, dtype=np.int64)
+        if flipped.size * 64 < self.L:
+            # Few pieces: count into the links directly (integer counts, any order).
+            pos, _ = _row_positions(self.Q.indptr, flipped)
+            links = self.Q.indices[pos]
+            np.add.at(link_cnt, links, sign)
+            return links
         links, _, n = self._to_links(flipped, None)
         link_cnt[links] += sign * n
         return links
@@ -437,33 +473,276 @@ class _Fill:
     # ----------------------------------------------------------------- filling
 
     def run(self) -> None:
-        """Fill until every present flow is frozen."""
+        """Fill until every present flow is frozen.
+
+        Each pass takes the ``batch`` links of lowest saturation level, groups
+        them into rounds (links within ``rel_tol`` of a round's lowest level
+        saturate together) and freezes, in one set of vector operations, the
+        longest run of rounds that do not depend on each other: a round depends
+        on an earlier one when a flow frozen by the earlier one crosses one of
+        its links.  Freezing only raises the saturation levels of the links it
+        touches, so every round of that run is exactly the round the one-at-a-
+        time filling would take next.
+        """
         level = self.levels[-1] if self.levels else 0.0
         while self.n_left:
-            smin = float(self.sat_at.min())
-            if not np.isfinite(smin):  # pragma: no cover - _check_routable rules this out
-                raise RuntimeError(f"{self.n_left} flows left with no capacity-limited link")
-            sat = np.flatnonzero(self.sat_at <= smin * (1.0 + self.rel_tol))
-            level = max(level, smin)  # roundoff must not let the fill level go backwards
-            rnd = len(self.levels)
-            self.levels.append(level)
-            self.rounds += 1
-            self.sat_at[sat] = np.inf
-            # Pieces touching a saturated link that still carry unfrozen flows: all
-            # their flows cross that link and freeze now, so each is spent once.
-            pos, cnt = _row_positions(self.Qc.indptr, sat)
-            pieces = self.Qc.indices[pos].astype(np.int64)
-            plinks = np.repeat(sat, cnt)
-            keep = self.piece_cnt[pieces] > 0
-            pieces, plinks = pieces[keep], plinks[keep]
-            if pieces.size > 1:
-                pieces, first = np.unique(pieces, return_index=True)
-                plinks = plinks[first]
-            n_entries = int(np.sum(self.Pc.indptr[pieces + 1] - self.Pc.indptr[pieces]))
-            if n_entries >= self.big:
-                self._freeze_whole(pieces, plinks, rnd, level)
+            level = self._pass(level)
+
+    def _candidates(self):
+        """Window links sorted by (level, id), and a level no link outside reaches.
+
+        The window holds the lowest-level links when built (one O(L) partition);
+        freezing only raises levels, so until a retirement lowers some, a link
+        outside it stays at or above ``out`` and the window is reused, shrinking
+        as its links saturate or rise past ``out``.
+        """
+        fresh = self.window is None
+        if fresh:
+            L = self.L
+            k = max(self.window_k, 2 * self.batch)
+            if k >= L:
+                idx, out = np.arange(L), np.inf
             else:
-                self._freeze_gather(pieces, plinks, rnd, level)
+                part = np.argpartition(self.sat_at, k)
+                idx, out = part[:k], float(self.sat_at[part[k]])
+            # Roundoff may leave a refreshed level a few ulps under its old value.
+            self.window, self.window_out = idx, out * (1.0 - 8 * np.finfo(np.float64).eps)
+        out = self.window_out
+        vals = self.sat_at[self.window]
+        keep = vals < out
+        idx, vals = self.window[keep], vals[keep]
+        if fresh:
+            order = np.lexsort((idx, vals))
+        else:
+            # Kept in order since built; only the links a pass touched moved (up):
+            # a stable sort of nearly sorted values is about linear.
+            order = np.argsort(vals, kind="stable")
+        idx, vals = idx[order], vals[order]
+        self.window = idx
+        return idx, vals, out, fresh
+
+    def _pass(self, level: float) -> float:
+        """One batch of rounds (see :meth:`run`); returns the last round's level."""
+        K, L = self.K, self.L
+        while True:
+            links, vals, out, fresh = self._candidates()
+            b = self.batch
+            if links.size < b and not fresh and out < np.inf:
+                self.window = None  # running low: a fresh window holds more
+                continue
+            if links.size > b:
+                links, vals, out = links[:b], vals[:b], float(vals[b])
+            if links.size and vals[0] * (1.0 + self.rel_tol) < out:
+                break
+            # Not one complete round: widen the batch, rebuild the window (wider
+            # when a fresh one was too narrow: more tied links than it holds).
+            if links.size >= b:
+                self.batch = min(L, 4 * b)
+            elif not fresh:
+                self.window = None
+            elif self.window_k < L:
+                self.window, self.window_k = None, min(L, 4 * max(self.window_k, b))
+            else:  # pragma: no cover - _check_routable rules this out
+                raise RuntimeError(f"{self.n_left} flows left with no capacity-limited link")
+        n = links.size
+        # Live pieces on the candidate links, in candidate order, and the first
+        # candidate each piece appears on: its flows freeze in that one's round.
+        pos, cnt = _row_positions(self.Qc.indptr, links)
+        pieces = self.Qc.indices[pos].astype(np.int64)
+        ppos = np.repeat(np.arange(n), cnt)
+        keep = self.piece_cnt[pieces] > 0
+        pieces, ppos = pieces[keep], ppos[keep]
+        upieces, first = np.unique(pieces, return_index=True)
+        upos = ppos[first]
+        up_len = self.Pc.indptr[upieces + 1] - self.Pc.indptr[upieces]
+        ent = np.bincount(upos, weights=up_len, minlength=n)
+        cum = np.cumsum(ent)
+        r0 = int(np.searchsorted(vals, vals[0] * (1.0 + self.rel_tol), side="right"))
+        if cum[r0 - 1] >= min(self.big, max(self.budget, self.big / 8)):
+            # A first round over the look-ahead budget goes alone (a big one through
+            # whole-matrix products): no look-ahead gathers for it.
+            return self._one_round(links[:r0], max(level, float(vals[0])))
+        # Bound the work spent looking ahead: candidates up to ``budget`` flow
+        # entries (round 0 whole), so big rounds do not drag in thousands.
+        if n > 1 and cum[-1] > self.budget:
+            n_keep = max(int(np.searchsorted(cum, self.budget, side="right")), r0, 1)
+            if n_keep < n:
+                out = float(vals[n_keep])
+                n, links, vals, ent = n_keep, links[:n_keep], vals[:n_keep], ent[:n_keep]
+                sel = ppos < n
+                pieces, ppos = pieces[sel], ppos[sel]
+                sel = upos < n
+                upieces, upos, up_len = upieces[sel], upos[sel], up_len[sel]
+        # Unfrozen flows of each piece, at the earliest candidate they come under.
+        fpos_, fcnt = _row_positions(self.Pc.indptr, upieces)
+        flows = self.Pc.indices[fpos_]
+        fq = np.repeat(upos, fcnt)
+        fpiece = np.repeat(np.arange(upieces.size), fcnt)
+        keep = ~self.frozen[flows]
+        flows, fq, fpiece = flows[keep], fq[keep], fpiece[keep]
+        order = np.argsort(fq, kind="stable")
+        dflows, dfirst = np.unique(flows[order], return_index=True)
+        dq = fq[order][dfirst]
+        # Per link, the earliest candidate whose flows touch it; per piece, the
+        # candidate after which none of its flows is left unfrozen (if any).
+        tpos, tcnt = _row_positions(self.P.indptr, dflows)
+        tp = self.P.indices[tpos]
+        tq_p = np.repeat(dq, tcnt)
+        tpos2, tcnt2 = _row_positions(self.Q.indptr, tp)
+        tl = self.Q.indices[tpos2]
+        touch, pmax, pcnt = self._touch, self._pmax, self._pcnt
+        np.minimum.at(touch, tl, np.repeat(tq_p, tcnt2))
+        tq = touch[links].tolist()
+        touch[tl] = 1 << 62  # reset the scratch arrays
+        np.maximum.at(pmax, tp, tq_p)
+        np.add.at(pcnt, tp, 1)
+        dies = np.where(pcnt[pieces] == self.piece_cnt[pieces], pmax[pieces], 1 << 62)
+        pmax[tp] = -1
+        pcnt[tp] = 0
+        # A candidate dies (its count drops to 0) after the candidate where its last
+        # live piece empties: from then on it is skipped, not a dependency.
+        kill = np.full(n, -1, dtype=np.int64)
+        np.maximum.at(kill, ppos, dies)
+        # Walk the candidates in order: rounds exactly as the one-at-a-time filling.
+        lab = [-1] * n
+        kill, ent, vl = kill.tolist(), ent.tolist(), vals.tolist()
+        tol1, big = 1.0 + self.rel_tol, self.big
+        lv: list[float] = []
+        r, start, thr, r_ent, q = -1, 0, -np.inf, 0.0, 0
+        for q in range(n):
+            v = vl[q]
+            if r >= 0 and v <= thr:  # within the current round
+                if tq[q] < start:
+                    if kill[q] < start:
+                        continue  # dead by then
+                    r -= 1  # touched and alive: its level moved; drop this round
+                    lv.pop()
+                    break
+                lab[q] = r
+                r_ent += ent[q]
+                continue
+            if r >= 0 and r_ent >= big:  # a big round goes alone, through matvecs
+                if r >= 1:
+                    r -= 1
+                    lv.pop()
+                break
+            if tq[q] < q:
+                if kill[q] < q:
+                    continue
+                break
+            thr = v * tol1
+            if thr >= out:
+                break
+            r, start, r_ent = r + 1, q, ent[q]
+            level = max(level, v)  # roundoff must not let the fill level go backwards
+            lv.append(level)
+            lab[q] = r
+        else:
+            if r >= 1 and r_ent >= big:
+                r -= 1
+                lv.pop()
+        n_rounds = r + 1
+        lab = np.asarray(lab, dtype=np.int64)
+        lab[lab >= n_rounds] = -1
+        acc = lab >= 0
+        # Each piece's bottleneck: the lowest-id accepted link of its round it lies on
+        # (the one-at-a-time filling takes a round's links in id order).
+        e_ok = acc[ppos]
+        plink = self._plink
+        np.minimum.at(plink, pieces[e_ok], links[ppos[e_ok]])
+        up_link = plink[upieces]
+        plink[pieces] = L
+        rnd = len(self.levels)
+        if n_rounds == 1:
+            sel = lab[upos] == 0
+            self.levels.append(lv[0])
+            self.rounds += 1
+            self.sat_at[links[acc]] = np.inf
+            if int(up_len[sel].sum()) >= big:
+                self._freeze_whole(upieces[sel], up_link[sel], rnd, lv[0])
+            else:
+                self._freeze_gather(upieces[sel], up_link[sel], rnd, lv[0])
+        else:
+            flab = lab[fq]
+            sel = flab >= 0
+            self._freeze_rounds(lv, rnd, links[acc], flows[sel], flab[sel],
+                                up_link[fpiece[sel]])
+        # Next batch: about twice the candidates and entries this pass used, more
+        # if it used all.
+        used_q = int(np.flatnonzero(acc)[-1]) + 1
+        used_all = used_q >= n - 1
+        self.batch = int(min(L, _MAX_BATCH, max(16, 4 * n if used_all else 2 * used_q)))
+        used_ent = float(cum[min(used_q, cum.size) - 1])
+        self.budget = min(max(self.big, _MIN_BUDGET),
+                          max(_MIN_BUDGET, 4 * (self.budget if used_all else used_ent)))
+        return lv[-1]
+
+    def _one_round(self, sat: np.ndarray, level: float) -> float:
+        """Saturate links ``sat`` (one round) and freeze their pieces' flows."""
+        rnd = len(self.levels)
+        self.levels.append(level)
+        self.rounds += 1
+        sat = np.sort(sat)
+        self.sat_at[sat] = np.inf
+        # Pieces touching a saturated link that still carry unfrozen flows: all
+        # their flows cross that link and freeze now, so each is spent once.
+        pos, cnt = _row_positions(self.Qc.indptr, sat)
+        pieces = self.Qc.indices[pos].astype(np.int64)
+        plinks = np.repeat(sat, cnt)
+        keep = self.piece_cnt[pieces] > 0
+        pieces, plinks = pieces[keep], plinks[keep]
+        if pieces.size > 1:
+            pieces, first = np.unique(pieces, return_index=True)
+            plinks = plinks[first]
+        n_entries = int(np.sum(self.Pc.indptr[pieces + 1] - self.Pc.indptr[pieces]))
+        if n_entries >= self.big:
+            self._freeze_whole(pieces, plinks, rnd, level)
+        else:
+            self._freeze_gather(pieces, plinks, rnd, level)
+        return level
+
+    def _freeze_rounds(self, lv, rnd, sat, flows, flab, fblink):
+        """Freeze several independent rounds at once (see :meth:`_pass`).
+
+        ``flows`` (possibly repeated) are the unfrozen flows of each round,
+        ``flab`` their round, ``fblink`` a saturated link of it they cross.
+        """
+        K, L = self.K, self.L
+        n_ok = len(lv)
+        self.levels.extend(lv)
+        self.rounds += n_ok
+        self.sat_at[sat] = np.inf
+        lv = np.asarray(lv)
+        if self.bottlenecks:
+            self.bottleneck[flows] = fblink  # a repeated flow may take any of its links
+        new, first = np.unique(flows, return_index=True)
+        nlab = flab[first]
+        self.frozen[new] = True
+        self.freeze_round[new] = rnd + nlab
+        self.rate[new] = self.w[new] * lv[nlab]
+        self.changed.append(new)
+        self.n_left -= new.size
+        # Per (round, piece): weight and entry count of the newly frozen flows.
+        pos, cnt = _row_positions(self.P.indptr, new)
+        self.work += pos.size
+        key, dp, dc = _group_sum(np.repeat(nlab, cnt) * K + self.P.indices[pos],
+                                 self.P.data[pos] * np.repeat(self.mw[new], cnt), n_ok * K)
+        pieces, plab = key % K, key // K
+        touched = _unique(pieces, K)
+        old = self.piece_cnt[touched]
+        np.subtract.at(self.piece_cnt, pieces, dc)
+        # Per (round, link): weight moved from active to frozen, applied round by round.
+        pos, cnt = _row_positions(self.Q.indptr, pieces)
+        lkey, dl, _ = _group_sum(np.repeat(plab, cnt) * L + self.Q.indices[pos],
+                                 self.Q.data[pos] * np.repeat(dp, cnt), n_ok * L)
+        links, llab = lkey % L, lkey // L
+        np.subtract.at(self.aw, links, dl)
+        np.add.at(self.used, links, lv[llab] * dl)
+        links = _unique(links, L)
+        self.peak[links] = np.maximum(self.peak[links], self.used[links] * self.inv_cap[links])
+        self._pieces_changed(touched, self.piece_cnt, old, self.link_cnt, -1)
+        self.aw[links[self.link_cnt[links] == 0]] = 0.0
+        self._refresh(links)
 
     def _freeze_gather(self, pieces, plinks, rnd, level):
         """Freeze the flows of ``pieces`` through their rows only."""
@@ -548,7 +827,7 @@ class _Fill:
         reopen = np.flatnonzero(self.freeze_round >= r_star)
         old_rate = self.rate[reopen]
         n_entries = int(self.row_len[done].sum() + self.row_len[reopen].sum())
-        if n_entries >= self.big or self.work + n_entries >= self.P.nnz * _RESYNC_SHARE:
+        if n_entries >= self.big_rollback or self.work + n_entries >= self.resync_cost * _RESYNC_SHARE:
             # A large rollback, or enough incremental updates to owe an exact
             # recomputation: both cost O(nnz).
             carried = self.alive_link_cnt > 0
@@ -579,10 +858,63 @@ class _Fill:
                 links_open, dl, _ = self._to_links(pieces_r, dw)
                 self.aw[links_open] += dl
             self._forget(done, reopen)
-            self._refresh(np.union1d(links_load, links_open))
+            self._refresh(_unique(np.concatenate([links_load, links_open]), self.L))
+            self.window = None  # levels may have dropped
         del self.levels[r_star:]
         self.n_left = int(reopen.size)
         return reopen, old_rate
+
+    def reopens(self, done: np.ndarray) -> bool:
+        """Whether retiring rows ``done`` reopens any other row (see :meth:`retire`)."""
+        r_star = int(self.freeze_round[done].min())
+        return int(np.count_nonzero(self.freeze_round >= r_star)) > done.size
+
+    def drop(self, done: np.ndarray, at: np.ndarray) -> None:
+        """Retire rows ``done`` (finishing at times ``at``) that reopen no other row.
+
+        The same bookkeeping as :meth:`retire` without a rollback: their load
+        leaves their links, and a link whose last present flow leaves is idle
+        from that flow's finish time on.
+        """
+        r_star = int(self.freeze_round[done].min())
+        n_entries = int(self.row_len[done].sum())
+        if n_entries >= self.big_rollback and at.size and at.min() == at.max():
+            # Most of the matrix at one time: recompute exactly (matvecs) rather
+            # than gather every entry, as retire does for a large rollback.
+            carried = self.alive_link_cnt > 0
+            self.gone[done] = True
+            self._forget(done, done[:0])
+            self._resync()
+            self.busy_until[carried & (self.alive_link_cnt == 0)] = at[0]
+            del self.levels[r_star:]
+            self.n_left = 0
+            return
+        self.gone[done] = True
+        pieces, dload, dc = self._per_piece(done, self.m[done] * self.rate[done])
+        links, dl, _ = self._to_links(pieces, dload)
+        self.used[links] -= dl
+        old = self.alive_piece_cnt[pieces]
+        self.alive_piece_cnt[pieces] -= dc
+        self._pieces_changed(pieces, self.alive_piece_cnt, old, self.alive_link_cnt, -1)
+        idle = links[self.alive_link_cnt[links] == 0]
+        if idle.size and at.min() == at.max():
+            self.used[idle] = 0.0
+            self.busy_until[idle] = at[0]
+        elif idle.size:
+            self.used[idle] = 0.0
+            pos, cnt = _row_positions(self.P.indptr, done)
+            pos2, cnt2 = _row_positions(self.Q.indptr, self.P.indices[pos])
+            last = np.zeros(self.L)
+            np.maximum.at(last, self.Q.indices[pos2], np.repeat(np.repeat(at, cnt), cnt2))
+            self.busy_until[idle] = last[idle]
+        self._forget(done, done[:0])
+        del self.levels[r_star:]
+        self.n_left = 0
+        if self.work >= self.resync_cost * _RESYNC_SHARE:
+            self._resync()
+        else:
+            self._refresh(links)
+            self.window = None
 
     def _forget(self, done, reopen):
         for rows in (done, reopen):
@@ -642,8 +974,8 @@ def maxmin_rates(flow_piece, piece_link, capacity_Bps, *, weights=None, multipli
     -----
     All unfrozen flows grow at ``weights[f] * t``; when a link's capacity is
     used up, every unfrozen flow crossing it (``A[f, l] > 0``) freezes at that
-    level.  Work is about O(nnz + levels x L); ``A = flow_piece @ piece_link`` is
-    never formed.
+    level.  Independent rounds are frozen together (see the module notes);
+    ``A = flow_piece @ piece_link`` is never formed.
 
     Examples
     --------
@@ -743,8 +1075,10 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     before the earliest such r replay identically without the retired flows:
     only the flows frozen from that round on are reopened and filled again.
     When flows of equal size and weight finish, they are the fastest, frozen
-    last, and an event costs little more than a scan of the flow vector; with
-    mixed sizes an event may redo many rounds (``n_levels`` counts them).
+    last, and reopen nothing: the other finish times stand, no rollback is
+    needed, and after a run of such events the following ones are taken
+    together from one sort of the earliest finish times.  With mixed sizes an
+    event may redo many rounds (``n_levels`` counts them).
 
     Examples
     --------
@@ -778,6 +1112,8 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     n_alive = int(np.sum(size > 0))
     now = 0.0
     events = 0
+    quiet_k = 1024  # flows _quiet_events sorts at a time; adapts
+    streak = 0  # consecutive events that reopened nothing
     while n_alive:
         if n_alive * 2 < finish_at.size:
             # Compacting costs O(nnz) but halves the rows, so O(nnz) overall.
@@ -803,12 +1139,30 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
         finish_at[changed] = now + left_bytes[changed] / rate
         t_next = float(finish_at.min())
         done = np.flatnonzero(finish_at <= now + (t_next - now) * (1.0 + rel_tol))
+        quiet = n_alive > done.size and not fill.reopens(done)
+        if quiet and streak >= _QUIET_STREAK:
+            # Retiring them changes no other rate, so the next finish times stand:
+            # after a run of such events, take every following one at once.
+            rows_q, at, n_ev, quiet_k = _quiet_events(finish_at, fill.freeze_round, now,
+                                                      rel_tol, quiet_k)
+            if n_ev:
+                now = float(at[-1])
+                events += n_ev
+                finish[rows_q if rows is None else rows[rows_q]] = at
+                finish_at[rows_q] = np.inf
+                n_alive -= rows_q.size
+                fill.drop(rows_q, at)
+                streak = streak if n_ev >= _QUIET_STREAK else 0
+                continue
+        streak = streak + 1 if quiet else 0
         now = t_next
         events += 1
         finish[done if rows is None else rows[done]] = now
         finish_at[done] = np.inf
         n_alive -= done.size
-        if n_alive:
+        if quiet:
+            fill.drop(done, np.full(done.size, now))  # no rollback needed
+        elif n_alive:
             reopen, old_rate = fill.retire(done, now)
             left_bytes[reopen] -= old_rate * (now - since[reopen])
             finish_at[reopen] = np.inf
@@ -829,6 +1183,54 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
                       link_busy_s=_readonly(busy), peak_utilization=_readonly(peak),
                       utilization=_readonly(utilization), first_rates_Bps=_readonly(first_rates),
                       bound_s=bound.time_s)
+
+
+def _quiet_events(finish_at, freeze_round, now, rel_tol, k):
+    """The coming events, in order, whose retirement reopens no other flow.
+
+    Flows frozen in round r only see links that no earlier round saturated, so
+    retiring a group whose earliest round lies above every remaining flow's
+    leaves every remaining rate as it is: the finish times already projected
+    stand, and the next group is found by the same rule, without a re-solve.
+    Groups are formed as :func:`simulate` forms them (finishing within
+    ``rel_tol`` of the earliest).  Only the ``k`` earliest flows are sorted.
+
+    Returns the rows retired (in finish order), their finish times, the number
+    of events, and the ``k`` to use next time.
+    """
+    alive = np.flatnonzero(finish_at < np.inf)
+    n = alive.size
+    if k < n:
+        part = np.argpartition(finish_at[alive], k)
+        cand = alive[part[:k]]
+        t_out = float(finish_at[alive[part[k]]])
+        fr_out = int(freeze_round[alive[part[k:]]].max())
+    else:
+        cand, t_out, fr_out = alive, np.inf, -1
+    cand = cand[np.argsort(finish_at[cand], kind="stable")]
+    ft = finish_at[cand]
+    fr = freeze_round[cand].astype(np.int64)
+    # Highest round among the flows from position j on (those outside included).
+    suf = np.append(np.maximum.accumulate(fr[::-1])[::-1], -1)
+    np.maximum(suf, fr_out, out=suf)
+    ft_list = ft.tolist()
+    i, nc, ends = 0, cand.size, []
+    while i < nc:
+        t = ft_list[i]
+        thr = now + (t - now) * (1.0 + rel_tol)
+        if thr >= t_out:
+            break  # the group may reach past the sorted flows
+        j = bisect.bisect_right(ft_list, thr, i)
+        if int(fr[i:j].min()) <= suf[j]:
+            break  # this one reopens flows: a re-solve
+        ends.append(j)
+        now, i = t, j
+    if not ends:
+        return cand[:0], ft[:0], 0, k
+    starts = np.array([0] + ends[:-1])
+    at = np.repeat(ft[starts], np.diff(np.append(starts, i)))
+    next_k = min(4 * k, 1 << 24) if i >= nc - 1 and k < n else k
+    return cand[:i], at, len(ends), next_k
 
 
 def check_maxmin(flow_piece, piece_link, capacity_Bps, rate_Bps, *, weights=None,

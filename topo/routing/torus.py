@@ -9,7 +9,9 @@ DAGs instead, for a link-load bound).
 
 Symmetry fold (:func:`fold_translations`): translations of an intact torus under which
 the groups tile it the same way; :func:`flows_through` lists the flows whose routes a
-failure touches, for the intact classes' correction.
+failure touches, for the intact classes' correction.  :func:`fold_stabilizer` keeps a
+coarser quotient on a torus with failed or degraded links: the per-axis reflections (and
+translations) that map the failures onto themselves.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from .core import Loads, PolicyRoutes, Request, _merge, _net, _Net, _Part
 from .ecmp import _ecmp_loads, _route_on
 from .quotient import Fold, Quotient, _fold, _uniform_within
 
-__all__ = ["route_dor", "loads_dor", "fold_translations", "flows_through"]
+__all__ = ["route_dor", "loads_dor", "fold_translations", "fold_stabilizer", "flows_through"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -412,6 +414,205 @@ def fold_translations(G: nx.Graph, rows, pairs=None, *, links=None, split: str =
     frame = {"dims": dims, "coords_of_rank": coords_of_rank, "rank_of_pos": rank_of_pos, "link_coords": coords[u]}
     return Fold(Quotient("translation", tuple(period), np.full(len(rep_src), mult, np.int64), rep_src, rep_dst,
                          rep_row, routes, piece_orbit, link_orbit, np.full(O, mult, np.int64), row_orbit, frame), M)
+
+
+# Largest group x flows :func:`fold_stabilizer` enumerates (images of every flow).
+_STABILIZER_WORK = 50_000_000
+
+
+def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guard=None) -> Fold:
+    """Fold an all-to-all on a DOR torus with failed links by the symmetries that fix the failures.
+
+    The candidate symmetries act on each axis alone: a reflection ``x -> c - x (mod k)``
+    and translations ``x -> x + t``.  Those that map the torus's links onto links of the
+    same capacity, latency and hop count (so the failed or degraded ones onto each
+    other) and the groups onto groups generate the stabilizer; every flow stands for its
+    orbit under it.  Dimension-order routes commute with these maps (a reflection turns
+    the shorter arc into the shorter arc and splits a half-ring tie the same way), and
+    pairs whose route a failure breaks take ECMP over the surviving graph, which its
+    automorphisms preserve, so the quotient is exact.  One failed link leaves the
+    ``2**dims`` reflections through it: about one eighth of the flows on a 3-D torus.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A fabric with ``routing == "dor"``, ``dims``, every chip present (a failed chip
+        is refused), links a subset of the torus's unit ring steps.
+    rows : array_like of int, shape (R, m)
+        Chip ranks; each row sends an all-to-all among its members.  Rows must be disjoint.
+    links : routing.LinkTable, optional
+    split : str
+        Passed to :func:`routing.route` for the representatives.
+    guard : callable, optional
+        Called with the number of representative flows before they are routed.
+
+    Returns
+    -------
+    Fold
+        ``method="stabilizer"``; its ``quotient`` (symmetry ``"stabilizer"``) holds one
+        representative per flow orbit with the orbit's size as multiplicity, and link
+        orbits of varying size; ``None`` with the reason when no symmetry but the
+        identity fixes the failures and the groups.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fabricsim.fabrics import build
+    >>> from fabricsim.topo.failures import apply_failures
+    >>> H = apply_failures(build("torus", dims="4x4x4"), ["link:c00.00.00--c01.00.00"])[0]
+    >>> q = fold_stabilizer(H, np.arange(64)[None, :]).quotient
+    >>> q.n_flows, q.n_classes, int(q.multiplicity.max())
+    (4032, 782, 8)
+    """
+    from . import link_table, route
+    M = "stabilizer"
+
+    def no(reason: str) -> Fold:
+        return Fold.refuse(M, reason)
+
+    policy = G.graph.get("routing")
+    if policy != "dor":
+        return no(f"the routing policy is {policy!r}, not dimension-order ('dor')")
+    dims = _graph_dims(G)
+    if dims is None:
+        return no(f"graph attribute dims={G.graph.get('dims')!r} is not 1 to {len(_AXES)} ring lengths")
+    nd, N = len(dims), int(np.prod(dims))
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.ndim != 2 or rows.shape[1] < 2 or rows.size == 0:
+        return no("the phase has no flows to fold")
+    lt = link_table(G) if links is None else links
+    n_nodes = len(lt.nodes)
+    if G.number_of_nodes() != N or n_nodes != N:
+        return no(f"the graph has {n_nodes:,} forwarding nodes where dims {'x'.join(map(str, dims))} has "
+                  f"{N:,} positions (a chip failed, or switches)")
+    net = _net(G, lt)
+    if not net.is_chip.all() or any(a not in net.attr for a in _AXES[:nd]):
+        return no(f"not every node is a chip with coordinates {', '.join(_AXES[:nd])}")
+    coords = np.stack([net.attr[a] for a in _AXES[:nd]], axis=1).astype(np.int64)
+    kk = np.array(dims, dtype=np.int64)
+    if (coords < 0).any() or (coords >= kk).any():
+        return no("a chip's coordinates lie outside dims")
+    rank = net.rank
+    flat = np.ravel_multi_index(tuple(coords.T), dims)
+    if np.bincount(flat, minlength=N).max() != 1 or rank.min() < 0 or rank.max() >= N \
+            or np.bincount(rank, minlength=N).max() != 1:
+        return no("chip positions or ranks are not each used exactly once")
+    pos_of_rank = np.empty(N, np.int64)
+    pos_of_rank[rank] = flat
+    rank_of_pos = np.empty(N, np.int64)
+    rank_of_pos[flat] = rank
+    u, v = lt.src.astype(np.int64), lt.dst.astype(np.int64)
+    disp = (coords[v] - coords[u]) % kk
+    moved = disp != 0
+    if not (moved.sum(axis=1) == 1).all():
+        return no("a link joins chips that differ in more than one coordinate (not a torus ring link)")
+    axis = np.argmax(moved, axis=1)
+    step = disp[np.arange(len(u)), axis]
+    if not ((step == 1) | (step == kk[axis] - 1)).all():
+        return no("a link skips ring positions (not a unit ring step)")
+    code = flat[u] * N + flat[v]
+    order = np.argsort(code)
+    code_sorted = code[order]
+    if len(code_sorted) and (code_sorted[1:] == code_sorted[:-1]).any():
+        return no("two links join the same chips in the same direction")
+    if rows.min() < 0 or rows.max() >= N:
+        return no(f"a group names a rank outside 0..{N - 1}")
+    X = pos_of_rank[rows]
+    if np.bincount(X.ravel(), minlength=N).max() > 1:
+        return no("groups share chips (rows must be disjoint)")
+    R, m = rows.shape
+    lab = np.full(N, -1, np.int64)
+    lab[X] = np.arange(R)[:, None]
+    # what a symmetry must keep: each link's capacity, latency and hop count
+    props = np.stack([np.asarray(lt.capacity_gbps, np.float64), np.asarray(lt.latency_ns, np.float64),
+                      np.asarray(lt.hops, np.float64)], axis=1)
+
+    def apply(maps) -> np.ndarray:
+        """Flat position of each position under per-axis maps (sign, offset)."""
+        c = coords.copy()
+        for a, (sgn, off) in enumerate(maps):
+            c[:, a] = (sgn * c[:, a] + off) % kk[a]
+        out = np.empty(N, np.int64)
+        out[flat] = np.ravel_multi_index(tuple(c.T), dims)
+        return out
+
+    def link_image(perm: np.ndarray):
+        """Each link's image under a position permutation, or None when one is not a link alike."""
+        img = perm[flat[u]] * N + perm[flat[v]]
+        at = np.searchsorted(code_sorted, img)
+        at = np.minimum(at, len(code_sorted) - 1)
+        if not (code_sorted[at] == img).all():
+            return None
+        lid = order[at]
+        return lid if np.array_equal(props[lid], props) else None
+
+    def keeps_groups(perm: np.ndarray) -> bool:
+        L2 = lab[perm[X]]
+        return not (L2 < 0).any() and bool((L2 == L2[:, :1]).all())
+
+    ident = [(1, 0)] * nd
+    per_axis = []            # per axis: the maps (sign, offset) of its subgroup
+    for a, k in enumerate(dims):
+        def one(sgn, off, a=a):
+            maps = list(ident)
+            maps[a] = (sgn, off)
+            perm = apply(maps)
+            return link_image(perm) is not None and keeps_groups(perm)
+        t = next((t for t in _divisors(k) if t == k or one(1, t)), k)
+        c = next((c for c in range(k) if one(-1, c)), None) if k > 2 or (k == 2 and t == k) else None
+        maps = [(1, j * t) for j in range(k // t)]
+        if c is not None:
+            maps += [(-1, (c + j * t) % k) for j in range(k // t)]
+        per_axis.append(maps)
+    order_g = int(np.prod([len(mp) for mp in per_axis]))
+    n_flows = R * m * (m - 1)
+    if order_g * n_flows > _STABILIZER_WORK:
+        return no(f"the stabilizer has {order_g:,} elements: enumerating the images of {n_flows:,} flows "
+                  f"is too much (the translation fold serves intact tori)")
+    import itertools
+    # distinct elements (on a ring of 2 a reflection is a translation or the identity)
+    perms = list(np.unique(np.array([apply(list(mp)) for mp in itertools.product(*per_axis)]), axis=0))
+    if len(perms) == 1:
+        return no("no reflection or translation maps the failed links and the groups onto themselves")
+    # flow orbits: every (sender, receiver) position pair of every row, under every element
+    i, j = np.nonzero(~np.eye(m, dtype=bool))
+    sp_, dp_ = X[:, i].ravel(), X[:, j].ravel()
+    canon = np.full(sp_.size, np.iinfo(np.int64).max, np.int64)
+    for perm in perms:
+        np.minimum(canon, perm[sp_] * N + perm[dp_], out=canon)
+    reps, mult = np.unique(canon, return_counts=True)
+    rep_src, rep_dst = rank_of_pos[reps // N], rank_of_pos[reps % N]
+    rep_row = lab[reps // N]
+    # link orbits: the least link id among each link's images
+    L = len(u)
+    lmin = np.arange(L)
+    for perm in perms:
+        lid = link_image(perm)
+        if lid is None:  # pragma: no cover - generators were checked; products follow
+            return no("a product of the symmetries does not map links onto links")
+        np.minimum(lmin, lid, out=lmin)
+    link_orbit = np.unique(lmin, return_inverse=True)[1].astype(np.int64)
+    O = int(link_orbit.max()) + 1
+    differs = _uniform_within(link_orbit, O, lt)
+    if differs:  # pragma: no cover - link_image compares these
+        return no(f"links the stabilizer exchanges differ in {differs}")
+    if guard is not None:
+        guard(len(rep_src))
+    routes = route(G, rep_src, rep_dst, split=split, links=lt)
+    if not np.all(routes.reachable):
+        return no("a representative flow has no route")
+    piece_orbit = _fold(routes, link_orbit, O)
+    if R > 1:
+        src_rows = np.concatenate([np.arange(R)] * len(perms))
+        dst_rows = np.concatenate([lab[p[X[:, 0]]] for p in perms])
+        A = sp.csr_matrix((np.ones(len(src_rows)), (src_rows, dst_rows)), shape=(R, R))
+        from scipy.sparse import csgraph
+        row_orbit = csgraph.connected_components(A, directed=False)[1].astype(np.int64)
+    else:
+        row_orbit = np.zeros(1, np.int64)
+    period = tuple(int(k // sum(1 for sg, _ in mp if sg == 1)) for k, mp in zip(dims, per_axis))
+    return Fold(Quotient("stabilizer", period, mult.astype(np.int64), rep_src, rep_dst, rep_row, routes,
+                         piece_orbit, link_orbit, np.bincount(link_orbit, minlength=O), row_orbit), M)
 
 
 def flows_through(q: Quotient, links: np.ndarray):
