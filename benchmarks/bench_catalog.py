@@ -44,6 +44,11 @@ def run(name: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print((__doc__ or "").strip())
+        print("\nusage: python benchmarks/bench_catalog.py [CASE ...]   (default: every case)")
+        print("cases: " + ", ".join(CASES))
+        return 0
     names = argv or list(CASES)
     unknown = [n for n in names if n not in CASES]
     if unknown:

@@ -65,6 +65,11 @@ def run_case(name: str) -> dict:
 
 
 def main(argv) -> int:
+    if argv[1:2] in (["-h"], ["--help"]):
+        print((__doc__ or "").strip())
+        print("\nusage: python benchmarks/bench_step.py [CASE ...]   (default: every case)")
+        print("cases: " + ", ".join(CASES))
+        return 0
     if len(argv) > 2 and argv[1] == "--case":
         print(json.dumps(run_case(argv[2])))
         return 0
