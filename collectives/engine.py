@@ -288,9 +288,10 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
         for p in model.protocols(a):
             trials[(a, p)] = (solved, model.time(solved, a, p, len(live)))
     if not trials:
+        runs = sorted({p for a in cands for p in model.family.protocols_for(a)})
         raise BadInput(f"protocol {opts.protocol!r} is not available for {', '.join(cands)} on the "
-                       f"{model.family.name} family; choose one of: auto, ideal, "
-                       f"{', '.join(sorted({p for a in ALGORITHMS[collective] for p in model.family.protocols_for(a)}))}")
+                       f"{model.family.name} family, which runs {', '.join(runs) or 'no protocol'} there; "
+                       f"choose auto, ideal{''.join(', ' + p for p in runs)}")
     best = min(trials, key=lambda k: (trials[k][1].time_s, k))
     solved, timed = trials[best]
     alts: dict = {}

@@ -191,7 +191,7 @@ def test_price_options_is_the_same_price_as_keywords(nvl72):
 
 def test_protocol_not_on_the_family_is_one_line():
     G = build("torus", dims="4x4")
-    with pytest.raises(BadInput, match="not available .* tpu-ici family; choose one of: auto, ideal, simple"):
+    with pytest.raises(BadInput, match="not available .* tpu-ici family, which runs simple there; choose auto, ideal, simple"):
         price(G, "all-reduce", groups=by_size(G, 16), size_bytes=GiB, protocol="ll")
     res = CliRunner().invoke(main, ["price", "all-reduce", "--fabric", "torus", "--set", "dims=4x4",
                                     "--size", "1GiB", "--protocol", "ll"])

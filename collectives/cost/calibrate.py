@@ -226,6 +226,7 @@ def _fit_series(G, s: _Series, names: tuple[str, ...]):
     from scipy.optimize import least_squares
     measured = np.array([p.time_us * 1e-6 for p, _, _ in s.items])
     combos = []
+    skipped: dict[str, list[str]] = {}              # why -> the algorithm/protocol pairs it rules out
     for algo in s.algos:
         for proto in s.protos:
             rows = []
@@ -235,11 +236,14 @@ def _fit_series(G, s: _Series, names: tuple[str, ...]):
             except BadInput as exc:
                 if len(s.algos) * len(s.protos) == 1:
                     raise
-                s.notes.append(f"{algo}{'/' + proto if proto else ''} does not apply: {exc}")
+                skipped.setdefault(str(exc), []).append(f"{algo}{'/' + proto if proto else ''}")
                 continue
             L0 = np.array([r[0] for r in rows])
             C = np.array([[r[1][n] for n in names] for r in rows])
             combos.append((algo, proto, L0, C))
+    if skipped:
+        s.notes.append("not applicable here: " + "; ".join(f"{', '.join(pairs)} ({why})"
+                                                        for why, pairs in skipped.items()))
     if not combos:
         raise BadInput(f"no {s.collective} algorithm applies to the measured groups")
     # fit only what the points can tell apart: on the design the engine would use at a
