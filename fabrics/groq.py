@@ -117,7 +117,8 @@ def groq_lpx(*, inter: Literal["fullmesh", "dragonfly"] = "fullmesh", trays: int
                     f"pair; 250 ns per hop")
     else:
         raise ValueError(f"inter={inter!r}; choose one of: fullmesh, dragonfly")
-    G = nx.Graph(routing="ecmp")
+    # compiler-scheduled C2C, no NCCL protocols: collectives/cost/families/groq-c2c.toml
+    G = nx.Graph(routing="ecmp", family="groq-c2c")
     for t in range(trays):
         for s in range(CHIPS_PER_TRAY):
             G.add_node(_chip(t, s), kind=CHIP, model=LPU.name, forwards=True, rank=t * CHIPS_PER_TRAY + s,

@@ -96,6 +96,6 @@ def instinct(*, generation: Literal["mi300x", "mi355x"] = "mi355x") -> nx.Graph:
     G = nx.relabel_nodes(G, {f"xpu{i:02d}": f"gpu{i}" for i in range(GPUS)})
     for _, d in G.nodes(data=True):
         d.update(rack=0, tray=0)
-    G.graph.update(generation=generation,
+    G.graph.update(generation=generation, family="infinity-fabric",  # collectives/cost/families/infinity-fabric.toml
                    inferred="link latency inferred (300 ns)")
     return G
