@@ -25,6 +25,8 @@ Figures (tags as in ``shared/FACTS.md``: F found, F2 second-hand, I inferred, D 
     port per tray.  Worst case local, global, local: 3 hops.
 
 * Link latency, including the forwarding chip's delay, 250 ns per hop (I: not published).
+* Step model: the ``groq-c2c`` family (``collectives/cost/families/groq-c2c.toml``): compiler-scheduled
+  transfers, one protocol at full rate, efficiency 0.93 = 2.5 TB/s quoted / 2.69 TB/s line rate (D).
 """
 from __future__ import annotations
 
