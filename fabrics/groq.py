@@ -25,6 +25,8 @@ Figures (tags as in ``shared/FACTS.md``: F found, F2 second-hand, I inferred, D 
     port per tray.  Worst case local, global, local: 3 hops.
 
 * Link latency, including the forwarding chip's delay, 250 ns per hop (I: not published).
+* Step model: the ``groq-c2c`` family (``collectives/cost/families/groq-c2c.toml``): compiler-scheduled
+  transfers, one protocol at full rate, efficiency 0.93 = 2.5 TB/s quoted / 2.69 TB/s line rate (D).
 """
 from __future__ import annotations
 
@@ -117,7 +119,8 @@ def groq_lpx(*, inter: Literal["fullmesh", "dragonfly"] = "fullmesh", trays: int
                     f"pair; 250 ns per hop")
     else:
         raise ValueError(f"inter={inter!r}; choose one of: fullmesh, dragonfly")
-    G = nx.Graph(routing="ecmp")
+    # compiler-scheduled C2C, no NCCL protocols: collectives/cost/families/groq-c2c.toml
+    G = nx.Graph(routing="ecmp", family="groq-c2c")
     for t in range(trays):
         for s in range(CHIPS_PER_TRAY):
             G.add_node(_chip(t, s), kind=CHIP, model=LPU.name, forwards=True, rank=t * CHIPS_PER_TRAY + s,

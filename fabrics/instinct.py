@@ -16,6 +16,8 @@ Figures (tags as in ``shared/FACTS.md``: F found, F2 second-hand, I inferred, D 
   second-hand, https://humeconsulting.co/amd-mi355x-strong-node-level-inference-but-not-yet-rack-scale
   "~153 GB/s of bidirectional bandwidth").  As lanes: x16 at 38.4 Gb/s (D).
 * Link latency is not published; 300 ns of link and SerDes is used (I).
+* Step model: the ``infinity-fabric`` family (``collectives/cost/families/infinity-fabric.toml``):
+  RCCL's base and xGMI step latencies, AMD's ~75% usable of raw link rate (F for MI300X, I for MI355X).
 
 The node is one ``full_mesh`` (:func:`fabricsim.topo.builders.full_mesh`): every pair one
 link, chips do not forward, ``routing="ecmp"`` finds exactly the direct link.  RCCL drives
@@ -96,6 +98,6 @@ def instinct(*, generation: Literal["mi300x", "mi355x"] = "mi355x") -> nx.Graph:
     G = nx.relabel_nodes(G, {f"xpu{i:02d}": f"gpu{i}" for i in range(GPUS)})
     for _, d in G.nodes(data=True):
         d.update(rack=0, tray=0)
-    G.graph.update(generation=generation,
+    G.graph.update(generation=generation, family="infinity-fabric",  # collectives/cost/families/infinity-fabric.toml
                    inferred="link latency inferred (300 ns)")
     return G

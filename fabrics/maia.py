@@ -97,7 +97,9 @@ def maia200(*, accelerators: int = 6144, peer_ports: int = 7, planes: int = 7) -
                          f"ports left for the network must split evenly over the planes (and be >= planes)")
     per_plane = net_ports // planes
     lanes_per_port = int(PORT_GBPS // LANE_GBPS)
-    G = nx.Graph(routing="ecmp")
+    # Maia 200 runs its own collectives over standard Ethernet; no per-step figures are published, so the
+    # tomahawk-ethernet family (NCCL's NET rows, RoCE goodput) stands in, I: collectives/cost/families/
+    G = nx.Graph(routing="ecmp", family="tomahawk-ethernet")
     sw = device("BCM78914")
     n_t0 = accelerators // CHIPS_PER_T0
     ids = [f"m{i:04d}" for i in range(accelerators)]

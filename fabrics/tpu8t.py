@@ -122,6 +122,7 @@ def tpu8t(*, dims: tuple[int, int, int] = (20, 20, 24), link_GBps: float = 200.0
         e.update(bundle_attrs(lanes=e["lanes"] // 4 * LANES_PER_LINK, lane_gbps=lane,
                               port_gbps=LANES_PER_LINK * lane, medium=e["medium"], tier=e["tier"],
                               latency_ns=e["latency_ns"]))
+    G.graph["family"] = "tpu-ici"  # step model constants: collectives/cost/families/tpu-ici.toml
     G.graph["inferred"] = (f"torus shape {'x'.join(map(str, dims))} inferred (9,600 chips is published, the "
                            f"shape is not); 8 x 200G lanes per link; ~1 us per hop; OCS numbering as Ironwood")
     return G
@@ -188,7 +189,9 @@ def tpu8t_virgo(*, superpods: int = SUPERPODS, planes: int = 4, plane_gbps: floa
     nodes = n // chips_per_node
     leaf_dev = LEAF_GROUP if leaf_groups else sw
     ids = [f"v{i:06d}" for i in range(n)]
-    G = nx.Graph(routing="ecmp")
+    # Virgo is a data-centre Ethernet-class network (high-radix switches, multi-plane, NIC per chip): no
+    # published collective latencies, so NCCL's NET rows stand in (collectives/cost/families/tomahawk-ethernet.toml, I)
+    G = nx.Graph(routing="ecmp", family="tomahawk-ethernet")
     G.add_nodes_from((cid, {"kind": CHIP, "model": TPU8T.name, "forwards": False, "rank": i,
                             "superpod": i // SUPERPOD, "cube": i // 64}) for i, cid in enumerate(ids))
     down = bundle_attrs(lanes=1, lane_gbps=plane_gbps, port_gbps=plane_gbps, medium="copper", tier="virgo",

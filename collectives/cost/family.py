@@ -2,7 +2,8 @@
 
 A fabric says its family in ``G.graph["family"]`` (set by the catalog builders); a user
 graph without one is matched by its link tiers (``nvlink`` -> nvlink5, ``ici`` -> tpu-ici,
-``ualink`` -> ualink, anything else -> tomahawk-ethernet).  The graph carries raw line
+``ualink`` -> ualink, ``xgmi`` -> infinity-fabric, anything else -> tomahawk-ethernet; ``c2c`` is
+not mapped to groq-c2c because NVLink-C2C and other die-to-die links share the name).  The graph carries raw line
 rates only; the family file holds what the transport delivers of them (``efficiency``),
 each protocol's bandwidth fraction and chunk, and per algorithm and protocol NCCL's base
 latency (once per call) and step latency (per step).  Every figure in the files carries
@@ -27,7 +28,7 @@ __all__ = ["Family", "FAMILIES", "PROTOCOLS", "load_family", "family_of"]
 HERE = Path(__file__).parent / "families"
 FAMILIES = tuple(sorted(p.stem for p in HERE.glob("*.toml")))
 PROTOCOLS = ("ll", "ll128", "simple")
-TIER_FAMILY = {"nvlink": "nvlink5", "ici": "tpu-ici", "ualink": "ualink"}
+TIER_FAMILY = {"nvlink": "nvlink5", "ici": "tpu-ici", "ualink": "ualink", "xgmi": "infinity-fabric"}
 DEFAULT_FAMILY = "tomahawk-ethernet"
 
 
