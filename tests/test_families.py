@@ -110,4 +110,4 @@ def test_groq_lpx_refuses_nccl_protocols_in_one_line():
     res = CliRunner().invoke(main, ["price", "all-reduce", "--fabric", "groq-lpx", "--size", "1MiB",
                                     "--protocol", "ll"])
     assert res.exit_code == 2
-    assert "not available" in res.output and "groq-c2c family; choose one of: auto, ideal, simple" in res.output
+    assert "not available" in res.output and "groq-c2c family, which runs simple there; choose auto, ideal, simple" in res.output
