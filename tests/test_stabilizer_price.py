@@ -49,7 +49,6 @@ def test_degraded_torus_prices_on_the_stabilizer_exactly(dims, specs, group):
     assert "failed or extra link" in m["refused"][0]["reason"] or "differ in capacity" in m["refused"][0]["reason"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("specs", [["link:c00.00.00--c01.00.00"],
                                    ["link:c02.03.04--c02.03.05", "link:c05.03.04--c05.03.05"]])
 def test_degraded_8x8x8_prices_on_the_stabilizer_exactly(specs):
@@ -94,3 +93,19 @@ def test_explain_and_json_name_the_stabilizer():
     js = json.loads(CliRunner().invoke(main, args + ["--json"]).output)
     method = js["method"]["degraded"] if "degraded" in js["method"] else js["method"]
     assert method["path"] == "stabilizer" and method["quotient_size"] == 782
+
+
+def test_torus_link_sweep_representatives_price_on_the_stabilizer():
+    from fabricsim.collectives.whatif import sweep, whatif
+    s = sweep("torus", {"dims": "4x4x6"}, "link", collective="all-to-all", size_bytes=2**30, algorithm="direct")
+    reps = s.method["representatives"]
+    assert len(reps) == 3 and {r["method"]["path"] for r in reps} == {"stabilizer"}
+    G = build("torus", dims="4x4x6")
+    by_orbit = {sc["orbit"]: sc for sc in s.scenarios}
+    for r in reps:
+        # a scenario of the orbit (not its representative) equals whatif flow by flow
+        sc = next(x for x in s.scenarios if x["orbit"] == r["orbit"] and x["failed"] != r["failed"])
+        w = whatif(G, sc["failed"], "all-to-all", groups=[list(range(96))], size_bytes=2**30, algorithm="direct",
+                   symmetry=False)
+        assert w.degraded.method["path"] == "per-flow"
+        assert sc["time_s"] == pytest.approx(w.degraded.time_s, rel=1e-9) == by_orbit[r["orbit"]]["time_s"]
