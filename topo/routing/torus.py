@@ -420,6 +420,38 @@ def fold_translations(G: nx.Graph, rows, pairs=None, *, links=None, split: str =
 _STABILIZER_WORK = 50_000_000
 
 
+def _product_orbits(dims, per_axis):
+    """Orbits of the ordered position pairs ``(s, d)``, ``s != d``, under a product of per-axis groups.
+
+    The group acts on each axis alone, so the orbit of a pair is the product of the
+    orbits of its per-axis coordinate pairs ``(s_a, d_a)``: each axis's orbits of
+    ``k_a**2`` pairs are found by enumeration, and the classes are their product (less
+    the pairs equal on every axis), without listing the ``N (N - 1)`` flows.
+    Returns (sender flat position, receiver flat position, orbit size) per class, the
+    representative being the least pair of each per-axis orbit.
+    """
+    reps_s, reps_d, sizes, diag = [], [], [], []
+    for k, maps in zip(dims, per_axis):
+        a, b = np.divmod(np.arange(k * k, dtype=np.int64), k)
+        canon = np.full(k * k, np.iinfo(np.int64).max, np.int64)
+        for sgn, off in maps:
+            np.minimum(canon, ((sgn * a + off) % k) * k + (sgn * b + off) % k, out=canon)
+        rep, size = np.unique(canon, return_counts=True)
+        reps_s.append(rep // k)
+        reps_d.append(rep % k)
+        sizes.append(size)
+        diag.append(rep // k == rep % k)
+    grids = np.meshgrid(*[np.arange(len(sz)) for sz in sizes], indexing="ij")
+    idx = [g.ravel() for g in grids]
+    keep = ~np.logical_and.reduce([dg[i] for dg, i in zip(diag, idx)])
+    idx = [i[keep] for i in idx]
+    s = np.ravel_multi_index(tuple(rs[i] for rs, i in zip(reps_s, idx)), dims)
+    d = np.ravel_multi_index(tuple(rd[i] for rd, i in zip(reps_d, idx)), dims)
+    mult = np.prod(np.stack([sz[i] for sz, i in zip(sizes, idx)]), axis=0)
+    order = np.argsort(s * int(np.prod(dims)) + d, kind="stable")
+    return s[order].astype(np.int64), d[order].astype(np.int64), mult[order].astype(np.int64)
+
+
 def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guard=None) -> Fold:
     """Fold an all-to-all on a DOR torus with failed links by the symmetries that fix the failures.
 
@@ -566,7 +598,8 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
         per_axis.append(maps)
     order_g = int(np.prod([len(mp) for mp in per_axis]))
     n_flows = R * m * (m - 1)
-    if order_g * n_flows > _STABILIZER_WORK:
+    whole = R == 1 and m == N       # one all-to-all over every chip: orbits are products of per-axis ones
+    if not whole and order_g * n_flows > _STABILIZER_WORK:
         return no(f"the stabilizer has {order_g:,} elements: enumerating the images of {n_flows:,} flows "
                   f"is too much (the translation fold serves intact tori)")
     import itertools
@@ -574,13 +607,19 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
     perms = list(np.unique(np.array([apply(list(mp)) for mp in itertools.product(*per_axis)]), axis=0))
     if len(perms) == 1:
         return no("no reflection or translation maps the failed links and the groups onto themselves")
-    # flow orbits: every (sender, receiver) position pair of every row, under every element
-    i, j = np.nonzero(~np.eye(m, dtype=bool))
-    sp_, dp_ = X[:, i].ravel(), X[:, j].ravel()
-    canon = np.full(sp_.size, np.iinfo(np.int64).max, np.int64)
-    for perm in perms:
-        np.minimum(canon, perm[sp_] * N + perm[dp_], out=canon)
-    reps, mult = np.unique(canon, return_counts=True)
+    if whole:
+        rep_pos_s, rep_pos_d, mult = _product_orbits(dims, per_axis)
+        reps = rep_pos_s * N + rep_pos_d
+    else:
+        # flow orbits: every (sender, receiver) position pair of every row, under every element
+        i, j = np.nonzero(~np.eye(m, dtype=bool))
+        sp_, dp_ = X[:, i].ravel(), X[:, j].ravel()
+        canon = np.full(sp_.size, np.iinfo(np.int64).max, np.int64)
+        for perm in perms:
+            np.minimum(canon, perm[sp_] * N + perm[dp_], out=canon)
+        del sp_, dp_
+        reps, mult = np.unique(canon, return_counts=True)
+        del canon
     rep_src, rep_dst = rank_of_pos[reps // N], rank_of_pos[reps % N]
     rep_row = lab[reps // N]
     # link orbits: the least link id among each link's images
