@@ -428,7 +428,8 @@ def _product_orbits(dims, per_axis):
     ``k_a**2`` pairs are found by enumeration, and the classes are their product (less
     the pairs equal on every axis), without listing the ``N (N - 1)`` flows.
     Returns (sender flat position, receiver flat position, orbit size) per class, the
-    representative being the least pair of each per-axis orbit.
+    representative being the least pair of each per-axis orbit, classes in row-major
+    order of their per-axis classes.
     """
     reps_s, reps_d, sizes, diag = [], [], [], []
     for k, maps in zip(dims, per_axis):
@@ -441,15 +442,22 @@ def _product_orbits(dims, per_axis):
         reps_d.append(rep % k)
         sizes.append(size)
         diag.append(rep // k == rep % k)
-    grids = np.meshgrid(*[np.arange(len(sz)) for sz in sizes], indexing="ij")
-    idx = [g.ravel() for g in grids]
-    keep = ~np.logical_and.reduce([dg[i] for dg, i in zip(diag, idx)])
-    idx = [i[keep] for i in idx]
-    s = np.ravel_multi_index(tuple(rs[i] for rs, i in zip(reps_s, idx)), dims)
-    d = np.ravel_multi_index(tuple(rd[i] for rd, i in zip(reps_d, idx)), dims)
-    mult = np.prod(np.stack([sz[i] for sz, i in zip(sizes, idx)]), axis=0)
-    order = np.argsort(s * int(np.prod(dims)) + d, kind="stable")
-    return s[order].astype(np.int64), d[order].astype(np.int64), mult[order].astype(np.int64)
+    # the product by broadcasting: axis a's per-axis classes along dimension a
+    nd = len(dims)
+    strides = np.cumprod((1,) + tuple(dims[:0:-1]))[::-1]        # flat position = sum of coordinate x stride
+
+    def outer(parts, combine):
+        out = None
+        for a, v in enumerate(parts):
+            v = v.reshape((1,) * a + (-1,) + (1,) * (nd - a - 1))
+            out = v if out is None else combine(out, v)
+        return out.ravel()
+
+    src = outer([rs * st for rs, st in zip(reps_s, strides)], np.add)
+    dst = outer([rd * st for rd, st in zip(reps_d, strides)], np.add)
+    mult = outer(sizes, np.multiply)
+    keep = ~outer(diag, np.logical_and)
+    return src[keep].astype(np.int64), dst[keep].astype(np.int64), mult[keep].astype(np.int64)
 
 
 def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guard=None) -> Fold:
