@@ -428,18 +428,20 @@ def _product_orbits(dims, per_axis):
     ``k_a**2`` pairs are found by enumeration, and the classes are their product (less
     the pairs equal on every axis), without listing the ``N (N - 1)`` flows.
     Returns (sender flat position, receiver flat position, orbit size) per class, the
-    representative being the least pair of each per-axis orbit, classes in row-major
-    order of their per-axis classes.
+    representative being the pair with the least receiver coordinate (then sender) of
+    each per-axis orbit, classes in row-major order of their per-axis classes.
     """
     reps_s, reps_d, sizes, diag = [], [], [], []
     for k, maps in zip(dims, per_axis):
-        a, b = np.divmod(np.arange(k * k, dtype=np.int64), k)
+        # receiver-major codes d * k + s: the least member has the least receiver, so the
+        # representatives share few receivers (one shortest-path DAG each where a failure reroutes)
+        b, a = np.divmod(np.arange(k * k, dtype=np.int64), k)
         canon = np.full(k * k, np.iinfo(np.int64).max, np.int64)
         for sgn, off in maps:
-            np.minimum(canon, ((sgn * a + off) % k) * k + (sgn * b + off) % k, out=canon)
+            np.minimum(canon, ((sgn * b + off) % k) * k + (sgn * a + off) % k, out=canon)
         rep, size = np.unique(canon, return_counts=True)
-        reps_s.append(rep // k)
-        reps_d.append(rep % k)
+        reps_s.append(rep % k)
+        reps_d.append(rep // k)
         sizes.append(size)
         diag.append(rep // k == rep % k)
     # the product by broadcasting: axis a's per-axis classes along dimension a
