@@ -136,3 +136,15 @@ def test_product_orbits_equal_enumerating_every_flow(dims, per_axis):
     assert sorted(label.values()) == sorted(mult.tolist())
     orbit_of = dict(zip((i * N + j).tolist(), canon.tolist()))
     assert len({orbit_of[x] for x in label}) == len(reps)
+
+
+@pytest.mark.parametrize("spec", ["link:c03.01.02--c04.01.02",      # leaves a cube: through an OCS (optical)
+                                  "link:c01.01.02--c01.02.02"])     # inside a cube (copper)
+def test_ironwood_cubes_fold_exactly_with_their_ocs_links(spec):
+    G = build("ironwood", dims=(8, 4, 8))
+    H = apply_failures(G, [spec])[0]
+    groups = [list(range(256))]
+    a = price(H, "all-to-all", groups=groups, size_bytes=2**20, algorithm="direct")
+    b = price(H, "all-to-all", groups=groups, size_bytes=2**20, algorithm="direct", symmetry=False)
+    _same(a, b)
+    assert a.method["path"] == "stabilizer" and 0 < a.method["quotient_size"] < a.method["flows"]
