@@ -8,12 +8,19 @@ collective, placement and size on the same fabric (none sampled), and their rati
 512-chip all-to-all on ``torus --set dims=8x8x8`` (1,536 links).  Prints wall time,
 peak RSS of each process, the scenario and orbit counts and the distinct slowdowns.
 
+``--case whatif``: one failed link, exact max-min (not ``--bound-only``), as whole
+processes in one run: the intact ``price`` and the ``whatif --fail link:...`` of the same
+all-to-all (one group of every chip, 1 GiB, ``--algorithm direct``), their ratio (target
+<= 30x, <= 8 GiB RSS), and the degraded price's method (the stabilizer quotient's size).
+Rows: Ironwood (16x24x24, 85M flows) and ``torus --set dims=12x12x12`` (3M flows).
+
 ``--case workers``: the N-1 rail-switch sweep on the full pod (64 scenarios) with 1 and
 with 2 worker processes: wall time, speed-up, slowdowns, whether the runs are identical.
 
 Not a test: run it by hand on a quiet machine.
 
     python benchmarks/bench_sweep.py [--case orbits] [--rows pod,torus] [--fold | --no-fold]
+    python benchmarks/bench_sweep.py --case whatif [--rows ironwood,torus12]
     python benchmarks/bench_sweep.py --case workers [--racks 16] [--leaf switched|static]
         [--workers 1,2] [--class rail-switch] [--algorithm direct] [--size 1GiB]
 """
@@ -49,6 +56,36 @@ ROWS = {
               ["--fabric", "torus", "--set", "dims=8x8x8"], ["all-to-all", "--size", "1GiB",
                                                              "--algorithm", "direct"], ["--class", "link"]),
 }
+
+
+# issue 14's one-failed-link rows: (name, fabric args, the failed link)
+WHATIF_ROWS = {
+    "ironwood": ("Ironwood 16x24x24, one ICI link (85M flows)", ["--fabric", "ironwood"],
+                 "link:c00.00.00--c01.00.00"),
+    "torus12": ("torus 12x12x12, one link (3M flows)", ["--fabric", "torus", "--set", "dims=12x12x12"],
+                "link:c00.00.00--c01.00.00"),
+    "torus8": ("torus 8x8x8, one link (261k flows)", ["--fabric", "torus", "--set", "dims=8x8x8"],
+               "link:c00.00.00--c01.00.00"),
+}
+WHATIF_COLL = ["all-to-all", "--size", "1GiB", "--algorithm", "direct"]
+
+
+def whatif_case(rows: list[str]) -> int:
+    print(f"{'row':<46} {'price s':>8} {'whatif s':>8} {'ratio':>7} {'RSS GiB':>8} {'path':>11} {'classes':>11} "
+          f"{'flows':>11} {'slowdown':>9}", flush=True)
+    for key in rows:
+        name, fab, spec = WHATIF_ROWS[key]
+        with tempfile.TemporaryDirectory() as tmp:
+            t_price, rss_p = _process(["price", WHATIF_COLL[0], *fab, *WHATIF_COLL[1:]])
+            path = os.path.join(tmp, "whatif.json")
+            t_w, rss_w = _process(["whatif", WHATIF_COLL[0], *fab, *WHATIF_COLL[1:], "--fail", spec, "--json"], path)
+            with open(path) as fh:
+                js = json.load(fh)
+        m = js["method"]["degraded"]
+        print(f"{name:<46} {t_price:8.2f} {t_w:8.2f} {t_w / t_price:6.1f}x {max(rss_p, rss_w):8.2f} "
+              f"{m['path']:>11} {m['quotient_size']:>11,} {m['flows']:>11,} {js['slowdown']:9.5f}", flush=True)
+    print("target (issue 14): whatif <= 30x the intact price, <= 8 GiB RSS (whatif includes its baseline price)")
+    return 0
 
 
 def _process(args: list[str], out_path: str | None = None) -> tuple[float, float]:
@@ -88,9 +125,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[1:]))
-    ap.add_argument("--case", choices=("orbits", "workers"), default="orbits",
-                    help="orbits: the done-when rows as whole processes; workers: 1 vs 2 worker processes")
-    ap.add_argument("--rows", default="pod,torus", help=f"orbits rows, comma-separated from {', '.join(ROWS)}")
+    ap.add_argument("--case", choices=("orbits", "whatif", "workers"), default="orbits",
+                    help="orbits: the sweep done-when rows as whole processes; whatif: one failed link, exact; "
+                         "workers: 1 vs 2 worker processes")
+    ap.add_argument("--rows", default=None, help=f"orbits rows, comma-separated from {', '.join(ROWS)} (default "
+                    f"pod,torus); whatif rows from {', '.join(WHATIF_ROWS)} (default ironwood,torus12)")
     ap.add_argument("--fold", action=argparse.BooleanOptionalAction, default=True,
                     help="orbits: fold scenarios into orbits (--no-fold prices every scenario: hours)")
     ap.add_argument("--racks", type=int, default=16)
@@ -101,12 +140,14 @@ def main(argv=None) -> int:
     ap.add_argument("--algorithm", default="direct", help="direct is what auto picks for this case")
     ap.add_argument("--size", default="1GiB")
     args = ap.parse_args(argv)
-    if args.case == "orbits":
-        rows = [r.strip() for r in args.rows.split(",") if r.strip()]
-        bad = [r for r in rows if r not in ROWS]
+    if args.case in ("orbits", "whatif"):
+        table = ROWS if args.case == "orbits" else WHATIF_ROWS
+        given = args.rows or ("pod,torus" if args.case == "orbits" else "ironwood,torus12")
+        rows = [r.strip() for r in given.split(",") if r.strip()]
+        bad = [r for r in rows if r not in table]
         if bad:
-            ap.error(f"unknown row(s) {', '.join(bad)}; choose from {', '.join(ROWS)}")
-        return orbits_case(rows, args.fold)
+            ap.error(f"unknown row(s) {', '.join(bad)}; choose from {', '.join(table)}")
+        return orbits_case(rows, args.fold) if args.case == "orbits" else whatif_case(rows)
     params = {"racks": args.racks, "leaf": args.leaf, "rail_wiring": args.rail_wiring}
     size = _size(args.size)
     results = {}

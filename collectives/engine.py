@@ -542,7 +542,8 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
 
 
 # which fold is the most telling when phases differ: the costliest path wins the headline
-_PATH_RANK = {"per-flow": 0, "bound": 1, "positions": 2, "twins": 3, "translations": 4, "in-network": 5}
+_PATH_RANK = {"per-flow": 0, "bound": 1, "stabilizer": 2, "positions": 3, "twins": 4, "translations": 5,
+              "in-network": 6}
 
 
 def _method(plist, steps, opts: PriceOptions) -> dict:
@@ -592,7 +593,7 @@ class _Step:
     relayed: int = 0                  # flows relaying through a chip (PXN)
     reach: np.ndarray | None = None   # per-flow reachability where flows were listed
     note: str | None = None           # how symmetry was used
-    path: str = "per-flow"            # which fast path: translations | twins | positions | per-flow | bound | in-network
+    path: str = "per-flow"            # which fast path: translations | twins | positions | stabilizer | per-flow | bound | in-network
     quotient_size: int = 0            # classes solved (0: flows listed)
     refused: tuple = ()               # (method, reason) of folds that did not hold
     saturated: int = 0                # links full for the step's bandwidth time
@@ -609,6 +610,13 @@ def _price_phase(ph: Phase, ctx: _Ctx) -> _Step:
     guard = functools.partial(_guard_before_routing, solver, n_links=len(ctx.cap), bound_only=ctx.bound_only,
                               limit=ctx.memory_limit_bytes)
     f, refused = _fold(ctx.G, ph, ctx.table, ctx.split, ctx.tiers, ctx.symmetry, guard)
+    if f is not None and f.quotient is None and ctx.reference is None:
+        # a degraded torus: the symmetries that fix its failures (a bound-only price with
+        # the intact reference takes the intact classes' correction below instead)
+        s = _fold_stabilizer(ctx.G, ph, ctx.table, ctx.split, guard)
+        if s is not None:
+            refused.extend(s.attempts())
+            f = s
     if f is not None and f.quotient is not None:
         st = _step_classes(ph, f.quotient, ctx)
         st.path, st.quotient_size = f.method, int(f.quotient.n_classes)
@@ -750,6 +758,21 @@ def _fold(G, ph: Phase, table, split: str, tiers: str, enabled: bool, guard=None
     from ..topo import routing
     f = routing.fold(G, ph.rows, ph.pairs, links=table, split=split, tiers=tiers, guard=guard)
     return f, list(f.attempts())
+
+
+def _fold_stabilizer(G, ph: Phase, table, split: str, guard):
+    """The stabilizer fold of a phase on a ``dor`` fabric the translations refused (None elsewhere).
+
+    All-to-all rows only: the reflections it uses reverse a ring's order, so an ordered
+    pattern (ring, shift) is refused with that reason.
+    """
+    from ..topo import routing
+    if G.graph.get("routing") != "dor":
+        return None
+    if ph.pairs is not None:
+        return routing.Fold.refuse("stabilizer", "an ordered pattern (ring, shift), not an all-to-all: the "
+                                   "reflections that fix a failure would reverse it")
+    return routing.torus.fold_stabilizer(G, ph.rows, links=table, split=split, guard=guard)
 
 
 def _defect_bound(ref, G, ph: Phase, table, cap, split: str, tiers: str, table_ref) -> dict | None:

@@ -17,7 +17,8 @@ module             contents
 ``tiered``         policy ``tiered``: Jalapeño's tier rule with relays; fold: twins,
                    then positions where routes relay
 ``torus``          policy ``dor``: dimension-order torus routing; fold: translations
-                   (and ``flows_through`` for the failure correction)
+                   (and ``flows_through`` for the failure correction); on a degraded
+                   torus the price engine then tries ``fold_stabilizer``
 =================  ===============================================================
 
 Public names

@@ -19,6 +19,8 @@ FOLDS = {
     "translations": "translations of an intact dimension-order torus (routing.torus.fold_translations)",
     "twins": "interchangeable chips within each all-to-all row (routing.ecmp.fold_twins)",
     "positions": "in-rack positions interchangeable in every rack at once (routing.leaf.fold_positions)",
+    "stabilizer": "per-axis reflections and translations of a degraded dimension-order torus that map its "
+                  "failed or unequal links onto themselves (routing.torus.fold_stabilizer)",
 }
 
 
@@ -30,10 +32,13 @@ class Quotient:
     ----------
     symmetry : str
         ``"translation"`` (a torus, :func:`translation_quotient`), ``"twins"``
-        (interchangeable chips, :func:`twin_quotient`) or ``"positions"`` (positions
-        interchangeable in every rack at once, for fabrics that relay by position).
+        (interchangeable chips, :func:`twin_quotient`), ``"positions"`` (positions
+        interchangeable in every rack at once, for fabrics that relay by position) or
+        ``"stabilizer"`` (a degraded torus: the reflections and translations that fix
+        its failures, :func:`~.torus.fold_stabilizer`; link orbits of varying size).
     period : tuple of int
-        Translations: the step per torus axis (``t_i``); empty for twins.
+        Translations and stabilizer: the translation step per torus axis (``t_i``; the
+        ring length when only reflections, or nothing, fix that axis); empty for twins.
     multiplicity : numpy.ndarray of int64, shape (C,)
         Flows in each class.
     rep_src, rep_dst : numpy.ndarray of int64, shape (C,)
@@ -88,7 +93,9 @@ class Quotient:
     def describe(self) -> str:
         what = {"translation": f"period {'x'.join(map(str, self.period))}",
                 "twins": "interchangeable chips",
-                "positions": "interchangeable positions (alike in every rack)"}[self.symmetry]
+                "positions": "interchangeable positions (alike in every rack)",
+                "stabilizer": f"symmetries fixing the failures (translation period {'x'.join(map(str, self.period))}"
+                              f", reflections)"}[self.symmetry]
         plural = "class" if self.n_classes == 1 else "classes"
         return f"{what}: {self.n_flows:,} flows solved as {self.n_classes:,} {plural}"
 

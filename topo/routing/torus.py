@@ -420,6 +420,48 @@ def fold_translations(G: nx.Graph, rows, pairs=None, *, links=None, split: str =
 _STABILIZER_WORK = 50_000_000
 
 
+def _product_orbits(dims, per_axis):
+    """Orbits of the ordered position pairs ``(s, d)``, ``s != d``, under a product of per-axis groups.
+
+    The group acts on each axis alone, so the orbit of a pair is the product of the
+    orbits of its per-axis coordinate pairs ``(s_a, d_a)``: each axis's orbits of
+    ``k_a**2`` pairs are found by enumeration, and the classes are their product (less
+    the pairs equal on every axis), without listing the ``N (N - 1)`` flows.
+    Returns (sender flat position, receiver flat position, orbit size) per class, the
+    representative being the pair with the least receiver coordinate (then sender) of
+    each per-axis orbit, classes in row-major order of their per-axis classes.
+    """
+    reps_s, reps_d, sizes, diag = [], [], [], []
+    for k, maps in zip(dims, per_axis):
+        # receiver-major codes d * k + s: the least member has the least receiver, so the
+        # representatives share few receivers (one shortest-path DAG each where a failure reroutes)
+        b, a = np.divmod(np.arange(k * k, dtype=np.int64), k)
+        canon = np.full(k * k, np.iinfo(np.int64).max, np.int64)
+        for sgn, off in maps:
+            np.minimum(canon, ((sgn * b + off) % k) * k + (sgn * a + off) % k, out=canon)
+        rep, size = np.unique(canon, return_counts=True)
+        reps_s.append(rep % k)
+        reps_d.append(rep // k)
+        sizes.append(size)
+        diag.append(rep // k == rep % k)
+    # the product by broadcasting: axis a's per-axis classes along dimension a
+    nd = len(dims)
+    strides = np.cumprod((1,) + tuple(dims[:0:-1]))[::-1]        # flat position = sum of coordinate x stride
+
+    def outer(parts, combine):
+        out = None
+        for a, v in enumerate(parts):
+            v = v.reshape((1,) * a + (-1,) + (1,) * (nd - a - 1))
+            out = v if out is None else combine(out, v)
+        return out.ravel()
+
+    src = outer([rs * st for rs, st in zip(reps_s, strides)], np.add)
+    dst = outer([rd * st for rd, st in zip(reps_d, strides)], np.add)
+    mult = outer(sizes, np.multiply)
+    keep = ~outer(diag, np.logical_and)
+    return src[keep].astype(np.int64), dst[keep].astype(np.int64), mult[keep].astype(np.int64)
+
+
 def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guard=None) -> Fold:
     """Fold an all-to-all on a DOR torus with failed links by the symmetries that fix the failures.
 
@@ -566,7 +608,8 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
         per_axis.append(maps)
     order_g = int(np.prod([len(mp) for mp in per_axis]))
     n_flows = R * m * (m - 1)
-    if order_g * n_flows > _STABILIZER_WORK:
+    whole = R == 1 and m == N       # one all-to-all over every chip: orbits are products of per-axis ones
+    if not whole and order_g * n_flows > _STABILIZER_WORK:
         return no(f"the stabilizer has {order_g:,} elements: enumerating the images of {n_flows:,} flows "
                   f"is too much (the translation fold serves intact tori)")
     import itertools
@@ -574,13 +617,19 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
     perms = list(np.unique(np.array([apply(list(mp)) for mp in itertools.product(*per_axis)]), axis=0))
     if len(perms) == 1:
         return no("no reflection or translation maps the failed links and the groups onto themselves")
-    # flow orbits: every (sender, receiver) position pair of every row, under every element
-    i, j = np.nonzero(~np.eye(m, dtype=bool))
-    sp_, dp_ = X[:, i].ravel(), X[:, j].ravel()
-    canon = np.full(sp_.size, np.iinfo(np.int64).max, np.int64)
-    for perm in perms:
-        np.minimum(canon, perm[sp_] * N + perm[dp_], out=canon)
-    reps, mult = np.unique(canon, return_counts=True)
+    if whole:
+        rep_pos_s, rep_pos_d, mult = _product_orbits(dims, per_axis)
+        reps = rep_pos_s * N + rep_pos_d
+    else:
+        # flow orbits: every (sender, receiver) position pair of every row, under every element
+        i, j = np.nonzero(~np.eye(m, dtype=bool))
+        sp_, dp_ = X[:, i].ravel(), X[:, j].ravel()
+        canon = np.full(sp_.size, np.iinfo(np.int64).max, np.int64)
+        for perm in perms:
+            np.minimum(canon, perm[sp_] * N + perm[dp_], out=canon)
+        del sp_, dp_
+        reps, mult = np.unique(canon, return_counts=True)
+        del canon
     rep_src, rep_dst = rank_of_pos[reps // N], rank_of_pos[reps % N]
     rep_row = lab[reps // N]
     # link orbits: the least link id among each link's images
