@@ -92,6 +92,29 @@ _MIN_BUDGET = 4096
 _QUIET_STREAK = 8
 # Findings listed one by one before check_maxmin summarises the rest.
 _MAX_FINDINGS = 10
+# The compiled filling (topo/_solver_kernels.py, numba: the optional extra
+# ``fast``) takes over a filling once it has run this many rounds: its import
+# and cache load (~0.3 s once per process) pay only for many-level problems.
+# False forces the numpy passes (tests compare both).
+_USE_KERNEL = True
+_KERNEL_ROUNDS = 256
+# Links in the compiled filling's window of lowest levels (refilled when dry).
+_KERNEL_WINDOW = 1024
+_kernels = None  # the kernel module once imported, False when numba is missing
+
+
+def _kernel_module():
+    """The compiled kernels, or None when numba is not importable (or disabled)."""
+    global _kernels
+    if not _USE_KERNEL:
+        return None
+    if _kernels is None:
+        try:
+            from . import _solver_kernels as kernels
+        except ImportError:  # numba missing: the numpy passes do everything
+            kernels = False
+        _kernels = kernels
+    return _kernels or None
 
 
 @dataclass(frozen=True)
@@ -390,6 +413,8 @@ class _Fill:
         self._plink = np.full(self.K, self.L, dtype=np.int64)
         self._pmax = np.full(self.K, -1, dtype=np.int64)
         self._pcnt = np.zeros(self.K, dtype=np.int64)
+        self._scratch, self._stamp = None, 0  # the compiled filling's (see _run_kernel)
+        self.kernel_stats = np.zeros(6, dtype=np.int64)  # its window refills, entries scanned
         self._resync()
 
     # ----------------------------------------------------------------- state
@@ -486,7 +511,38 @@ class _Fill:
         """
         level = self.levels[-1] if self.levels else 0.0
         while self.n_left:
+            if self.rounds >= _KERNEL_ROUNDS:
+                kernels = _kernel_module()
+                if kernels is not None:
+                    self._run_kernel(kernels, level)
+                    return
             level = self._pass(level)
+
+    def _run_kernel(self, kernels, level: float) -> None:
+        """The rest of the filling through the compiled loop (same rounds as :meth:`_pass`)."""
+        K, L = self.K, self.L
+        if self._scratch is None:
+            self._scratch = (np.zeros(K, np.int64), np.zeros(K, np.int64), np.zeros(K),
+                             np.zeros(K, np.int64), np.zeros(L, np.int64), np.zeros(L))
+        n = self.n_left
+        levels_out, new_out = np.empty(n), np.empty(n, dtype=np.int64)
+        P, Pc, Q, Qc = self.P, self.Pc, self.Q, self.Qc
+        n_rounds, n_new, work, self._stamp, status = kernels.fill(
+            P.indptr, P.indices, P.data, Pc.indptr, Pc.indices,
+            Q.indptr, Q.indices, Q.data, Qc.indptr, Qc.indices,
+            self.cap, self.limited, self.inv_cap, self.w, self.mw,
+            self.frozen, self.freeze_round, self.rate, self.bottleneck, self.piece_cnt,
+            self.link_cnt, self.aw, self.used, self.peak, self.sat_at,
+            float(self.rel_tol), float(level), len(self.levels), n, _KERNEL_WINDOW,
+            self.bottlenecks, *self._scratch, self._stamp, levels_out, new_out, self.kernel_stats)
+        self.levels.extend(levels_out[:n_rounds].tolist())
+        self.rounds += n_rounds
+        self.n_left -= n_new
+        self.work += work
+        self.changed.append(new_out[:n_new])
+        self.window = None  # the numpy passes' window no longer matches
+        if status:  # pragma: no cover - _check_routable rules this out
+            raise RuntimeError(f"{self.n_left} flows left with no capacity-limited link")
 
     def _candidates(self):
         """Window links sorted by (level, id), and a level no link outside reaches.
