@@ -42,28 +42,26 @@ def _fill_window(sat_at, k, window):
 
 @njit(cache=True)
 def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
-         cap, limited, inv_cap, w, mw,
-         frozen, freeze_round, rate, bottleneck, piece_cnt, link_cnt, aw, used, peak, sat_at,
+         cap, w, mw,
+         frozen, freeze_round, rate, bottleneck, piece_cnt, link_cnt, aw, used, sat_at,
          rel_tol, level, rnd, n_left, k_window, bottlenecks,
-         pstamp, plink, dp, dc, lstamp, dl, stamp, levels_out, new_out, stats):
+         pstamp, plink, dp, dc, tpieces, lstamp, dl, window, rlinks, tlinks, stamp,
+         levels_out, new_out, stats):
     """Fill until every present flow is frozen; mutates the state arrays in place.
 
     ``Pp, Pi, Pd`` / ``Cp, Ci`` are flow_piece as CSR / CSC, ``Qp, Qi, Qd`` /
-    ``Rp, Ri`` piece_link likewise.  ``pstamp, plink, dp, dc`` (per piece) and
-    ``lstamp, dl`` (per link) are scratch; entries stamped ``<= stamp`` are
-    stale.  Writes each round's level to ``levels_out`` and the frozen rows,
+    ``Rp, Ri`` piece_link likewise.  ``pstamp, plink, dp, dc, tpieces`` (per
+    piece) and ``lstamp, dl, window, rlinks, tlinks`` (per link) are scratch;
+    entries stamped ``<= stamp`` are stale.  Writes each round's level to ``levels_out`` and the frozen rows,
     in freeze order, to ``new_out``; adds window refills and window entries
     scanned to ``stats[0]`` and ``stats[1]``.
 
-    Returns (rounds, rows frozen, flow entries gathered, next stamp, status):
+    Loads only grow while filling, so the caller updates the peak utilization
+    from the final loads.  Returns (rounds, rows frozen, flow entries gathered, next stamp, status):
     status 0 when done, 1 when a present flow has no finite level left.
     """
     L = sat_at.size
     tol1 = 1.0 + rel_tol
-    window = np.empty(L, np.int64)
-    rlinks = np.empty(L, np.int64)
-    tlinks = np.empty(L, np.int64)
-    tpieces = np.empty(piece_cnt.size, np.int64)
     nw, out, k = 0, -1.0, max(min(k_window, L), 1)
     fresh = False
     n_rounds, n_new, work = 0, 0, 0
@@ -117,13 +115,16 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
                     plink[p] = l
                     tpieces[npc] = p
                     npc += 1
-        tp = np.sort(tpieces[:npc])
+        tp = np.sort(tpieces[:npc])  # a copy: tpieces is reused below
+        # Freeze their unfrozen flows; weight and entry count per piece of them.
         first = n_new
+        stamp += 1
+        ntp = 0
         for i in range(npc):
-            p = tp[i]
-            bl = plink[p]
-            stats[2] += Cp[p + 1] - Cp[p]
-            for e in range(Cp[p], Cp[p + 1]):
+            q = tp[i]
+            bl = plink[q]
+            stats[2] += Cp[q + 1] - Cp[q]
+            for e in range(Cp[q], Cp[q + 1]):
                 f = Ci[e]
                 if not frozen[f]:
                     frozen[f] = True
@@ -133,26 +134,22 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
                         bottleneck[f] = bl
                     new_out[n_new] = f
                     n_new += 1
+                    a, b = Pp[f], Pp[f + 1]
+                    work += b - a
+                    x = mw[f]
+                    for e2 in range(a, b):
+                        p = Pi[e2]
+                        if pstamp[p] != stamp:
+                            pstamp[p] = stamp
+                            dp[p] = 0.0
+                            dc[p] = 0
+                            tpieces[ntp] = p
+                            ntp += 1
+                        dp[p] += Pd[e2] * x
+                        dc[p] += 1
                 elif bottlenecks and freeze_round[f] == rnd:
                     bottleneck[f] = bl  # the highest-id piece's link, as the numpy path
         n_left -= n_new - first
-        # Weight and entry count per piece of the newly frozen flows.
-        stamp += 1
-        ntp = 0
-        for i in range(first, n_new):
-            f = new_out[i]
-            a, b = Pp[f], Pp[f + 1]
-            work += b - a
-            for e in range(a, b):
-                p = Pi[e]
-                if pstamp[p] != stamp:
-                    pstamp[p] = stamp
-                    dp[p] = 0.0
-                    dc[p] = 0
-                    tpieces[ntp] = p
-                    ntp += 1
-                dp[p] += Pd[e] * mw[f]
-                dc[p] += 1
         # Weight per link, moved from active to frozen; dead pieces leave the counts.
         nl = 0
         for i in range(ntp):
@@ -178,18 +175,15 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             l = tlinks[i]
             aw[l] -= dl[l]
             used[l] += level * dl[l]
-            u = used[l] * inv_cap[l]
-            if u > peak[l]:
-                peak[l] = u
-            if link_cnt[l] == 0:
-                aw[l] = 0.0
-            if link_cnt[l] > 0 and limited[l]:
+            if link_cnt[l] > 0:
+                # (capacity - used) / aw, inf for an unlimited link (cap inf)
                 head = cap[l] - used[l]
                 if head < 0.0:
                     head = 0.0
                 a = aw[l] if aw[l] > _TINY else _TINY
                 sat_at[l] = head / a
             else:
+                aw[l] = 0.0
                 sat_at[l] = np.inf
         levels_out[n_rounds] = level
         n_rounds += 1
