@@ -979,10 +979,14 @@ class _Fill:
             self.busy_until[idle] = at[0]
         elif idle.size:
             self.used[idle] = 0.0
+            # Each link's last finish: per piece first, then per link (a piece's
+            # links are not expanded once per flow).
             pos, cnt = _row_positions(self.P.indptr, done)
-            pos2, cnt2 = _row_positions(self.Q.indptr, self.P.indices[pos])
+            piece_last = np.zeros(self.K)
+            np.maximum.at(piece_last, self.P.indices[pos], np.repeat(at, cnt))
+            pos2, cnt2 = _row_positions(self.Q.indptr, pieces)
             last = np.zeros(self.L)
-            np.maximum.at(last, self.Q.indices[pos2], np.repeat(np.repeat(at, cnt), cnt2))
+            np.maximum.at(last, self.Q.indices[pos2], np.repeat(piece_last[pieces], cnt2))
             self.busy_until[idle] = last[idle]
         self._forget(done, done[:0])
         del self.levels[r_star:]
@@ -1291,22 +1295,25 @@ def _quiet_events(finish_at, freeze_round, now, rel_tol, k):
     suf = np.append(np.maximum.accumulate(fr[::-1])[::-1], -1)
     np.maximum(suf, fr_out, out=suf)
     ft_list = ft.tolist()
-    i, nc, ends = 0, cand.size, []
+    i, nc, ends, short = 0, cand.size, [], False
     while i < nc:
         t = ft_list[i]
         thr = now + (t - now) * (1.0 + rel_tol)
         if thr >= t_out:
-            break  # the group may reach past the sorted flows
+            short = True  # the group may reach past the sorted flows
+            break
         j = bisect.bisect_right(ft_list, thr, i)
         if int(fr[i:j].min()) <= suf[j]:
             break  # this one reopens flows: a re-solve
         ends.append(j)
         now, i = t, j
+    # Sort more flows next time when these ran out (or nearly): large groups late
+    # in a phase would otherwise leave a few events per sort.
+    next_k = min(4 * k, 1 << 24) if (short or i >= nc - 1) and k < n else k
     if not ends:
-        return cand[:0], ft[:0], 0, k
+        return cand[:0], ft[:0], 0, next_k
     starts = np.array([0] + ends[:-1])
     at = np.repeat(ft[starts], np.diff(np.append(starts, i)))
-    next_k = min(4 * k, 1 << 24) if i >= nc - 1 and k < n else k
     return cand[:i], at, len(ends), next_k
 
 
