@@ -63,6 +63,8 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
     L = sat_at.size
     tol1 = 1.0 + rel_tol
     nw, out, k = 0, -1.0, max(min(k_window, L), 1)
+    ra, rb, xw = np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256)
+    ep, ev = np.empty(1024, np.int64), np.empty(1024)
     fresh = False
     n_rounds, n_new, work = 0, 0, 0
     while n_left > 0:
@@ -116,7 +118,7 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
                     tpieces[npc] = p
                     npc += 1
         tp = np.sort(tpieces[:npc])  # a copy: tpieces is reused below
-        # Freeze their unfrozen flows; weight and entry count per piece of them.
+        # Freeze their unfrozen flows, then sum their weight and entries per piece.
         first = n_new
         stamp += 1
         ntp = 0
@@ -134,22 +136,44 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
                         bottleneck[f] = bl
                     new_out[n_new] = f
                     n_new += 1
-                    a, b = Pp[f], Pp[f + 1]
-                    work += b - a
-                    x = mw[f]
-                    for e2 in range(a, b):
-                        p = Pi[e2]
-                        if pstamp[p] != stamp:
-                            pstamp[p] = stamp
-                            dp[p] = 0.0
-                            dc[p] = 0
-                            tpieces[ntp] = p
-                            ntp += 1
-                        dp[p] += Pd[e2] * x
-                        dc[p] += 1
                 elif bottlenecks and freeze_round[f] == rnd:
                     bottleneck[f] = bl  # the highest-id piece's link, as the numpy path
         n_left -= n_new - first
+        # The new rows' entries, gathered in separate passes: independent loads
+        # (rows scattered over memory) overlap instead of waiting one by one.
+        m_new = n_new - first
+        if ra.size < m_new:
+            ra = np.empty(2 * m_new, np.int64)
+            rb = np.empty(2 * m_new, np.int64)
+            xw = np.empty(2 * m_new)
+        ne = 0
+        for i in range(m_new):
+            f = new_out[first + i]
+            ra[i] = Pp[f]
+            rb[i] = Pp[f + 1]
+            xw[i] = mw[f]
+            ne += rb[i] - ra[i]
+        work += ne
+        if ep.size < ne:
+            ep = np.empty(2 * ne, np.int64)
+            ev = np.empty(2 * ne)
+        ne = 0
+        for i in range(m_new):
+            x = xw[i]
+            for e2 in range(ra[i], rb[i]):
+                ep[ne] = Pi[e2]
+                ev[ne] = Pd[e2] * x
+                ne += 1
+        for j in range(ne):
+            p = ep[j]
+            if pstamp[p] != stamp:
+                pstamp[p] = stamp
+                dp[p] = 0.0
+                dc[p] = 0
+                tpieces[ntp] = p
+                ntp += 1
+            dp[p] += ev[j]
+            dc[p] += 1
         # Weight per link, moved from active to frozen; dead pieces leave the counts.
         nl = 0
         for i in range(ntp):
