@@ -81,7 +81,7 @@ def solver_path(request, monkeypatch):
     else:
         pytest.importorskip("numba")
         monkeypatch.setattr(solver, "_USE_KERNEL", True)
-        monkeypatch.setattr(solver, "_KERNEL_ROUNDS", 0)
+        monkeypatch.setattr(solver, "_KERNEL_ROUNDS_ANY", 0)
     return request.param
 
 
@@ -577,8 +577,14 @@ def _both_paths(monkeypatch, run):
     monkeypatch.setattr(solver, "_USE_KERNEL", False)
     a = run()
     monkeypatch.setattr(solver, "_USE_KERNEL", True)
-    monkeypatch.setattr(solver, "_KERNEL_ROUNDS", 0)
-    return a, run()
+    monkeypatch.setattr(solver, "_KERNEL_ROUNDS_ANY", 0)
+    calls = []
+    kernel = solver._Fill._run_kernel
+    monkeypatch.setattr(solver._Fill, "_run_kernel",
+                        lambda self, *x: calls.append(1) or kernel(self, *x))
+    b = run()
+    assert calls  # the compiled path did run
+    return a, b
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -610,7 +616,7 @@ def test_kernel_simulates_as_numpy(seed, sizes, monkeypatch):
 def test_without_numba_the_numpy_passes_run(monkeypatch):
     # numba missing: _kernel_module() is None and the solve is unchanged.
     monkeypatch.setattr(solver, "_kernels", False)
-    monkeypatch.setattr(solver, "_KERNEL_ROUNDS", 0)
+    monkeypatch.setattr(solver, "_KERNEL_ROUNDS_ANY", 0)
     assert solver._kernel_module() is None
     fp, pl, cap, w, m = chip_instance(3, 150, 40)
     r = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m)

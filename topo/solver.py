@@ -93,11 +93,17 @@ _QUIET_STREAK = 8
 # Findings listed one by one before check_maxmin summarises the rest.
 _MAX_FINDINGS = 10
 # The compiled filling (topo/_solver_kernels.py, numba: the optional extra
-# ``fast``) takes over a filling once it has run this many rounds: its import
-# and cache load (~0.3 s once per process) pay only for many-level problems.
-# False forces the numpy passes (tests compare both).
+# ``fast``) takes over a filling of at least _KERNEL_ROWS flow rows once it has
+# run _KERNEL_ROUNDS rounds, and any filling after _KERNEL_ROUNDS_ANY: its
+# import and cache load (0.25-0.4 s once per process, measured) pay only when
+# the numpy passes would take longer (they do 1,128 levels of 5,000 flows in
+# 0.02 s, 7,894 levels of 1 M flows in ~2 s, 511,977 rounds of 2,000 flows
+# over 1,888 events in ~5.6 s).  _USE_KERNEL = False forces the numpy passes
+# (tests compare both).
 _USE_KERNEL = True
 _KERNEL_ROUNDS = 64
+_KERNEL_ROWS = 65_536
+_KERNEL_ROUNDS_ANY = 4096
 # Links in the compiled filling's window of lowest levels (refilled when dry).
 _KERNEL_WINDOW = 1024
 _kernels = None  # the kernel module once imported, False when numba is missing
@@ -526,7 +532,8 @@ class _Fill:
         """
         level = self.levels[-1] if self.levels else 0.0
         while self.n_left:
-            if self.rounds >= _KERNEL_ROUNDS:
+            if self.rounds >= _KERNEL_ROUNDS_ANY or (
+                    self.rounds >= _KERNEL_ROUNDS and self.P.shape[0] >= _KERNEL_ROWS):
                 kernels = _kernel_module()
                 if kernels is not None:
                     self._run_kernel(kernels, level)
