@@ -47,6 +47,11 @@ The lowest-level links come from a window kept between passes (one O(L)
 partition per window, not per round).  In :func:`simulate`, an event that
 reopens no flow (its flows froze last) is retired without a rollback, and runs
 of such events are taken together.
+
+With numba installed (the optional extra ``fast``), a filling that has run
+many rounds continues in a compiled loop (``topo/_solver_kernels.py``) that
+takes the same rounds one at a time at a cost of the entries they freeze plus
+a small window of the lowest levels; without numba the numpy passes do it all.
 """
 from __future__ import annotations
 
