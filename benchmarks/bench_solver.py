@@ -5,7 +5,10 @@ runs in its own subprocess (so the peak RSS column is that case's own) and one
 table is printed.  ``--compare-to main`` also runs each case on the solver of git
 revision ``main`` (``git show main:topo/solver.py`` loaded as a temporary module)
 in the same run and prints the speed-up and the largest relative difference of
-the results (rates or finish times).  ``--repeat N`` runs each side N times, alternating, and compares the
+the results (rates or finish times).  ``jit s`` is the one-off load of the
+solver's compiled filling in that process (numba, when installed; a compile
+the first time on a machine), timed apart from ``solve s``; the summary gives
+the speed-up with and without it.  ``--repeat N`` runs each side N times, alternating, and compares the
 fastest of each.  ``--help`` lists the cases.
 
 Cases
@@ -166,6 +169,12 @@ def build_asym(n_flows: int, chips: int = 4096, n_spine: int = 256, seed: int = 
 def run_case(name: str, ref: str | None = None, out: str | None = None) -> dict:
     solver = _solver(ref)
     check_maxmin, maxmin_rates, simulate = solver.check_maxmin, solver.maxmin_rates, solver.simulate
+    # The compiled filling (numba, when installed) costs a one-off load per process
+    # (a compile the first time on a machine): timed here, apart from the solve.
+    # pod-a2a (2 levels) never reaches the kernel, so its process does not load it.
+    tl = time.perf_counter()
+    kernel = name != "pod-a2a" and bool(getattr(solver, "_warm_up", lambda: False)())
+    load_s = time.perf_counter() - tl if kernel else 0.0
     t0 = time.perf_counter()
     if name == "pod-a2a":
         fp, pl, cap, size, closed_s = build_pod_a2a()
@@ -202,7 +211,8 @@ def run_case(name: str, ref: str | None = None, out: str | None = None) -> dict:
         np.save(out, answer)
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"case": name, "flows": fp.shape[0], "nnz": fp.nnz + pl.nnz, "pieces": fp.shape[1],
-            "build_s": t1 - t0, "solve_s": t2 - t1, "events": events, "levels": levels,
+            "build_s": t1 - t0, "solve_s": t2 - t1, "load_s": load_s, "events": events,
+            "levels": levels,
             "rss_gib": rss_kib / 1024**2, "result": verdict}
 
 
@@ -225,7 +235,8 @@ def _child(name: str, ref: str | None, out: str | None) -> dict:
 
 def _row(r: dict, solver: str) -> str:
     return (f"{r['case']:<12} {solver:<7} {r['flows']:>10,} {r['nnz']:>11,} {r['pieces']:>7,} "
-            f"{r['build_s']:>8.2f} {r['solve_s']:>8.2f} {r['events']:>7} {r['levels']:>7} "
+            f"{r['build_s']:>8.2f} {r['solve_s']:>8.2f} {r['load_s']:>6.2f} {r['events']:>7} "
+            f"{r['levels']:>7} "
             f"{r['rss_gib']:>8.2f}  {r['result']}")
 
 
@@ -269,7 +280,7 @@ def main(argv: list[str]) -> None:
         return
     names = args.cases or list(CASES)
     head = (f"{'case':<12} {'solver':<7} {'flows':>10} {'nnz':>11} {'pieces':>7} {'build s':>8} "
-            f"{'solve s':>8} {'events':>7} {'levels':>7} {'RSS GiB':>8}  result")
+            f"{'solve s':>8} {'jit s':>6} {'events':>7} {'levels':>7} {'RSS GiB':>8}  result")
     sys.stdout.write(head + "\n")
     ref = args.compare_to
     tmp = tempfile.mkdtemp(prefix="bench_solver_") if ref else None
@@ -289,12 +300,14 @@ def main(argv: list[str]) -> None:
                 r = r2 if r2["solve_s"] < r["solve_s"] else r
                 o = o2 if o2["solve_s"] < o["solve_s"] else o
             diff = _rel_diff(np.load(new_out), np.load(old_out))
+            with_load = r["solve_s"] + r["load_s"]
             summary.append(f"{name:<12} {o['solve_s']:>8.2f} {r['solve_s']:>8.2f} "
-                           f"{o['solve_s'] / r['solve_s']:>8.1f}x  {diff:.1e}")
+                           f"{o['solve_s'] / r['solve_s']:>8.1f}x {r['load_s']:>6.2f} "
+                           f"{o['solve_s'] / with_load:>10.1f}x  {diff:.1e}")
         sys.stdout.flush()
     if ref:
-        sys.stdout.write(f"\n{'case':<12} {ref[:8]:>8} {'this':>8} {'speed-up':>9}  "
-                         f"max rel diff of results\n" + "\n".join(summary) + "\n")
+        sys.stdout.write(f"\n{'case':<12} {ref[:8]:>8} {'this':>8} {'speed-up':>9} {'jit s':>6} "
+                         f"{'with jit':>11}  max rel diff of results\n" + "\n".join(summary) + "\n")
 
 
 if __name__ == "__main__":

@@ -73,6 +73,18 @@ def round_path(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(params=["numpy", "kernel"])
+def solver_path(request, monkeypatch):
+    """Fill through the numpy passes only, or through the compiled kernel from round 0."""
+    if request.param == "numpy":
+        monkeypatch.setattr(solver, "_USE_KERNEL", False)
+    else:
+        pytest.importorskip("numba")
+        monkeypatch.setattr(solver, "_USE_KERNEL", True)
+        monkeypatch.setattr(solver, "_KERNEL_ROUNDS_ANY", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("seed", range(20))
 @pytest.mark.parametrize("n_flows, n_links", SIZES)
 def test_agrees_with_sequential_lp(seed, n_flows, n_links, round_path):
@@ -111,7 +123,7 @@ def test_n_flows_share_one_link(n):
     assert r.bottleneck_link.tolist() == [0] * n
 
 
-def test_classic_three_link_example():
+def test_classic_three_link_example(solver_path):
     # l0 (cap 1): f0 f1 f2; l1 (cap 2): f2 f3; l2 (cap 1.5): f3 f4.
     # l0 saturates at 1/3 (f0-f2); then l2 at 0.75 (f3, f4); l1 stays unsaturated.
     A = np.array([[1, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 1], [0, 0, 1]], dtype=float)
@@ -296,7 +308,7 @@ def test_deterministic():
     assert np.array_equal(ra.bottleneck_link, rb.bottleneck_link)
 
 
-def test_many_levels():
+def test_many_levels(solver_path):
     # Link i (capacity i+1) carries two own flows; one extra flow crosses all links.
     # The shared flow and link 0's own flows freeze at 1/3; link i > 0 then gives its
     # own flows (i + 1 - 1/3) / 2: 200 distinct levels.
@@ -373,7 +385,7 @@ def naive_finish_times(fp, pl, cap, size, w, m):
 
 
 @pytest.mark.parametrize("seed", range(10))
-def test_simulate_matches_naive_event_loop(seed, round_path):
+def test_simulate_matches_naive_event_loop(seed, round_path, solver_path):
     fp, pl, cap, w, m = random_instance(seed, 30, 12)
     size = np.random.default_rng(100 + seed).choice([1.0, 2.0, 3.0, 5.0], 30)
     res = simulate(fp, pl, cap, size, weights=w, multiplicity=m)
@@ -457,7 +469,7 @@ def chip_instance(seed: int, n_flows: int, chips: int, n_spine: int = 8, fan: in
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("n_flows, chips", [(20, 8), (150, 40), (400, 100), (900, 200)])
-def test_many_levels_match_reference_filling(seed, n_flows, chips, monkeypatch):
+def test_many_levels_match_reference_filling(seed, n_flows, chips, monkeypatch, solver_path):
     fp, pl, cap, w, m = chip_instance(seed, n_flows, chips)
     # Count the passes that freeze several rounds at once, so the check covers them.
     multi = []
@@ -465,7 +477,7 @@ def test_many_levels_match_reference_filling(seed, n_flows, chips, monkeypatch):
     monkeypatch.setattr(solver._Fill, "_freeze_rounds",
                         lambda self, lv, *a: multi.append(len(lv)) or batch(self, lv, *a))
     r = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m)
-    if n_flows >= 150:
+    if n_flows >= 150 and solver_path == "numpy":
         assert sum(multi) > r.n_levels // 2
     ref = reference_maxmin((fp @ pl).toarray(), cap, w, m)
     np.testing.assert_allclose(r.rate_Bps, ref, rtol=1e-9)
@@ -484,7 +496,7 @@ def test_many_levels_match_reference_filling(seed, n_flows, chips, monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_random_ties_match_reference_filling(seed):
+def test_random_ties_match_reference_filling(seed, solver_path):
     # Few distinct capacities: many links tie within rel_tol and saturate in one round.
     fp, pl, cap, w, m = random_instance(1000 + seed, 400, 120)
     ones = np.ones(400)
@@ -514,7 +526,7 @@ def reference_finish_times(fp, pl, cap, size, w, m):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("sizes", ["equal", "mixed"])
-def test_simulate_many_levels_matches_reference(seed, sizes, monkeypatch):
+def test_simulate_many_levels_matches_reference(seed, sizes, monkeypatch, solver_path):
     # Equal sizes: the fastest finish first and reopen nothing (events taken together);
     # mixed sizes: finishing flows froze at middling levels and events redo rounds.
     fp, pl, cap, w, m = chip_instance(seed, 120, 30)
@@ -542,7 +554,7 @@ def test_simulate_many_levels_matches_reference(seed, sizes, monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_many_levels_without_tolerance_and_unlimited_links(seed):
+def test_many_levels_without_tolerance_and_unlimited_links(seed, solver_path):
     # rel_tol=0 (no grouping of near levels) and a few unlimited links among the chips'.
     fp, pl, cap, w, m = chip_instance(50 + seed, 300, 60)
     cap = cap.copy()
@@ -554,3 +566,59 @@ def test_many_levels_without_tolerance_and_unlimited_links(seed):
     ref = reference_maxmin((fp @ pl).toarray(), cap, w, m, rel_tol=0.0)
     np.testing.assert_allclose(r.rate_Bps, ref, rtol=1e-9)
     assert check_maxmin(fp, pl, cap, r.rate_Bps, weights=w, multiplicity=m) == []
+
+
+# --------------------------------------------------------------------------- compiled filling
+
+
+def _both_paths(monkeypatch, run):
+    """``run()`` on the numpy passes and on the compiled kernel (from round 0)."""
+    pytest.importorskip("numba")
+    monkeypatch.setattr(solver, "_USE_KERNEL", False)
+    a = run()
+    monkeypatch.setattr(solver, "_USE_KERNEL", True)
+    monkeypatch.setattr(solver, "_KERNEL_ROUNDS_ANY", 0)
+    calls = []
+    kernel = solver._Fill._run_kernel
+    monkeypatch.setattr(solver._Fill, "_run_kernel",
+                        lambda self, *x: calls.append(1) or kernel(self, *x))
+    b = run()
+    assert calls  # the compiled path did run
+    return a, b
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("rel_tol", [1e-9, 0.0, 1e-3])
+def test_kernel_takes_the_numpy_rounds(seed, rel_tol, monkeypatch):
+    # Same rounds, levels and bottleneck links (ties, weights, multiplicities) on both paths.
+    for fp, pl, cap, w, m in (chip_instance(seed, 300, 60), random_instance(2000 + seed, 200, 60)):
+        a, b = _both_paths(monkeypatch, lambda: maxmin_rates(fp, pl, cap, weights=w,
+                                                             multiplicity=m, rel_tol=rel_tol))
+        assert a.n_levels == b.n_levels
+        np.testing.assert_allclose(b.rate_Bps, a.rate_Bps, rtol=1e-12)
+        assert np.array_equal(a.bottleneck_link, b.bottleneck_link)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("sizes", ["equal", "mixed"])
+def test_kernel_simulates_as_numpy(seed, sizes, monkeypatch):
+    # Events, rounds (counted over rollbacks), finish times, peaks and busy times agree.
+    fp, pl, cap, w, m = chip_instance(10 + seed, 150, 40)
+    rng = np.random.default_rng(seed)
+    size = np.full(150, 3.0) if sizes == "equal" else rng.choice([1.0, 2.0, 4.0], 150)
+    a, b = _both_paths(monkeypatch, lambda: simulate(fp, pl, cap, size, weights=w,
+                                                     multiplicity=m))
+    assert (a.events, a.n_levels) == (b.events, b.n_levels)
+    for name in ("finish_s", "first_rates_Bps", "peak_utilization", "link_busy_s"):
+        np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=1e-12)
+
+
+def test_without_numba_the_numpy_passes_run(monkeypatch):
+    # numba missing: _kernel_module() is None and the solve is unchanged.
+    monkeypatch.setattr(solver, "_kernels", False)
+    monkeypatch.setattr(solver, "_KERNEL_ROUNDS_ANY", 0)
+    assert solver._kernel_module() is None
+    fp, pl, cap, w, m = chip_instance(3, 150, 40)
+    r = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m)
+    ref = reference_maxmin((fp @ pl).toarray(), cap, w, m)
+    np.testing.assert_allclose(r.rate_Bps, ref, rtol=1e-9)

@@ -47,6 +47,11 @@ The lowest-level links come from a window kept between passes (one O(L)
 partition per window, not per round).  In :func:`simulate`, an event that
 reopens no flow (its flows froze last) is retired without a rollback, and runs
 of such events are taken together.
+
+With numba installed (the optional extra ``fast``), a filling that has run
+many rounds continues in a compiled loop (``topo/_solver_kernels.py``) that
+takes the same rounds one at a time at a cost of the entries they freeze plus
+a small window of the lowest levels; without numba the numpy passes do it all.
 """
 from __future__ import annotations
 
@@ -92,6 +97,49 @@ _MIN_BUDGET = 4096
 _QUIET_STREAK = 8
 # Findings listed one by one before check_maxmin summarises the rest.
 _MAX_FINDINGS = 10
+# The compiled filling (topo/_solver_kernels.py, numba: the optional extra
+# ``fast``) takes over a filling of at least _KERNEL_ROWS flow rows once it has
+# run _KERNEL_ROUNDS rounds, and any filling after _KERNEL_ROUNDS_ANY: its
+# import and cache load (0.25-0.4 s once per process, measured) pay only when
+# the numpy passes would take longer (they do 1,128 levels of 5,000 flows in
+# 0.02 s, 7,894 levels of 1 M flows in ~2 s, 511,977 rounds of 2,000 flows
+# over 1,888 events in ~5.6 s).  _USE_KERNEL = False forces the numpy passes
+# (tests compare both).
+_USE_KERNEL = True
+_KERNEL_ROUNDS = 64
+_KERNEL_ROWS = 65_536
+_KERNEL_ROUNDS_ANY = 4096
+# Links in the compiled filling's window of lowest levels (refilled when dry).
+_KERNEL_WINDOW = 1024
+_kernels = None  # the kernel module once imported, False when numba is missing
+
+
+def _kernel_module():
+    """The compiled kernels, or None when numba is not importable (or disabled)."""
+    global _kernels
+    if not _USE_KERNEL:
+        return None
+    if _kernels is None:
+        try:
+            from . import _solver_kernels as kernels
+        except ImportError:  # numba missing: the numpy passes do everything
+            kernels = False
+        _kernels = kernels
+    return _kernels or None
+
+
+def _warm_up() -> bool:
+    """Load the compiled filling now (compile it, the first time on a machine).
+
+    Benchmarks call it to time the one-off cost apart from the solve; returns
+    whether the kernel is available.
+    """
+    kernels = _kernel_module()
+    if kernels is not None:
+        one = sp.csr_array(np.ones((1, 1)))
+        fill = _Fill(one, one, one.tocsc(), np.ones(1), np.ones(1), np.ones(1), 1e-9)
+        fill._run_kernel(kernels, 0.0)
+    return kernels is not None
 
 
 @dataclass(frozen=True)
@@ -390,13 +438,16 @@ class _Fill:
         self._plink = np.full(self.K, self.L, dtype=np.int64)
         self._pmax = np.full(self.K, -1, dtype=np.int64)
         self._pcnt = np.zeros(self.K, dtype=np.int64)
+        self._scratch, self._stamp = None, 0  # the compiled filling's (see _run_kernel)
+        self.kernel_stats = np.zeros(6, dtype=np.int64)  # its window refills, entries scanned
         self._resync()
 
     # ----------------------------------------------------------------- state
 
     def _set_rows(self, P, w, m):
         self.P, self.Pc = P, P.tocsc()
-        self.w, self.m, self.mw = w, m, m * w
+        # m * w is w when every multiplicity is 1: one array fewer to gather.
+        self.w, self.m, self.mw = w, m, (m * w if np.any(m != 1.0) else w)
         self.row_len = np.diff(P.indptr)
         self.big = max(P.nnz * _MATVEC_SHARE, 1.0)
         # An exact recomputation costs O(nnz + pieces + links): rollbacks weigh against that.
@@ -486,7 +537,45 @@ class _Fill:
         """
         level = self.levels[-1] if self.levels else 0.0
         while self.n_left:
+            if self.rounds >= _KERNEL_ROUNDS_ANY or (
+                    self.rounds >= _KERNEL_ROUNDS and self.P.shape[0] >= _KERNEL_ROWS):
+                kernels = _kernel_module()
+                if kernels is not None:
+                    self._run_kernel(kernels, level)
+                    return
             level = self._pass(level)
+
+    def _run_kernel(self, kernels, level: float) -> None:
+        """The rest of the filling through the compiled loop (same rounds as :meth:`_pass`)."""
+        K, L = self.K, self.L
+        if self._scratch is None:
+            self._scratch = (np.zeros(K, np.int64), np.zeros(K, np.int64), np.zeros(K),
+                             np.zeros(K, np.int64), np.zeros(K, np.int64),
+                             np.zeros(L, np.int64), np.zeros(L),
+                             np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L, np.int64))
+        n, stamp0 = self.n_left, self._stamp
+        levels_out, new_out = np.empty(n), np.empty(n, dtype=np.int64)
+        P, Pc, Q, Qc = self.P, self.Pc, self.Q, self.Qc
+        n_rounds, n_new, work, self._stamp, status = kernels.fill(
+            P.indptr, P.indices, P.data, Pc.indptr, Pc.indices,
+            Q.indptr, Q.indices, Q.data, Qc.indptr, Qc.indices,
+            self.cap, self.w, self.mw,
+            self.frozen, self.freeze_round, self.rate, self.bottleneck, self.piece_cnt,
+            self.link_cnt, self.aw, self.used, self.sat_at,
+            float(self.rel_tol), float(level), len(self.levels), n, _KERNEL_WINDOW,
+            self.bottlenecks, *self._scratch, self._stamp, levels_out, new_out, self.kernel_stats)
+        # Loads only grew: the peak over the rounds is the final load on the links
+        # the rounds touched (stamped after stamp0), as the numpy path has it.
+        hit = np.flatnonzero(self._scratch[5] > stamp0)
+        self.peak[hit] = np.maximum(self.peak[hit], self.used[hit] * self.inv_cap[hit])
+        self.levels.extend(levels_out[:n_rounds].tolist())
+        self.rounds += n_rounds
+        self.n_left -= n_new
+        self.work += work
+        self.changed.append(new_out[:n_new])
+        self.window = None  # the numpy passes' window no longer matches
+        if status:  # pragma: no cover - _check_routable rules this out
+            raise RuntimeError(f"{self.n_left} flows left with no capacity-limited link")
 
     def _candidates(self):
         """Window links sorted by (level, id), and a level no link outside reaches.
@@ -902,10 +991,14 @@ class _Fill:
             self.busy_until[idle] = at[0]
         elif idle.size:
             self.used[idle] = 0.0
+            # Each link's last finish: per piece first, then per link (a piece's
+            # links are not expanded once per flow).
             pos, cnt = _row_positions(self.P.indptr, done)
-            pos2, cnt2 = _row_positions(self.Q.indptr, self.P.indices[pos])
+            piece_last = np.zeros(self.K)
+            np.maximum.at(piece_last, self.P.indices[pos], np.repeat(at, cnt))
+            pos2, cnt2 = _row_positions(self.Q.indptr, pieces)
             last = np.zeros(self.L)
-            np.maximum.at(last, self.Q.indices[pos2], np.repeat(np.repeat(at, cnt), cnt2))
+            np.maximum.at(last, self.Q.indices[pos2], np.repeat(piece_last[pieces], cnt2))
             self.busy_until[idle] = last[idle]
         self._forget(done, done[:0])
         del self.levels[r_star:]
@@ -1214,22 +1307,25 @@ def _quiet_events(finish_at, freeze_round, now, rel_tol, k):
     suf = np.append(np.maximum.accumulate(fr[::-1])[::-1], -1)
     np.maximum(suf, fr_out, out=suf)
     ft_list = ft.tolist()
-    i, nc, ends = 0, cand.size, []
+    i, nc, ends, short = 0, cand.size, [], False
     while i < nc:
         t = ft_list[i]
         thr = now + (t - now) * (1.0 + rel_tol)
         if thr >= t_out:
-            break  # the group may reach past the sorted flows
+            short = True  # the group may reach past the sorted flows
+            break
         j = bisect.bisect_right(ft_list, thr, i)
         if int(fr[i:j].min()) <= suf[j]:
             break  # this one reopens flows: a re-solve
         ends.append(j)
         now, i = t, j
+    # Sort more flows next time when these ran out (or nearly): large groups late
+    # in a phase would otherwise leave a few events per sort.
+    next_k = min(4 * k, 1 << 24) if (short or i >= nc - 1) and k < n else k
     if not ends:
-        return cand[:0], ft[:0], 0, k
+        return cand[:0], ft[:0], 0, next_k
     starts = np.array([0] + ends[:-1])
     at = np.repeat(ft[starts], np.diff(np.append(starts, i)))
-    next_k = min(4 * k, 1 << 24) if i >= nc - 1 and k < n else k
     return cand[:i], at, len(ends), next_k
 
 

@@ -1,0 +1,215 @@
+"""Compiled inner loop of :mod:`fabricsim.topo.solver`'s progressive filling (private).
+
+Needs numba (the optional extra ``fabricsim[fast]``); the solver imports this
+module only when a filling has run enough rounds to pay for it, and keeps its
+numpy passes when numba is missing.  :func:`fill` takes the same rounds as the
+one-at-a-time filling the numpy passes reproduce (see ``_Fill.run``): the links
+within ``rel_tol`` of the lowest saturation level saturate together, each
+piece with unfrozen flows on one of them freezes them at that level (its
+bottleneck: the lowest-id such link, a flow under several such pieces taking
+the one of the highest-id piece, as ``_Fill._freeze_gather``), and the weight
+moves from the active to the frozen sums of their links.  The lowest levels
+come from a window of links (all links outside it stay at or above ``out``;
+freezing only raises levels), refilled by one partition of all levels when it
+runs dry, so a round costs the window plus the entries it freezes, not O(L).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_TINY = np.finfo(np.float64).tiny
+_EPS8 = 8 * np.finfo(np.float64).eps
+
+
+@njit(cache=True)
+def _fill_window(sat_at, k, window):
+    """Links of the ``k`` lowest levels into ``window``; returns (count, out level)."""
+    L = sat_at.size
+    if k >= L:
+        out = np.inf
+    else:
+        kth = np.partition(sat_at, k)[k]
+        # Roundoff may leave a refreshed level a few ulps under its old value.
+        out = kth * (1.0 - _EPS8) if kth < np.inf else np.inf
+    n = 0
+    for l in range(L):
+        if sat_at[l] < out:
+            window[n] = l
+            n += 1
+    return n, out
+
+
+@njit(cache=True)
+def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
+         cap, w, mw,
+         frozen, freeze_round, rate, bottleneck, piece_cnt, link_cnt, aw, used, sat_at,
+         rel_tol, level, rnd, n_left, k_window, bottlenecks,
+         pstamp, plink, dp, dc, tpieces, lstamp, dl, window, rlinks, tlinks, stamp,
+         levels_out, new_out, stats):
+    """Fill until every present flow is frozen; mutates the state arrays in place.
+
+    ``Pp, Pi, Pd`` / ``Cp, Ci`` are flow_piece as CSR / CSC, ``Qp, Qi, Qd`` /
+    ``Rp, Ri`` piece_link likewise.  ``pstamp, plink, dp, dc, tpieces`` (per
+    piece) and ``lstamp, dl, window, rlinks, tlinks`` (per link) are scratch;
+    entries stamped ``<= stamp`` are stale.  Writes each round's level to ``levels_out`` and the frozen rows,
+    in freeze order, to ``new_out``; adds window refills and window entries
+    scanned to ``stats[0]`` and ``stats[1]``.
+
+    Loads only grow while filling, so the caller updates the peak utilization
+    from the final loads.  Returns (rounds, rows frozen, flow entries gathered, next stamp, status):
+    status 0 when done, 1 when a present flow has no finite level left.
+    """
+    L = sat_at.size
+    tol1 = 1.0 + rel_tol
+    nw, out, k = 0, -1.0, max(min(k_window, L), 1)
+    ra, rb, xw = np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256)
+    ep, ev = np.empty(1024, np.int64), np.empty(1024)
+    fresh = False
+    n_rounds, n_new, work = 0, 0, 0
+    while n_left > 0:
+        # Lowest level in the window; drop links that rose to ``out`` or beyond.
+        v0 = np.inf
+        j = 0
+        for i in range(nw):
+            l = window[i]
+            v = sat_at[l]
+            if v < out:
+                window[j] = l
+                j += 1
+                if v < v0:
+                    v0 = v
+        stats[1] += nw
+        nw = j
+        if not (v0 * tol1 < out):
+            # Not one complete round in the window: refill it (wider when a fresh
+            # one holds fewer than the links tied with its lowest).
+            if out == np.inf:
+                return n_rounds, n_new, work, stamp, 1
+            if fresh:
+                k = min(L, 4 * k)
+            nw, out = _fill_window(sat_at, k, window)
+            stats[0] += 1
+            fresh = True
+            continue
+        fresh = False
+        thr = v0 * tol1
+        if v0 > level:
+            level = v0  # roundoff must not let the fill level go backwards
+        nr = 0
+        for i in range(nw):
+            l = window[i]
+            if sat_at[l] <= thr:
+                rlinks[nr] = l
+                nr += 1
+        rl = np.sort(rlinks[:nr])
+        # Pieces with unfrozen flows on the round's links, each claimed by the
+        # lowest-id one.
+        stamp += 1
+        npc = 0
+        for i in range(nr):
+            l = rl[i]
+            sat_at[l] = np.inf
+            for e in range(Rp[l], Rp[l + 1]):
+                p = Ri[e]
+                if piece_cnt[p] > 0 and pstamp[p] != stamp:
+                    pstamp[p] = stamp
+                    plink[p] = l
+                    tpieces[npc] = p
+                    npc += 1
+        tp = np.sort(tpieces[:npc])  # a copy: tpieces is reused below
+        # Freeze their unfrozen flows, then sum their weight and entries per piece.
+        first = n_new
+        stamp += 1
+        ntp = 0
+        for i in range(npc):
+            q = tp[i]
+            bl = plink[q]
+            stats[2] += Cp[q + 1] - Cp[q]
+            for e in range(Cp[q], Cp[q + 1]):
+                f = Ci[e]
+                if not frozen[f]:
+                    frozen[f] = True
+                    freeze_round[f] = rnd
+                    rate[f] = w[f] * level
+                    if bottlenecks:
+                        bottleneck[f] = bl
+                    new_out[n_new] = f
+                    n_new += 1
+                elif bottlenecks and freeze_round[f] == rnd:
+                    bottleneck[f] = bl  # the highest-id piece's link, as the numpy path
+        n_left -= n_new - first
+        # The new rows' entries, gathered in separate passes: independent loads
+        # (rows scattered over memory) overlap instead of waiting one by one.
+        m_new = n_new - first
+        if ra.size < m_new:
+            ra = np.empty(2 * m_new, np.int64)
+            rb = np.empty(2 * m_new, np.int64)
+            xw = np.empty(2 * m_new)
+        ne = 0
+        for i in range(m_new):
+            f = new_out[first + i]
+            ra[i] = Pp[f]
+            rb[i] = Pp[f + 1]
+            xw[i] = mw[f]
+            ne += rb[i] - ra[i]
+        work += ne
+        if ep.size < ne:
+            ep = np.empty(2 * ne, np.int64)
+            ev = np.empty(2 * ne)
+        ne = 0
+        for i in range(m_new):
+            x = xw[i]
+            for e2 in range(ra[i], rb[i]):
+                ep[ne] = Pi[e2]
+                ev[ne] = Pd[e2] * x
+                ne += 1
+        for j in range(ne):
+            p = ep[j]
+            if pstamp[p] != stamp:
+                pstamp[p] = stamp
+                dp[p] = 0.0
+                dc[p] = 0
+                tpieces[ntp] = p
+                ntp += 1
+            dp[p] += ev[j]
+            dc[p] += 1
+        # Weight per link, moved from active to frozen; dead pieces leave the counts.
+        nl = 0
+        for i in range(ntp):
+            p = tpieces[i]
+            old = piece_cnt[p]
+            piece_cnt[p] = old - dc[p]
+            dead = old > 0 and piece_cnt[p] <= 0
+            x = dp[p]
+            stats[3] += Qp[p + 1] - Qp[p]
+            for e in range(Qp[p], Qp[p + 1]):
+                l = Qi[e]
+                if lstamp[l] != stamp:
+                    lstamp[l] = stamp
+                    dl[l] = 0.0
+                    tlinks[nl] = l
+                    nl += 1
+                dl[l] += Qd[e] * x
+                if dead:
+                    link_cnt[l] -= 1
+        stats[4] += nl
+        stats[5] += nr
+        for i in range(nl):
+            l = tlinks[i]
+            aw[l] -= dl[l]
+            used[l] += level * dl[l]
+            if link_cnt[l] > 0:
+                # (capacity - used) / aw, inf for an unlimited link (cap inf)
+                head = cap[l] - used[l]
+                if head < 0.0:
+                    head = 0.0
+                a = aw[l] if aw[l] > _TINY else _TINY
+                sat_at[l] = head / a
+            else:
+                aw[l] = 0.0
+                sat_at[l] = np.inf
+        levels_out[n_rounds] = level
+        n_rounds += 1
+        rnd += 1
+    return n_rounds, n_new, work, stamp, 0
