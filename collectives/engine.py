@@ -219,14 +219,8 @@ class CalibrationTable:
         return cls(dict(cal.flat), {k: dict(v) for k, v in cal.sections.items()}, getattr(cal, "path", None))
 
     def lookup(self, collective: str, algorithm: str | None, protocol: str | None) -> dict[str, float]:
-        out, key = dict(self.flat), str(collective)
-        out.update(self.sections.get(key, {}))
-        for part in (algorithm, protocol):
-            if part is None:
-                break
-            key = f"{key}.{str(part).lower()}"
-            out.update(self.sections.get(key, {}))
-        return out
+        from .cost.calibration import merged
+        return merged(self.flat, self.sections, collective, algorithm, protocol)
 
 
 def _rank_nodes(G: nx.Graph) -> dict[int, Any]:

@@ -99,15 +99,22 @@ class Calibration:
         ``algorithm`` None stops at the collective's section, ``protocol`` None at the
         algorithm's (an engine without that choice).
         """
-        out = dict(self.flat)
-        key = str(collective)
-        out.update(self.sections.get(key, {}))
-        for part in (algorithm, protocol):
-            if part is None:
-                break
-            key = f"{key}.{str(part).lower()}"
-            out.update(self.sections.get(key, {}))
-        return out
+        return merged(self.flat, self.sections, collective, algorithm, protocol)
+
+
+def merged(flat: Mapping[str, float], sections: Mapping[str, Mapping[str, float]], collective: str,
+           algorithm: str | None, protocol: str | None) -> dict[str, float]:
+    """``flat`` updated by the sections of ``collective``, then ``.algorithm``, then ``.protocol``
+    (a None part stops there): the lookup every calibration holder shares."""
+    out = dict(flat)
+    key = str(collective)
+    out.update(sections.get(key, {}))
+    for part in (algorithm, protocol):
+        if part is None:
+            break
+        key = f"{key}.{str(part).lower()}"
+        out.update(sections.get(key, {}))
+    return out
 
 
 def _where(parts) -> str:

@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...topo.errors import BadInput
+from ..engine import _finite          # JSON has no inf/nan: null for them, as the price report
 
 __all__ = ["Job", "JobResult", "MixResult", "mix", "load_jobs", "jobs_from_dict", "JOB_KEYS"]
 
@@ -91,17 +92,6 @@ class MixResult:
         return _finite({"fabric": self.fabric, "makespan_s": self.makespan_s,
                         "jobs": [j.as_dict() for j in self.jobs], "bottlenecks": list(self.bottlenecks),
                         "events": self.events, "notes": list(self.notes)})
-
-
-def _finite(obj):
-    """JSON has no inf/nan: null for them (as the price report writes them)."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 # ----------------------------------------------------------------------------- validation
