@@ -208,6 +208,17 @@ def loads_dor(req: Request, w: np.ndarray, split: str) -> Loads:
 # ---------------------------------------------------------------------------------------
 # Symmetry fold: translations
 # ---------------------------------------------------------------------------------------
+def _dor_dims(G: nx.Graph):
+    """(ring lengths, None) of a dimension-order torus, or (None, why it is not one): what every fold checks first."""
+    policy = G.graph.get("routing")
+    if policy != "dor":
+        return None, f"the routing policy is {policy!r}, not dimension-order ('dor')"
+    dims = _graph_dims(G)
+    if dims is None:
+        return None, f"graph attribute dims={G.graph.get('dims')!r} is not 1 to {len(_AXES)} ring lengths"
+    return dims, None
+
+
 def _graph_dims(G: nx.Graph):
     raw = G.graph.get("dims")
     try:
@@ -269,12 +280,9 @@ def fold_translations(G: nx.Graph, rows, pairs=None, *, links=None, split: str =
     def no(reason: str) -> Fold:
         return Fold.refuse(M, reason)
 
-    policy = G.graph.get("routing")
-    if policy != "dor":
-        return no(f"the routing policy is {policy!r}, not dimension-order ('dor')")
-    dims = _graph_dims(G)
+    dims, why = _dor_dims(G)
     if dims is None:
-        return no(f"graph attribute dims={G.graph.get('dims')!r} is not 1 to {len(_AXES)} ring lengths")
+        return no(why)
     nd, N = len(dims), int(np.prod(dims))
     rows = np.asarray(rows, dtype=np.int64)
     unordered = pairs is None
@@ -512,12 +520,9 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
     def no(reason: str) -> Fold:
         return Fold.refuse(M, reason)
 
-    policy = G.graph.get("routing")
-    if policy != "dor":
-        return no(f"the routing policy is {policy!r}, not dimension-order ('dor')")
-    dims = _graph_dims(G)
+    dims, why = _dor_dims(G)
     if dims is None:
-        return no(f"graph attribute dims={G.graph.get('dims')!r} is not 1 to {len(_AXES)} ring lengths")
+        return no(why)
     nd, N = len(dims), int(np.prod(dims))
     rows = np.asarray(rows, dtype=np.int64)
     if rows.ndim != 2 or rows.shape[1] < 2 or rows.size == 0:
