@@ -27,7 +27,6 @@ Simple -> ll / ll128 / simple.
 """
 from __future__ import annotations
 
-import inspect
 import math
 import os
 from dataclasses import dataclass, field
@@ -60,10 +59,8 @@ def _price():
 
 
 def fitted_params() -> tuple[str, ...]:
-    """The parameters the engine takes, so the ones a fit can set (most identifiable first)."""
-    sig = inspect.signature(_price()).parameters
-    return ("efficiency", "base_latency_us", "step_latency_us") if "calibration" in sig else (
-        "efficiency", "step_latency_us")
+    """The calibration parameters a fit can set (most identifiable first)."""
+    return ("efficiency", "base_latency_us", "step_latency_us")
 
 
 def _model_time(G, groups, collective: str, algorithm: str | None, protocol: str | None,
@@ -74,21 +71,9 @@ def _model_time(G, groups, collective: str, algorithm: str | None, protocol: str
     ``protocol`` None the engine's own choice (``auto``); a parameter missing from ``params`` keeps
     the engine's default.
     """
-    price = _price()
-    sig = inspect.signature(price).parameters
-    kw = {}
-    if "calibration" in sig:
-        kw["calibration"] = Calibration(flat=dict(params))
-    else:
-        if "efficiency" in params:
-            kw["efficiency"] = params["efficiency"]
-        if "step_latency_us" in params:
-            kw["step_overhead_ns"] = params["step_latency_us"] * 1000.0
-        if params.get("base_latency_us"):
-            raise BadInput("this engine has no base latency; fit efficiency and step_latency_us only")
-    if "protocol" in sig:
-        kw["protocol"] = protocol or "auto"       # not in the log: the engine picks, as NCCL did
-    r = price(G, collective, groups=groups, size_bytes=float(size_bytes), algorithm=algorithm or "auto", **kw)
+    # protocol not in the log: the engine picks, as NCCL did
+    r = _price()(G, collective, groups=groups, size_bytes=float(size_bytes), algorithm=algorithm or "auto",
+                 protocol=protocol or "auto", calibration=Calibration(flat=dict(params)))
     return float(r.time_s)
 
 
@@ -365,7 +350,6 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
     if not runs:
         raise BadInput("no nccl-tests runs to fit")
     names = fitted_params()
-    price_sig = inspect.signature(_price()).parameters
     series: dict[tuple, _Series] = {}
     logs: dict[str, None] = {}
     for run in runs:
@@ -386,8 +370,6 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
         algo, algos = _candidates(run.algorithm, NCCL_ALGORITHMS, tuple(ALGORITHMS[run.collective]),
                                   "algorithm", where)
         proto, protos = _candidates(run.protocol, NCCL_PROTOCOLS, PROTOCOLS[:3], "protocol", where)
-        if "protocol" not in price_sig:
-            protos = (None,)          # the engine has no protocol model: the protocol is a label only
         key = (run.collective, algo, proto, algos, protos)
         s = series.setdefault(key, _Series(run.collective, algo, proto, algos, protos))
         pts = run.select(in_place=False) or run.select(in_place=True)
@@ -395,8 +377,6 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
         s.nranks.add(len(run_groups[0]))
         s.logs[run.path] = None
         logs[run.path] = None
-        if "protocol" not in price_sig and proto is not None:
-            s.notes.append(f"the engine has no protocol model; NCCL_PROTO={run.protocol} is a label only")
     fits, sections = [], {}
     for s in series.values():
         if not s.items:
