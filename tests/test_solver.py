@@ -622,3 +622,63 @@ def test_without_numba_the_numpy_passes_run(monkeypatch):
     r = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m)
     ref = reference_maxmin((fp @ pl).toarray(), cap, w, m)
     np.testing.assert_allclose(r.rate_Bps, ref, rtol=1e-9)
+
+
+# --------------------------------------------------------------------------- quiet tail
+
+
+def _loop_and_tail(monkeypatch, run):
+    """``run()`` with every event taken by the loop, then with the all-at-once tail."""
+    monkeypatch.setattr(solver, "_TAIL_MIN_ROWS", np.inf)
+    a = run()
+    monkeypatch.setattr(solver, "_TAIL_MIN_ROWS", 0)
+    calls = []
+    tail = solver._quiet_tail
+    monkeypatch.setattr(solver, "_quiet_tail", lambda *x: calls.append(tail(*x)) or calls[-1])
+    b = run()
+    return a, b, calls
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("n_flows, chips", [(60, 16), (200, 50), (600, 150)])
+@pytest.mark.parametrize("weights", ["equal", "mixed"])
+def test_quiet_tail_equals_the_event_loop(seed, n_flows, chips, weights, monkeypatch):
+    # Equal sizes: every event reopens nothing, and the tail takes them all at once;
+    # results (finish times, events, rounds, busy times, peaks) are bit-identical.
+    fp, pl, cap, w, m = chip_instance(40 + seed, n_flows, chips)
+    w = None if weights == "equal" else w
+    size = np.full(n_flows, 5.0)
+    a, b, calls = _loop_and_tail(monkeypatch, lambda: simulate(fp, pl, cap, size, weights=w,
+                                                              multiplicity=m))
+    if w is None:  # equal weights and sizes: rates rise with the round, all quiet
+        assert calls and calls[0] is not None  # the tail did take them
+    assert (a.events, a.n_levels) == (b.events, b.n_levels)
+    for name in ("finish_s", "first_rates_Bps", "peak_utilization", "link_busy_s", "utilization"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_quiet_tail_refuses_when_an_event_reopens_flows(seed, monkeypatch):
+    # Mixed sizes: a slow flow frozen early can finish before a fast one frozen late,
+    # reopening it; the tail refuses (or takes only an all-quiet remainder) and the
+    # loop's results stand.
+    fp, pl, cap, w, m = chip_instance(60 + seed, 120, 30)
+    size = np.random.default_rng(seed).choice([1.0, 2.0, 4.0, 9.0], 120)
+    a, b, calls = _loop_and_tail(monkeypatch, lambda: simulate(fp, pl, cap, size, weights=w,
+                                                              multiplicity=m))
+    assert calls and calls[0] is None  # the first fill's events are not all quiet
+    assert (a.events, a.n_levels) == (b.events, b.n_levels)
+    for name in ("finish_s", "peak_utilization", "link_busy_s"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+def test_quiet_tail_matches_a_closed_form(monkeypatch):
+    # Flows 0, 1 share a 10 B/s link (5 B/s each, frozen second), flow 2 is alone on a
+    # 4 B/s link (frozen first): 10 B each, so 0 and 1 finish at 2 s, then 2 at 2.5 s.
+    monkeypatch.setattr(solver, "_TAIL_MIN_ROWS", 0)
+    fp = sp.csr_array(np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
+    pl = sp.csr_array(np.eye(2))
+    r = simulate(fp, pl, [10.0, 4.0], [10.0, 10.0, 10.0])
+    assert r.finish_s.tolist() == [2.0, 2.0, 2.5]
+    assert (r.events, r.n_levels) == (2, 2)
+    assert r.link_busy_s.tolist() == [2.0, 2.5]

@@ -95,18 +95,21 @@ _MIN_BUDGET = 4096
 # simulate takes events that reopen no flow together (one sort) after this
 # many in a row; a sort of the flows costs more than a few single events.
 _QUIET_STREAK = 8
+# simulate tries to take every remaining event at once (_quiet_tail) after a fill
+# that re-solved at least a quarter of this many rows or more.
+_TAIL_MIN_ROWS = 4096
 # Findings listed one by one before check_maxmin summarises the rest.
 _MAX_FINDINGS = 10
 # The compiled filling (topo/_solver_kernels.py, numba: the optional extra
-# ``fast``) takes over a filling of at least _KERNEL_ROWS flow rows once it has
-# run _KERNEL_ROUNDS rounds, and any filling after _KERNEL_ROUNDS_ANY: its
-# import and cache load (0.25-0.4 s once per process, measured) pay only when
-# the numpy passes would take longer (they do 1,128 levels of 5,000 flows in
-# 0.02 s, 7,894 levels of 1 M flows in ~2 s, 511,977 rounds of 2,000 flows
-# over 1,888 events in ~5.6 s).  _USE_KERNEL = False forces the numpy passes
+# ``fast``) fills any filling of at least _KERNEL_ROWS flow rows from its first
+# round, and takes over any other after _KERNEL_ROUNDS_ANY rounds: its import
+# and cache load (0.25-0.4 s once per process, measured) pay only when the
+# numpy passes would take longer (they do 1,128 levels of 5,000 flows in 0.02 s,
+# but each pass over millions of rows costs O(rows) bookkeeping: the first 64
+# rounds of the 10.8 M-row degraded Ironwood solve took 4.8 s in numpy passes,
+# all 7,673 rounds 3.7 s compiled).  _USE_KERNEL = False forces the numpy passes
 # (tests compare both).
 _USE_KERNEL = True
-_KERNEL_ROUNDS = 64
 _KERNEL_ROWS = 65_536
 _KERNEL_ROUNDS_ANY = 4096
 # Links in the compiled filling's window of lowest levels (refilled when dry).
@@ -329,6 +332,15 @@ def _row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np
     return pos, counts
 
 
+def _segment_max(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Largest of ``values`` in each segment ``indptr[i]:indptr[i + 1]`` (0 where empty)."""
+    out = np.zeros(indptr.size - 1)
+    full = np.flatnonzero(np.diff(indptr) > 0)
+    if full.size:
+        out[full] = np.maximum.reduceat(values, indptr[full].astype(np.int64))
+    return out
+
+
 def _unique(ids: np.ndarray, n: int) -> np.ndarray:
     """Sorted unique ids in ``range(n)``: a mark array when dense, a sort when sparse."""
     if ids.size < 2:
@@ -537,8 +549,7 @@ class _Fill:
         """
         level = self.levels[-1] if self.levels else 0.0
         while self.n_left:
-            if self.rounds >= _KERNEL_ROUNDS_ANY or (
-                    self.rounds >= _KERNEL_ROUNDS and self.P.shape[0] >= _KERNEL_ROWS):
+            if self.rounds >= _KERNEL_ROUNDS_ANY or self.P.shape[0] >= _KERNEL_ROWS:
                 kernels = _kernel_module()
                 if kernels is not None:
                     self._run_kernel(kernels, level)
@@ -1009,6 +1020,23 @@ class _Fill:
             self._refresh(links)
             self.window = None
 
+    def finish_all(self, done: np.ndarray, at: np.ndarray) -> None:
+        """Retire every present row at once, ``done`` finishing at times ``at``.
+
+        What :meth:`drop` leaves after a run of quiet events that ends the phase:
+        each link that carried one of them is busy until the last of them finishes.
+        """
+        row_at = np.zeros(self.P.shape[0])
+        row_at[done] = at
+        piece_last = _segment_max(self.Pc.indptr, row_at[self.Pc.indices])
+        last = _segment_max(self.Qc.indptr, piece_last[self.Qc.indices])
+        carried = self.alive_link_cnt > 0
+        self.busy_until[carried] = last[carried]
+        self.alive_link_cnt[:] = 0
+        self.alive_piece_cnt[:] = 0
+        self.gone[done] = True   # the filling is over: rates stay as they were
+        self.n_left = 0
+
     def _forget(self, done, reopen):
         for rows in (done, reopen):
             self.rate[rows] = 0.0
@@ -1230,6 +1258,19 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
             first_rates[slice(None) if rows is None else rows] = fill.rate
         since[changed] = now
         finish_at[changed] = now + left_bytes[changed] / rate
+        if changed.size * 4 >= n_alive and n_alive >= _TAIL_MIN_ROWS:
+            # The fill re-solved much of what is left: when every coming event
+            # reopens nothing, take them all from one sort (the filter costs
+            # O(rows), as the fill did).
+            tail = _quiet_tail(finish_at, fill.freeze_round, now, rel_tol)
+            if tail is not None:
+                rows_q, at, n_ev = tail
+                events += n_ev
+                finish[rows_q if rows is None else rows[rows_q]] = at
+                fill.finish_all(rows_q, at)
+                now = float(at[-1])
+                n_alive = 0
+                break
         t_next = float(finish_at.min())
         done = np.flatnonzero(finish_at <= now + (t_next - now) * (1.0 + rel_tol))
         quiet = n_alive > done.size and not fill.reopens(done)
@@ -1276,6 +1317,58 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
                       link_busy_s=_readonly(busy), peak_utilization=_readonly(peak),
                       utilization=_readonly(utilization), first_rates_Bps=_readonly(first_rates),
                       bound_s=bound.time_s)
+
+
+def _quiet_tail(finish_at, freeze_round, now, rel_tol):
+    """Every coming event at once, when none of them reopens a flow; else None.
+
+    The events are the ones :func:`simulate`'s loop would take one by one (groups
+    finishing within ``rel_tol`` of the earliest, each retired when its earliest
+    freeze round lies above every later flow's, see :func:`_quiet_events`).  A
+    necessary condition is checked first in O(rows): a flow frozen in a later
+    round must not finish after one of an earlier round by more than a group's
+    tolerance.  Returns the rows in finish order, their finish times and the
+    number of events.
+    """
+    alive = np.flatnonzero(finish_at < np.inf)
+    if alive.size == 0:
+        return None
+    fr = freeze_round[alive]
+    ft = finish_at[alive]
+    by_round = np.argsort(fr, kind="stable")       # small integers: a radix sort
+    fr_sorted = fr[by_round]
+    starts = np.flatnonzero(np.r_[True, fr_sorted[1:] != fr_sorted[:-1]])
+    ft_round = ft[by_round]
+    lo = np.minimum.reduceat(ft_round, starts)
+    hi = np.maximum.reduceat(ft_round, starts)
+    later_hi = np.append(np.maximum.accumulate(hi[::-1])[::-1][1:], -np.inf)
+    # members of one group lie within (t - now) * rel_tol of its earliest time t
+    if np.any(later_hi > lo + (lo - now) * rel_tol):
+        return None
+    if np.array_equal(lo, hi):
+        # one finish time per round (equal sizes and weights): group the rounds
+        cnt = np.diff(np.append(starts, fr.size))
+        order = np.argsort(lo, kind="stable")
+        ft_u, fr_u, cnt_u = lo[order], fr_sorted[starts][order].astype(np.int64), cnt[order]
+        rows = alive[by_round]
+        seg = np.repeat(np.argsort(order), cnt)  # each row's position in the sorted rounds
+    else:
+        order = np.argsort(ft)
+        ft_u, fr_u, cnt_u = ft[order], fr[order].astype(np.int64), None
+        rows, seg = alive[order], None
+    suf = np.append(np.maximum.accumulate(fr_u[::-1])[::-1], -1)
+    n, i, ends = ft_u.size, 0, []
+    while i < n:
+        t = float(ft_u[i])
+        thr = now + (t - now) * (1.0 + rel_tol)
+        j = int(np.searchsorted(ft_u, thr, "right"))
+        if j < n and int(fr_u[i:j].min()) <= suf[j]:
+            return None  # this group reopens flows: the loop re-solves
+        ends.append(j)
+        now, i = t, j
+    first = np.array([0] + ends[:-1])
+    at = np.repeat(ft_u[first], np.diff(np.append(first, n)))   # per sorted entry
+    return rows, (at if seg is None else at[seg]), len(ends)
 
 
 def _quiet_events(finish_at, freeze_round, now, rel_tol, k):
