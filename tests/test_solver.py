@@ -682,3 +682,69 @@ def test_quiet_tail_matches_a_closed_form(monkeypatch):
     assert r.finish_s.tolist() == [2.0, 2.0, 2.5]
     assert (r.events, r.n_levels) == (2, 2)
     assert r.link_busy_s.tolist() == [2.0, 2.5]
+
+
+# --------------------------------------------------------------------------- parallel links
+
+
+def test_group_links_finds_proportional_columns():
+    # Links 0, 1 and 3 carry pieces 0 and 2 in proportion 1:2 (scaled 1, 0.5, 3); link 2
+    # carries the same pieces 1:3 (same length, first and last piece: not proportional);
+    # link 4 carries nothing.
+    Q = sp.csc_array(np.array([[1.0, 0.5, 1.0, 3.0, 0.0],
+                               [0.0, 0.0, 0.0, 0.0, 0.0],
+                               [2.0, 1.0, 3.0, 6.0, 0.0]])).tocsr()
+    cap = np.array([10.0, 4.0, 7.0, 33.0, 5.0])
+    lg, _ = solver._group_links(Q, cap)
+    assert lg.group.tolist() == [0, 0, 1, 0, -1]
+    assert lg.scale.tolist() == [1.0, 0.5, 1.0, 3.0, 0.0]
+    # group 0 saturates when its load reaches min(10/1, 4/0.5, 33/3) = 8, at link 1
+    assert lg.cap.tolist() == [8.0, 7.0] and lg.rep.tolist() == [1, 2]
+    assert lg.Q.toarray().tolist() == [[1.0, 1.0], [0.0, 0.0], [2.0, 3.0]]
+    assert solver._group_links(sp.csr_array(np.eye(3)), np.ones(3))[0] is None  # nothing to group
+
+
+def _grouped_and_not(monkeypatch, run):
+    monkeypatch.setattr(solver, "_GROUP_LINKS", False)
+    a = run()
+    monkeypatch.setattr(solver, "_GROUP_LINKS", True)
+    calls = []
+    group = solver._group_links
+    monkeypatch.setattr(solver, "_group_links", lambda *x: calls.append(group(*x)) or calls[-1])
+    b = run()
+    assert calls and calls[0][0] is not None  # links were grouped
+    return a, b
+
+
+def parallel_instance(seed: int, n_flows: int, chips: int):
+    """chip_instance's fabric with every chip link doubled by a parallel twin (a scaled copy
+    of its column, its own capacity) and a spine link shared by two pieces in proportion."""
+    fp, pl, cap, w, m = chip_instance(seed, n_flows, chips)
+    rng = np.random.default_rng(seed)
+    K, L = pl.shape
+    twin = pl.toarray() * rng.uniform(0.5, 2.0, L)[None, :]
+    extra = np.zeros((K, 1))
+    extra[[0, K - 1], 0] = [1.0, 2.5]
+    pl2 = sp.csr_array(np.hstack([pl.toarray(), twin, extra, 2 * extra]))
+    cap2 = np.concatenate([cap, rng.uniform(10.0, 100.0, L), [60.0, 90.0]])
+    return fp, pl2, cap2, w, m
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("n_flows, chips", [(30, 8), (200, 50), (600, 120)])
+def test_grouped_links_solve_as_every_link(seed, n_flows, chips, monkeypatch):
+    fp, pl, cap, w, m = parallel_instance(seed, n_flows, chips)
+    a, b = _grouped_and_not(monkeypatch, lambda: maxmin_rates(fp, pl, cap, weights=w, multiplicity=m))
+    np.testing.assert_allclose(b.rate_Bps, a.rate_Bps, rtol=1e-12)
+    assert a.n_levels == b.n_levels
+    assert check_maxmin(fp, pl, cap, b.rate_Bps, weights=w, multiplicity=m) == []
+    # each flow's bottleneck is a link it crosses, saturated, as on the ungrouped solve
+    A = (fp @ pl).toarray()
+    assert (A[np.arange(n_flows), b.bottleneck_link] > 0).all()
+    load = (A * (b.rate_Bps * m)[:, None]).sum(axis=0)
+    np.testing.assert_allclose(load[b.bottleneck_link], cap[b.bottleneck_link], rtol=1e-9)
+    size = np.random.default_rng(seed).choice([1.0, 2.0, 4.0], n_flows)
+    a, b = _grouped_and_not(monkeypatch, lambda: simulate(fp, pl, cap, size, weights=w, multiplicity=m))
+    assert (a.events, a.n_levels) == (b.events, b.n_levels)
+    for name in ("finish_s", "first_rates_Bps", "peak_utilization", "link_busy_s", "utilization"):
+        np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=1e-12, atol=1e-300)

@@ -213,3 +213,4 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
         n_rounds += 1
         rnd += 1
     return n_rounds, n_new, work, stamp, 0
+

@@ -98,6 +98,9 @@ _QUIET_STREAK = 8
 # simulate tries to take every remaining event at once (_quiet_tail) after a fill
 # that re-solved at least a quarter of this many rows or more.
 _TAIL_MIN_ROWS = 4096
+# Links with proportional columns of piece_link are solved as one constraint
+# (_group_links); False solves every link on its own (tests compare both).
+_GROUP_LINKS = True
 # Findings listed one by one before check_maxmin summarises the rest.
 _MAX_FINDINGS = 10
 # The compiled filling (topo/_solver_kernels.py, numba: the optional extra
@@ -312,6 +315,98 @@ def _check_routable(P: sp.csr_array, Q: sp.csr_array, cap: np.ndarray) -> None:
             f"flows before solving")
 
 
+# --------------------------------------------------------------------------- parallel links
+
+
+@dataclass(frozen=True)
+class _LinkGroups:
+    """Links whose columns of ``piece_link`` are proportional, solved as one (private).
+
+    A link ``l`` of group ``g`` has column ``Q[:, l] = scale[l] * Qg[:, g]``: it carries
+    exactly the pieces of its group, in the same proportions, so its load is always
+    ``scale[l]`` times the group's and it saturates when the group's load reaches
+    ``cap[l] / scale[l]``.  The group is one constraint of capacity ``min_l cap[l] /
+    scale[l]``, reached first by ``rep[g]`` (lowest id on ties); its other links then
+    carry only frozen flows and never saturate.  ECMP fan-outs (a chip's links to its
+    switches) and links that carry one piece each are such groups.
+    """
+
+    Q: sp.csr_array          # (K, G) each group's column, divided by its first entry
+    cap: np.ndarray          # (G,) bytes/s
+    group: np.ndarray        # (L,) each link's group, -1 where no piece crosses it
+    scale: np.ndarray        # (L,) the link's column over its group's (0 where no group)
+    rep: np.ndarray          # (G,) the group's link of least cap / scale
+
+    def per_link(self, per_group: np.ndarray) -> np.ndarray:
+        """A per-group value on each of the group's links (0 on links of no group)."""
+        out = np.zeros(self.group.size)
+        on = self.group >= 0
+        out[on] = per_group[self.group[on]]
+        return out
+
+
+def _group_links(Q: sp.csr_array, cap: np.ndarray) -> tuple[_LinkGroups | None, sp.csc_array]:
+    """Group links with proportional columns of ``Q`` (see :class:`_LinkGroups`).
+
+    Columns are compared exactly (indices, and values divided by the column's first),
+    after their length, first and last piece (O(links)) and a 64-bit hash of every
+    entry narrow the candidates.  Returns the groups (None when no two links group)
+    and ``Q`` as CSC with sorted indices, for the filling to reuse.
+    """
+    K, L = Q.shape
+    Qc = sp.csc_array(Q)
+    Qc.sort_indices()
+    ln = np.diff(Qc.indptr).astype(np.int64)
+    used = np.flatnonzero(ln > 0)
+    if used.size < 2:
+        return None, Qc
+    # links that can group share their column's length, first and last piece
+    sig = np.stack([ln[used], Qc.indices[Qc.indptr[used]], Qc.indices[Qc.indptr[used + 1] - 1]], axis=1)
+    _, cnt = np.unique(sig, axis=0, return_counts=True)
+    if cnt.max() < 2:
+        return None, Qc
+    first = Qc.data[Qc.indptr[used]]
+    col = np.repeat(np.arange(L), ln)
+    scale = np.zeros(L)
+    scale[used] = first
+    norm = Qc.data / scale[col]
+    # hash of (indices, normalised values) per column, wrapping uint64 arithmetic
+    with np.errstate(over="ignore"):
+        mix = ((Qc.indices.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)) ^ \
+              (norm.view(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
+        mix ^= mix >> np.uint64(29)
+        h = np.add.reduceat(mix, Qc.indptr[used].astype(np.int64))
+    keys = np.stack([ln[used].astype(np.uint64), h], axis=1)
+    _, lead_of, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    lead = used[lead_of[inv]]                     # each used link's candidate leader
+    # exact check against the leader, entry by entry
+    n = ln[used]
+    pos = _row_positions(Qc.indptr, used)[0]
+    off = pos - np.repeat(Qc.indptr[used].astype(np.int64), n)
+    lpos = np.repeat(Qc.indptr[lead].astype(np.int64), n) + off
+    same = (Qc.indices[pos] == Qc.indices[lpos]) & (norm[pos] == norm[lpos])
+    ok = np.logical_and.reduceat(same, np.r_[0, np.cumsum(n)[:-1]])
+    # a mismatch (a hash collision) stays a group of its own
+    lead = np.where(ok, lead, used)
+    gid = np.full(L, -1, np.int64)
+    uniq, g_of_used = np.unique(lead, return_inverse=True)
+    G = uniq.size
+    if G == used.size:
+        return None, Qc
+    gid[used] = g_of_used
+    # each group's column: its leader's, normalised
+    lp, lc = _row_positions(Qc.indptr, uniq)
+    Qg = sp.csc_array((norm[lp], Qc.indices[lp], np.r_[0, np.cumsum(lc)]), shape=(K, G)).tocsr()
+    ratio = np.full(L, np.inf)
+    with np.errstate(divide="ignore"):
+        ratio[used] = cap[used] / scale[used]
+    order = np.lexsort((used, ratio[used], gid[used]))   # by group, then cap / scale, then id
+    starts = np.r_[0, np.flatnonzero(np.diff(gid[used][order])) + 1]
+    rep = used[order][starts]
+    return _LinkGroups(Qg, ratio[rep], gid, scale, rep), Qc
+
+
 # --------------------------------------------------------------------------- kernels
 
 
@@ -417,7 +512,7 @@ class _Fill:
     flow left, so floating residue in ``aw`` never creates a spurious level.
     """
 
-    def __init__(self, P, Q, Qc, cap, w, m, rel_tol, *, gone=None, bottlenecks=True):
+    def __init__(self, P, Q, Qc, cap, w, m, rel_tol, *, gone=None, bottlenecks=True, peak_load=False):
         F = P.shape[0]
         # simulate() reports no bottlenecks; skipping them saves a pass over all
         # entries in every big round.
@@ -428,8 +523,11 @@ class _Fill:
         self.limited = np.isfinite(cap)
         # Highest load / capacity any run has left on each link: loads only grow
         # while filling, so updating it where a freeze adds load is enough.
+        # (``peak_load``: the highest load itself, for links that stand for a group)
         self.inv_cap = np.zeros(self.L)
         np.divide(1.0, cap, out=self.inv_cap, where=self.limited & (cap > 0))
+        if peak_load:
+            self.inv_cap[:] = 1.0
         self.peak = np.zeros(self.L)
         # Time each link's last present flow finished (set by retire's caller clock).
         self.busy_until = np.zeros(self.L)
@@ -1113,9 +1211,14 @@ def maxmin_rates(flow_piece, piece_link, capacity_Bps, *, weights=None, multipli
     if not (np.isfinite(rel_tol) and rel_tol >= 0):
         raise ValueError(f"rel_tol={rel_tol!r} must be a finite number >= 0")
     _check_routable(P, Q, cap)
-    fill = _Fill(P, Q, Q.tocsc(), cap, w, m, rel_tol)
+    lg, Qc = _group_links(Q, cap) if _GROUP_LINKS else (None, Q.tocsc())
+    Qf, Qfc, capf = (Q, Qc, cap) if lg is None else (lg.Q, lg.Q.tocsc(), lg.cap)
+    fill = _Fill(P, Qf, Qfc, capf, w, m, rel_tol)
     fill.run()
-    return Rates(rate_Bps=_readonly(fill.rate), bottleneck_link=_readonly(fill.bottleneck),
+    bottleneck = fill.bottleneck
+    if lg is not None:
+        bottleneck = np.where(bottleneck >= 0, lg.rep[np.maximum(bottleneck, 0)], -1)
+    return Rates(rate_Bps=_readonly(fill.rate), bottleneck_link=_readonly(bottleneck),
                  n_levels=len(fill.levels))
 
 
@@ -1217,13 +1320,15 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     if not (np.isfinite(rel_tol) and rel_tol >= 0):
         raise ValueError(f"rel_tol={rel_tol!r} must be a finite number >= 0")
     _check_routable(P, Q, cap)
-    Qc = Q.tocsc()
     bound = _bound(P, Q, cap, m * size)
+    lg, Qc = _group_links(Q, cap) if _GROUP_LINKS else (None, Q.tocsc())
+    Qf, Qfc, capf = (Q, Qc, cap) if lg is None else (lg.Q, lg.Q.tocsc(), lg.cap)
 
     finish = np.zeros(F)
     first_rates = np.zeros(F)
     # Empty flows finish at time 0 and never take part.
-    fill = _Fill(P, Q, Qc, cap, w, m, rel_tol, gone=size <= 0, bottlenecks=False)
+    fill = _Fill(P, Qf, Qfc, capf, w, m, rel_tol, gone=size <= 0, bottlenecks=False,
+                 peak_load=lg is not None)
     rows = None  # current row -> original flow; None while no row was dropped
     # Per current row: bytes left at time ``since`` and the projected finish
     # time; only rows whose rate changes are touched, so an event costs
@@ -1307,6 +1412,11 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     busy = fill.busy_until
     busy[fill.alive_link_cnt > 0] = now
     limited = np.isfinite(cap) & (cap > 0)
+    if lg is not None:
+        # a group's load, scaled to each of its links (peak: the group's highest load)
+        busy = lg.per_link(busy)
+        peak = np.zeros(L)
+        np.divide(lg.scale * lg.per_link(fill.peak), cap, out=peak, where=limited)
 
     time_s = float(finish.max()) if F else 0.0
     utilization = np.zeros(L)
