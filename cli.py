@@ -1059,7 +1059,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
       fabricsim sweep all-to-all --fabric jalapeno-pod --class rail-switch --group-size 2048 \\
           --size 1GiB --algorithm direct --workers 2
     """
-    from .collectives.dask_runner import sweep_runner
+    from .collectives.whatif.dask_runner import sweep_runner
     from .collectives.whatif import sweep
     from .topo.errors import BadInput
     explain = bool(opts.pop("explain", False))

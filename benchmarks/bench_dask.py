@@ -2,7 +2,7 @@
 
 Starts a ``distributed.LocalCluster`` on 127.0.0.1 (one thread per worker process)
 for each worker count, runs :func:`fabricsim.collectives.whatif.sweep` through a
-:class:`~fabricsim.collectives.dask_runner.DaskRunner` and prints the wall time of
+:class:`~fabricsim.collectives.whatif.dask_runner.DaskRunner` and prints the wall time of
 the sweep (cluster start-up shown apart; each worker's first task builds the fabric,
 which is counted), the speed-up over 1 worker and whether every run gave the same
 ranked scenarios (and the in-process ``LocalRunner`` too with ``--local``).
@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-from fabricsim.collectives.dask_runner import DaskRunner
+from fabricsim.collectives.whatif.dask_runner import DaskRunner
 from fabricsim.cli import parse_size
 from fabricsim.collectives.whatif import LocalRunner, sweep
 

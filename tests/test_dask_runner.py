@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fabricsim.collectives.dask_runner import ClusterError, DaskRunner, ResumableRunner, sweep_runner
+from fabricsim.collectives.whatif.dask_runner import ClusterError, DaskRunner, ResumableRunner, sweep_runner
 from fabricsim.collectives.whatif import LocalRunner, sweep
 from fabricsim.topo.errors import BadInput
 
@@ -28,7 +28,7 @@ def reference():
 
 # --- no Dask needed ----------------------------------------------------------------------
 def test_import_does_not_load_dask():
-    code = ("import sys, fabricsim.collectives.dask_runner as d, fabricsim.collectives.whatif; "
+    code = ("import sys, fabricsim.collectives.whatif, fabricsim.collectives.whatif.dask_runner as d; "
             "d.sweep_runner(2); print(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from fabricsim.collectives.orbits import fabric_symmetry, scenario_orbits
+from fabricsim.collectives.whatif.orbits import fabric_symmetry, scenario_orbits
 from fabricsim.collectives.placement import by_size
 from fabricsim.collectives.whatif import _fabric, _groups, sweep, whatif
 from fabricsim.fabrics import build
@@ -274,7 +274,7 @@ def test_torus_8x8x8_link_sweep_three_orbits():
 
 @pytest.mark.parametrize("params", [{"racks": 2}, {"racks": 2, "rail_wiring": "per-port"}])
 def test_relay_check_on_the_intact_table_equals_the_degraded_copy(params):
-    from fabricsim.collectives.orbits import RelayCheck, _relays
+    from fabricsim.collectives.whatif.orbits import RelayCheck, _relays
     from fabricsim.topo.failures import apply_failures
     G = build("jalapeno-pod", **params)
     check, D = RelayCheck(G), domains(G)
@@ -308,8 +308,8 @@ def test_a_user_fabrics_symmetry_annotation_is_verified_and_used(tmp_path):
 def test_a_price_method_is_kept_per_representative_and_resumes(tmp_path, monkeypatch):
     """Where cost reports carry ``method`` (getattr), each representative's shows in the sweep's method,
     as plain JSON, so a results file still stores and reuses the representatives."""
-    import fabricsim.collectives.whatif as W
-    from fabricsim.collectives.dask_runner import ResumableRunner
+    import fabricsim.collectives.whatif.sweeps as W       # the module whose sweep and workers call price
+    from fabricsim.collectives.whatif.dask_runner import ResumableRunner
     from fabricsim.collectives.whatif import LocalRunner
 
     real = W.price

@@ -15,7 +15,7 @@ PRESERVES, preserved_symmetries, NEVER_KEPT, never_kept
     Per failure class, the symmetries of the intact fabric a failure of that class
     keeps (its stabilizer), in words, and the generator families it never keeps;
     ``whatif --explain`` and ``fabricsim domains`` show them.  The orbit code
-    (:mod:`fabricsim.collectives.orbits`) computes the stabilizer itself (a generator
+    (:mod:`fabricsim.collectives.whatif.orbits`) computes the stabilizer itself (a generator
     keeps a failure when it maps the failed elements onto themselves) and skips the
     families a class never keeps.
 
@@ -85,7 +85,7 @@ _CLASS_ORDER = ("node", "chip", "switch", "*-switch", "link", "lanes", "tray", "
 SPEC_GRAMMAR = ("node:ID | link:A--B | lanes:A--B=K | chip:ID | switch:ID | ROLE-switch:ID | tray:ID | "
                 "switch-tray:ID | rack:N | cube:N | board:N | group:N | plane:N | rail:N | ocs:N | harness:N")
 # What a failure of each class keeps of the fabric's symmetries: the generators that map the
-# failed domain onto itself (collectives.orbits checks each one; this is the statement in words).
+# failed domain onto itself (collectives.whatif.orbits checks each one; this is the statement in words).
 PRESERVES = {
     "node": "the symmetries that fix the node: permutations of the racks, rails, planes and interchangeable "
             "nodes it is not among (a chip also fixes its group)",
@@ -114,7 +114,7 @@ PRESERVES = {
 }
 
 
-# Generator families (collectives.orbits) a failure of the class can never keep: a nontrivial
+# Generator families (collectives.whatif.orbits) a failure of the class can never keep: a nontrivial
 # translation of a torus moves every node, so it fixes no single node, link or bundle of lanes
 # (it can keep a tag set such as an OCS's links, or a cube).  The stabilizer check skips them.
 NEVER_KEPT = {c: ("translation",) for c in ("node", "chip", "switch", "*-switch", "link", "lanes", "tray")}

@@ -69,8 +69,8 @@ from typing import Any, Callable, Sequence
 import networkx as nx
 import numpy as np
 
-from ..topo.contract import CHIP, KIND, RANK
-from ..topo.errors import BadInput
+from ...topo.contract import CHIP, KIND, RANK
+from ...topo.errors import BadInput
 
 __all__ = ["Generator", "candidate_generators", "Symmetry", "fabric_symmetry", "Orbits", "scenario_orbits",
            "failure_symmetry",
@@ -572,7 +572,7 @@ def _verify(ix: _Index, perm: np.ndarray, read: Sequence[str], groups: np.ndarra
 
 def _relays(H: nx.Graph) -> bool:
     """Whether the tier rule's routes on ``H`` relay: its global tier does not join every chip."""
-    from ..topo.routing import core, link_table
+    from ...topo.routing import core, link_table
     lt = link_table(H)
     net = core._net(H, lt)
     chips = net.node_of_rank[net.node_of_rank >= 0]
@@ -589,8 +589,8 @@ class RelayCheck:
     """
 
     def __init__(self, G: nx.Graph):
-        from ..topo.contract import LANES
-        from ..topo.routing import core, link_table
+        from ...topo.contract import LANES
+        from ...topo.routing import core, link_table
         self.G, self._core, self._lanes = G, core, LANES
         self.patched = any(d.get("patch") for _, d in G.nodes(data=True))
         if self.patched:
@@ -616,7 +616,7 @@ class RelayCheck:
 
     def __call__(self, doms: Sequence) -> bool:
         if self.patched:
-            from ..topo.failures import apply_failures
+            from ...topo.failures import apply_failures
             return _relays(apply_failures(self.G, [f"node:{n}" for d in doms for n in d.nodes]
                                           + [f"link:{u}--{v}" if d.lanes is None else f"lanes:{u}--{v}={d.lanes}"
                                              for d in doms for u, v in d.edges])[0])
@@ -890,7 +890,7 @@ def failure_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: st
     >>> d["orbit_size"], [g["name"] for g in d["stabilizer"]]
     (64, ['reflection of y (x -> 0 - x mod 4)', 'reflection of z (x -> 0 - x mod 4)'])
     """
-    from ..topo.failures import _Index as _FIx, _resolve, never_kept, parse_spec, preserved_symmetries
+    from ...topo.failures import _Index as _FIx, _resolve, never_kept, parse_spec, preserved_symmetries
     sym = fabric_symmetry(G, groups, algorithm)
     ix = sym.ix
     fix = _FIx(G)
@@ -917,7 +917,7 @@ def failure_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: st
            "preserves": {p.cls: preserved_symmetries(p.cls) for p in parsed},
            "not_checked": sorted(skipped)}
     if len(parsed) == 1:
-        from ..topo.failures import domains as _domains
+        from ...topo.failures import domains as _domains
         cls = parsed[0].cls
         try:
             cdoms = _domains(G, [cls])[cls]

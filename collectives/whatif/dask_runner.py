@@ -35,7 +35,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from ..topo.errors import BadInput, FabricError
+from ...topo.errors import BadInput, FabricError
 
 __all__ = ["DaskRunner", "ClusterError", "ResumableRunner", "sweep_runner"]
 
@@ -374,7 +374,7 @@ def sweep_runner(workers: int = 1, scheduler: str | None = None, results_file: s
     ``results_file`` wrapped in a :class:`ResumableRunner`.  A DaskRunner or ResumableRunner
     has ``close()`` (and works as a context manager); a LocalRunner has nothing to close.
     """
-    from .whatif import LocalRunner
+    from .sweeps import LocalRunner
     resumable = ResumableRunner(None, results_file) if results_file is not None else None  # path checked first
     if scheduler:
         runner = DaskRunner(scheduler, timeout_s=timeout_s, retries=retries)

@@ -1,25 +1,21 @@
-"""What if: the price of a collective before and after failures, one scenario or a sweep of them.
+"""Failure sweeps: every failure of a class, every pair, or seeded samples, ranked worst first.
 
 Public names
 ------------
-WhatIf, whatif
-    One scenario: baseline and degraded cost reports side by side, the slowdown,
-    the chips and groups affected and by how much, the new bottlenecks.
 Sweep, sweep
     Every failure of a class (N-1), every pair (N-2), or K seeded random samples,
     priced independently and ranked worst first, with the distribution of slowdowns.
 Runner, LocalRunner
     How a sweep's scenarios are run: ``runner.map(fn, tasks)`` yields ``fn(task)``
     for every task, in any order, as each completes.  ``LocalRunner(workers=N)``
-    runs them in-process (N = 1) or in a process pool.
+    runs them in-process (N = 1) or in a process pool (a Dask cluster and resuming
+    from a results file: :mod:`fabricsim.collectives.whatif.dask_runner`).
 (Pictures of a sweep: :func:`fabricsim.collectives.plots.plot_sweep`.)
 
 Notes
 -----
-* The slowdown is ``degraded.time_s / baseline.time_s`` (``bandwidth_slowdown`` the
-  same for the bandwidth part alone).  Where the degraded price is partial (groups
-  that lost a chip, pairs without a route), the slowdown covers what was priced, and
-  the result says so (``partial``): a cut-off chip does not make a collective faster.
+* A scenario's slowdown is as :func:`~fabricsim.collectives.whatif.scenario.whatif`'s:
+  ``degraded.time_s / baseline.time_s``, over what could be priced (``partial``).
 * A sweep resolves ``algorithm="auto"`` once, on the intact fabric, and prices every
   scenario with that algorithm, so slowdowns compare like with like (NCCL too picks
   its algorithm from the topology, not per failure).  ``whatif`` lets ``auto`` choose
@@ -32,9 +28,9 @@ Notes
   by (slowdown, spec text), so a sweep is bit-for-bit identical whatever the runner
   or the worker count.
 * A sweep folds its scenarios into orbits under the fabric's verified symmetries
-  (:mod:`fabricsim.collectives.orbits`) and solves one representative per orbit; every
-  scenario is reported with its orbit's result, ``orbit`` and ``orbit_size``, and the
-  sweep's ``method`` says which generators held and why the others were refused
+  (:mod:`fabricsim.collectives.whatif.orbits`) and solves one representative per orbit;
+  every scenario is reported with its orbit's result, ``orbit`` and ``orbit_size``, and
+  the sweep's ``method`` says which generators held and why the others were refused
   (``fold=False`` solves every scenario).
 """
 from __future__ import annotations
@@ -46,271 +42,23 @@ import math
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import networkx as nx
 import numpy as np
 
-from ..topo import routing as _routing, solver as _solver  # noqa: F401  (loaded before workers fork: one code version)
-from ..topo.contract import CHIP, KIND, RANK
-from ..topo.errors import BadInput
-from ..topo.failures import apply_failures, chip_tier_bandwidth, domains
-from .placement import by_size, chip_ranks
-from .price import CostReport, _finite, price
+from ...topo import routing as _routing, solver as _solver  # noqa: F401  (loaded before workers fork: one code version)
+from ...topo.errors import BadInput
+from ...topo.failures import apply_failures, chip_tier_bandwidth, domains
+from ..placement import by_size, chip_ranks
+from ..price import CostReport, _finite, price
+from .scenario import REL_TOL, _check_price_kwargs, _ratio
 
-__all__ = ["WhatIf", "whatif", "Sweep", "sweep", "Runner", "LocalRunner", "PRICE_OPTIONS"]
+__all__ = ["Sweep", "sweep", "Runner", "LocalRunner"]
 
-# price() options a whatif or sweep passes through
-PRICE_OPTIONS = ("algorithm", "split", "tiers", "efficiency", "step_overhead_ns", "bound_only",
-                 "memory_limit_bytes", "symmetry", "protocol", "calibration", "message_overhead_ns")
-# a group whose time moved by less than this (relative) is unaffected: float noise of the solver
-REL_TOL = 1e-9
 # full enumeration of C(k, n) scenarios above this count is refused (use samples=)
 MAX_SCENARIOS = 100_000
 HIST_BINS = 10
-BOTTLENECKS_SHOWN = 10
-
-
-def _ratio(a: float, b: float) -> float:
-    if not (math.isfinite(a) and math.isfinite(b)) or b <= 0:
-        return float("nan")
-    return float(a / b)
-
-
-def _check_price_kwargs(kw: dict) -> None:
-    bad = [k for k in kw if k not in PRICE_OPTIONS]
-    if bad:
-        raise BadInput(f"unknown price option(s) {', '.join(map(repr, bad))}; valid: {', '.join(PRICE_OPTIONS)}")
-
-
-def _key(v: float) -> str:
-    return f"{v:.6g}"
-
-
-# ---------------------------------------------------------------------------------------
-# One scenario
-# ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class WhatIf:
-    """Baseline and degraded prices of one collective, and what the failures changed.
-
-    Attributes
-    ----------
-    failed : tuple of dict
-        The failures as applied (see :func:`~fabricsim.topo.failures.apply_failures`).
-    baseline, degraded : CostReport
-    slowdown, bandwidth_slowdown : float
-        ``degraded / baseline`` of ``time_s`` and of ``bandwidth_time_s``; NaN when
-        nothing could be priced after the failures.
-    partial : bool
-        The degraded price left out broken groups or pairs without a route.
-    affected_chips : dict
-        ``count``, ``lost``, ``tier_bandwidth_changed``, ``in_slowed_groups`` and
-        ``chips``: one entry per affected chip (``chip``, ``rank``, ``lost``,
-        ``tier_GBps_before``, ``tier_GBps_after``, ``group``, ``group_slowdown``),
-        by rank.  A chip is affected if it was lost, its link capacity on some tier
-        changed, or its group's time changed.
-    affected_groups : tuple of dict
-        ``{group, slowdown, time_s, baseline_time_s}`` for groups whose time changed
-        by more than 1e-9 relative, and ``{group, broken: True, lost}`` for groups
-        that lost a chip; broken first, then worst first.
-    tier_bandwidth : dict
-        Per tier, how many chips have each link capacity (GB/s) before and after.
-    new_bottlenecks : tuple of dict
-        Links among the busiest after the failures (utilization within 1e-6 of the
-        degraded maximum) whose load, bytes / capacity, grew: they took diverted traffic
-        or lost capacity.  ``{link, tier, utilization, baseline_utilization,
-        load_growth, capacity_GBps}``, busiest first, at most 10.
-    notes : tuple of str
-    method : dict
-        What ran: ``baseline`` / ``degraded`` (each price's ``method`` where the cost
-        reports carry one) and, with ``explain=True``, ``symmetry``
-        (:func:`~fabricsim.collectives.orbits.failure_symmetry`: generators verified
-        and refused with reasons, those that keep the failures, the failure's orbit).
-    """
-
-    failed: tuple
-    baseline: CostReport
-    degraded: CostReport
-    slowdown: float
-    bandwidth_slowdown: float
-    partial: bool
-    affected_chips: dict
-    affected_groups: tuple
-    tier_bandwidth: dict
-    new_bottlenecks: tuple
-    notes: tuple = ()
-    method: dict = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The JSON form (``fabricsim whatif --json``); NaN and inf become null."""
-        return _finite({
-            "failed": [dict(f) for f in self.failed],
-            "baseline": self.baseline.as_dict(), "degraded": self.degraded.as_dict(),
-            "slowdown": self.slowdown, "bandwidth_slowdown": self.bandwidth_slowdown, "partial": self.partial,
-            "affected_chips": self.affected_chips, "affected_groups": [dict(g) for g in self.affected_groups],
-            "tier_bandwidth": self.tier_bandwidth, "new_bottlenecks": [dict(b) for b in self.new_bottlenecks],
-            "notes": list(self.notes), "method": self.method})
-
-
-def _tier_hist(tb: dict[int, dict[str, float]], ranks: Iterable[int]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for r in ranks:
-        for t, v in tb.get(r, {}).items():
-            h = out.setdefault(t, {})
-            h[_key(v)] = h.get(_key(v), 0) + 1
-    return {t: dict(sorted(h.items(), key=lambda kv: -float(kv[0]))) for t, h in sorted(out.items())}
-
-
-def _new_bottlenecks(G: nx.Graph, H: nx.Graph, base: CostReport, deg: CostReport) -> tuple:
-    """Busiest links after the failures whose load (bytes / capacity) grew: they took diverted
-    traffic or lost capacity, so they pace the degraded collective (matched by link name)."""
-    ub, ud, bb, bd = base.link_utilization, deg.link_utilization, base.link_bytes, deg.link_bytes
-    if any(x is None for x in (ub, ud, bb, bd)) or not len(ud) or not np.max(ud) > 0:
-        return ()
-    lb, ld = _routing.link_table(G), _routing.link_table(H)
-    index_b = {(lb.nodes[u], lb.nodes[v]): i for i, (u, v) in enumerate(zip(lb.src, lb.dst))}
-    hot = np.flatnonzero(np.asarray(ud) >= (1 - 1e-6) * float(np.max(ud)))
-    out = []
-    for i in hot:
-        key = (ld.nodes[ld.src[i]], ld.nodes[ld.dst[i]])
-        j = index_b.get(key)
-        load_d = float(bd[i]) / float(ld.capacity_gbps[i])
-        load_b = float(bb[j]) / float(lb.capacity_gbps[j]) if j is not None else 0.0
-        if load_d <= load_b * (1 + 1e-6):
-            continue
-        out.append({"link": f"{key[0]} -> {key[1]}", "tier": str(ld.tier[i]), "utilization": float(ud[i]),
-                    "baseline_utilization": float(ub[j]) if j is not None else None,
-                    "load_growth": load_d / load_b if load_b > 0 else None,
-                    "capacity_GBps": float(ld.capacity_gbps[i] / 8)})
-    out.sort(key=lambda x: (-x["utilization"], -(x["load_growth"] or math.inf), x["link"]))
-    return tuple(out[:BOTTLENECKS_SHOWN])
-
-
-def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequence[Sequence[int]],
-           size_bytes: float, baseline: CostReport | None = None, explain: bool = False,
-           **price_kwargs) -> WhatIf:
-    """Price ``collective`` on ``G`` and on ``G`` with ``specs`` failed, side by side.
-
-    Parameters
-    ----------
-    G : networkx.Graph
-        The intact fabric.
-    specs : sequence of str
-        Failure specs (:mod:`fabricsim.topo.failures` grammar), applied together.
-    collective : str
-    groups : groups of chip ranks, chosen on the intact fabric (a group that loses a
-        chip is reported broken, not re-placed).
-    size_bytes : float
-    baseline : CostReport, optional
-        The intact price when the caller already has it (same groups and options).
-    explain : bool
-        Also work out which verified symmetries of the intact fabric the failures keep
-        (``method["symmetry"]``; costs a symmetry check of the fabric).
-    **price_kwargs
-        ``algorithm``, ``split``, ``tiers``, ``efficiency``, ``step_overhead_ns``,
-        ``bound_only``, ``memory_limit_bytes``: as :func:`~fabricsim.collectives.price`.
-
-    Returns
-    -------
-    WhatIf
-
-    Examples
-    --------
-    >>> from fabricsim.fabrics import build
-    >>> from fabricsim.collectives import by_size
-    >>> G = build("jalapeno-rack")
-    >>> w = whatif(G, ["local-switch:r00/lsw0"], "all-reduce", groups=by_size(G, 8), size_bytes=2**30,
-    ...            algorithm="ring")
-    >>> round(w.bandwidth_slowdown, 9)
-    1.2
-    """
-    _check_price_kwargs(price_kwargs)
-    groups = [tuple(int(r) for r in g) for g in groups]
-    H, applied = apply_failures(G, specs)
-    base = baseline if baseline is not None else price(G, collective, groups=groups, size_bytes=size_bytes,
-                                                       **price_kwargs)
-    deg = price(H, collective, groups=groups, size_bytes=size_bytes, reference=G, **price_kwargs)
-    slow = _ratio(deg.time_s, base.time_s)
-    bw_slow = _ratio(deg.bandwidth_time_s, base.bandwidth_time_s)
-
-    # groups
-    present = set(chip_ranks(H).tolist())
-    bt = dict(zip(base.group_ids, base.group_time_s))
-    dt = dict(zip(deg.group_ids, deg.group_time_s))
-    affected_groups, per_group = [], {}
-    for i in base.group_ids:
-        if i not in dt:
-            per_group[i] = None
-            affected_groups.append({"group": int(i), "broken": True, "slowdown": None,
-                                    "lost": [r for r in groups[i] if r not in present]})
-            continue
-        s = _ratio(dt[i], bt[i])
-        per_group[i] = s
-        if not math.isfinite(s) or abs(s - 1.0) > REL_TOL:
-            affected_groups.append({"group": int(i), "slowdown": s, "time_s": float(dt[i]),
-                                    "baseline_time_s": float(bt[i])})
-    affected_groups.sort(key=lambda g: (not g.get("broken", False),
-                                        -g["slowdown"] if g["slowdown"] is not None and math.isfinite(g["slowdown"])
-                                        else -math.inf, g["group"]))
-
-    # chips
-    tb0, tb1 = chip_tier_bandwidth(G), chip_tier_bandwidth(H)
-    node_of = {d[RANK]: n for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}
-    group_of: dict[int, int] = {}
-    for i, g in enumerate(groups):
-        for r in g:
-            group_of.setdefault(r, i)
-    chips, n_lost, n_bw, n_slow = [], 0, 0, 0
-    for r, before in tb0.items():
-        lost = r not in tb1
-        after = tb1.get(r)
-        changed = not lost and (set(before) != set(after) or any(
-            abs(before[t] - after[t]) > REL_TOL * max(before[t], 1.0) for t in before))
-        gi = group_of.get(r)
-        gs = per_group.get(gi) if gi is not None else None
-        slowed = gi is not None and gi in per_group and (gs is None or not math.isfinite(gs)
-                                                          or abs(gs - 1.0) > REL_TOL)
-        if not (lost or changed or slowed):
-            continue
-        n_lost += lost
-        n_bw += changed
-        n_slow += slowed
-        chips.append({"chip": str(node_of.get(r, r)), "rank": int(r), "lost": lost, "tier_GBps_before": before,
-                      "tier_GBps_after": after, "group": gi, "group_slowdown": gs})
-    affected_chips = {"count": len(chips), "lost": n_lost, "tier_bandwidth_changed": n_bw,
-                      "in_slowed_groups": n_slow, "chips": chips}
-    tiers = {}
-    h0, h1 = _tier_hist(tb0, tb0), _tier_hist(tb1, tb1)
-    for t in sorted(set(h0) | set(h1)):
-        tiers[t] = {"before": h0.get(t, {}), "after": h1.get(t, {})}
-    tiers_out = {"chips_lost": n_lost, "by_tier": tiers}
-
-    new_bn = _new_bottlenecks(G, H, base, deg)
-
-    notes = []
-    partial = bool(deg.partial)
-    if partial:
-        notes.append("PARTIAL: the degraded price leaves out "
-                     + " and ".join(x for x in (
-                         f"{deg.broken_groups.get('count', 0):,} broken group(s)" if deg.broken_groups.get("count")
-                         else "",
-                         f"{deg.unreachable_pairs.get('count', 0):,} pair(s) without a route"
-                         if deg.unreachable_pairs.get("count") else "") if x)
-                     + "; the slowdown covers what was priced")
-    if deg.algorithm != base.algorithm:
-        notes.append(f"the algorithm changed: {base.algorithm} on the intact fabric, {deg.algorithm} degraded")
-    method: dict = {}
-    for name, rep in (("baseline", base), ("degraded", deg)):
-        m = getattr(rep, "method", None)
-        if isinstance(m, dict):
-            method[name] = dict(m)
-    if explain:
-        from .orbits import failure_symmetry
-        method["symmetry"] = failure_symmetry(G, groups, deg.algorithm if deg.algorithm == base.algorithm
-                                              else base.algorithm, [a["spec"] for a in applied])
-    return WhatIf(tuple(applied), base, deg, slow, bw_slow, partial, affected_chips, tuple(affected_groups),
-                  tiers_out, new_bn, tuple(notes), method)
 
 
 # ---------------------------------------------------------------------------------------
@@ -383,9 +131,9 @@ def _fabric(fabric: str, params_json: str) -> nx.Graph:
     params = json.loads(params_json)
     # imported here: collectives do not depend on the catalog except to build a sweep's fabric
     if _is_file(fabric):
-        from ..fabrics.userfile import load_fabric
+        from ...fabrics.userfile import load_fabric
         return load_fabric(fabric, **params)
-    from ..fabrics import build
+    from ...fabrics import build
     return build(fabric, **params)
 
 
@@ -467,7 +215,7 @@ def _scenarios(ids: list[str], n: int, samples: int | None, seed: int) -> list[t
 
 
 # ---------------------------------------------------------------------------------------
-# Orbit folding (collectives/orbits.py): one representative per orbit of scenarios
+# Orbit folding (collectives/whatif/orbits.py): one representative per orbit of scenarios
 # ---------------------------------------------------------------------------------------
 def _fold(G, groups, algorithm, failure_class, doms, ids, combos, fold: bool, tiers: str):
     """The orbits of ``combos`` and the ``method`` record (generators used and refused, why)."""
@@ -490,7 +238,7 @@ def _fold(G, groups, algorithm, failure_class, doms, ids, combos, fold: bool, ti
 
 
 def _preserves(failure_class: str) -> str:
-    from ..topo.failures import preserved_symmetries
+    from ...topo.failures import preserved_symmetries
     return preserved_symmetries(failure_class)
 
 
@@ -685,7 +433,7 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     else:
         kw = dict(price_kwargs)
     if kw.get("calibration") is not None:
-        from .engine import CalibrationTable
+        from ..engine import CalibrationTable
         kw["calibration"] = CalibrationTable.of(kw["calibration"])     # plain dicts: picklable for workers
     groups_t = _groups(fabric, params_json, gspec)
     orb, method = _fold(G, groups_t, kw.get("algorithm", "auto"), failure_class, doms, ids, combos, fold,
