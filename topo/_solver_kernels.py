@@ -42,23 +42,29 @@ def _fill_window(sat_at, k, window):
 
 @njit(cache=True)
 def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
-         cap, w, mw,
-         frozen, freeze_round, rate, bottleneck, piece_cnt, link_cnt, aw, used, sat_at,
-         rel_tol, level, rnd, n_left, k_window, bottlenecks,
+         cap, mw,
+         state, piece_cnt, link_cnt, aw, used, sat_at,
+         rel_tol, level, rnd, n_left, k_window, bottlenecks, unit,
          pstamp, plink, dp, dc, tpieces, lstamp, dl, window, rlinks, tlinks, stamp,
-         levels_out, new_out, stats):
+         levels_out, new_out, round_out, bl_out, over_f, over_l, stats):
     """Fill until every present flow is frozen; mutates the state arrays in place.
 
     ``Pp, Pi, Pd`` / ``Cp, Ci`` are flow_piece as CSR / CSC, ``Qp, Qi, Qd`` /
-    ``Rp, Ri`` piece_link likewise.  ``pstamp, plink, dp, dc, tpieces`` (per
-    piece) and ``lstamp, dl, window, rlinks, tlinks`` (per link) are scratch;
-    entries stamped ``<= stamp`` are stale.  Writes each round's level to ``levels_out`` and the frozen rows,
-    in freeze order, to ``new_out``; adds window refills and window entries
-    scanned to ``stats[0]`` and ``stats[1]``.
+    ``Rp, Ri`` piece_link likewise (``unit``: every ``Pd`` is 1, not read).  ``state`` is the frozen flags as bytes (0 open,
+    1 frozen; 2 marks a row frozen in the running round).  ``pstamp, plink, dp, dc,
+    tpieces`` (per piece) and ``lstamp, dl, window, rlinks, tlinks`` (per link) are
+    scratch; entries stamped ``<= stamp`` are stale.  Writes each round's level to
+    ``levels_out``; the frozen rows, in freeze order, to ``new_out`` with their round
+    (``round_out``) and bottleneck link (``bl_out``), and the rows whose bottleneck a
+    later piece of the same round overrides to ``over_f``/``over_l``, in order: the
+    caller scatters them (sequential writes here, one scatter there, instead of
+    random writes in the loop).  Adds window refills and window entries scanned to
+    ``stats[0]`` and ``stats[1]``.
 
     Loads only grow while filling, so the caller updates the peak utilization
-    from the final loads.  Returns (rounds, rows frozen, flow entries gathered, next stamp, status):
-    status 0 when done, 1 when a present flow has no finite level left.
+    from the final loads.  Returns (rounds, rows frozen, overrides, flow entries
+    gathered, next stamp, status): status 0 when done, 1 when a present flow has no
+    finite level left.
     """
     L = sat_at.size
     tol1 = 1.0 + rel_tol
@@ -66,7 +72,7 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
     ra, rb, xw = np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256)
     ep, ev = np.empty(1024, np.int64), np.empty(1024)
     fresh = False
-    n_rounds, n_new, work = 0, 0, 0
+    n_rounds, n_new, n_over, work = 0, 0, 0, 0
     while n_left > 0:
         # Lowest level in the window; drop links that rose to ``out`` or beyond.
         v0 = np.inf
@@ -85,7 +91,7 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             # Not one complete round in the window: refill it (wider when a fresh
             # one holds fewer than the links tied with its lowest).
             if out == np.inf:
-                return n_rounds, n_new, work, stamp, 1
+                return n_rounds, n_new, n_over, work, stamp, 1
             if fresh:
                 k = min(L, 4 * k)
             nw, out = _fill_window(sat_at, k, window)
@@ -128,16 +134,21 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             stats[2] += Cp[q + 1] - Cp[q]
             for e in range(Cp[q], Cp[q + 1]):
                 f = Ci[e]
-                if not frozen[f]:
-                    frozen[f] = True
-                    freeze_round[f] = rnd
-                    rate[f] = w[f] * level
-                    if bottlenecks:
-                        bottleneck[f] = bl
+                st = state[f]
+                if st == 0:
+                    state[f] = 2  # frozen in this round (1 once the round is over)
                     new_out[n_new] = f
+                    if bottlenecks:
+                        bl_out[n_new] = bl
                     n_new += 1
-                elif bottlenecks and freeze_round[f] == rnd:
-                    bottleneck[f] = bl  # the highest-id piece's link, as the numpy path
+                elif bottlenecks and st == 2:
+                    # the highest-id piece's link, as the numpy path: applied after
+                    over_f[n_over] = f
+                    over_l[n_over] = bl
+                    n_over += 1
+        for i in range(first, n_new):
+            state[new_out[i]] = 1
+            round_out[i] = rnd
         n_left -= n_new - first
         # The new rows' entries, gathered in separate passes: independent loads
         # (rows scattered over memory) overlap instead of waiting one by one.
@@ -162,7 +173,7 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             x = xw[i]
             for e2 in range(ra[i], rb[i]):
                 ep[ne] = Pi[e2]
-                ev[ne] = Pd[e2] * x
+                ev[ne] = x if unit else Pd[e2] * x
                 ne += 1
         for j in range(ne):
             p = ep[j]
@@ -212,5 +223,5 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
         levels_out[n_rounds] = level
         n_rounds += 1
         rnd += 1
-    return n_rounds, n_new, work, stamp, 0
+    return n_rounds, n_new, n_over, work, stamp, 0
 

@@ -559,6 +559,8 @@ class _Fill:
         # m * w is w when every multiplicity is 1: one array fewer to gather.
         self.w, self.m, self.mw = w, m, (m * w if np.any(m != 1.0) else w)
         self.row_len = np.diff(P.indptr)
+        # whole rows on their pieces (the common case): the kernel skips reading them
+        self.unit_rows = bool(P.nnz == 0 or (P.data.min() == 1.0 and P.data.max() == 1.0))
         self.big = max(P.nnz * _MATVEC_SHARE, 1.0)
         # An exact recomputation costs O(nnz + pieces + links): rollbacks weigh against that.
         self.resync_cost = P.nnz + self.Q.nnz + self.K + self.L
@@ -664,15 +666,31 @@ class _Fill:
                              np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L, np.int64))
         n, stamp0 = self.n_left, self._stamp
         levels_out, new_out = np.empty(n), np.empty(n, dtype=np.int64)
+        round_out = np.empty(n, dtype=np.int32)
+        bl_out = np.empty(n if self.bottlenecks else 0, dtype=np.int64)
+        over_f = np.empty(n if self.bottlenecks else 0, dtype=np.int64)
+        over_l = np.empty_like(over_f)
         P, Pc, Q, Qc = self.P, self.Pc, self.Q, self.Qc
-        n_rounds, n_new, work, self._stamp, status = kernels.fill(
+        rnd0 = len(self.levels)
+        n_rounds, n_new, n_over, work, self._stamp, status = kernels.fill(
             P.indptr, P.indices, P.data, Pc.indptr, Pc.indices,
             Q.indptr, Q.indices, Q.data, Qc.indptr, Qc.indices,
-            self.cap, self.w, self.mw,
-            self.frozen, self.freeze_round, self.rate, self.bottleneck, self.piece_cnt,
+            self.cap, self.mw, self.frozen.view(np.uint8), self.piece_cnt,
             self.link_cnt, self.aw, self.used, self.sat_at,
-            float(self.rel_tol), float(level), len(self.levels), n, _KERNEL_WINDOW,
-            self.bottlenecks, *self._scratch, self._stamp, levels_out, new_out, self.kernel_stats)
+            float(self.rel_tol), float(level), rnd0, n, _KERNEL_WINDOW,
+            self.bottlenecks, self.unit_rows, *self._scratch, self._stamp, levels_out, new_out, round_out,
+            bl_out, over_f, over_l, self.kernel_stats)
+        # the frozen rows' round, rate and bottleneck: one scatter each
+        new = new_out[:n_new]
+        rounds = round_out[:n_new]
+        self.freeze_round[new] = rounds
+        self.rate[new] = self.w[new] * levels_out[rounds - rnd0]
+        if self.bottlenecks:
+            self.bottleneck[new] = bl_out[:n_new]
+            if n_over:  # a row overridden twice keeps the later link
+                f_rev = over_f[:n_over][::-1]
+                last, at = np.unique(f_rev, return_index=True)
+                self.bottleneck[last] = over_l[:n_over][::-1][at]
         # Loads only grew: the peak over the rounds is the final load on the links
         # the rounds touched (stamped after stamp0), as the numpy path has it.
         hit = np.flatnonzero(self._scratch[5] > stamp0)
@@ -681,7 +699,7 @@ class _Fill:
         self.rounds += n_rounds
         self.n_left -= n_new
         self.work += work
-        self.changed.append(new_out[:n_new])
+        self.changed.append(new)
         self.window = None  # the numpy passes' window no longer matches
         if status:  # pragma: no cover - _check_routable rules this out
             raise RuntimeError(f"{self.n_left} flows left with no capacity-limited link")
