@@ -1463,7 +1463,8 @@ def _quiet_tail(finish_at, freeze_round, now, rel_tol):
         return None
     fr = freeze_round[alive]
     ft = finish_at[alive]
-    by_round = np.argsort(fr, kind="stable")       # small integers: a radix sort
+    # rounds are small integers: a stable sort of uint16 is a radix sort
+    by_round = np.argsort(fr.astype(np.uint16) if fr.max() < 1 << 16 else fr, kind="stable")
     fr_sorted = fr[by_round]
     starts = np.flatnonzero(np.r_[True, fr_sorted[1:] != fr_sorted[:-1]])
     ft_round = ft[by_round]
