@@ -48,10 +48,18 @@ partition per window, not per round).  In :func:`simulate`, an event that
 reopens no flow (its flows froze last) is retired without a rollback, and runs
 of such events are taken together.
 
-With numba installed (the optional extra ``fast``), a filling that has run
-many rounds continues in a compiled loop (``topo/_solver_kernels.py``) that
-takes the same rounds one at a time at a cost of the entries they freeze plus
-a small window of the lowest levels; without numba the numpy passes do it all.
+With numba installed (the optional extra ``fast``), a filling of many rows, or
+one that has run many rounds, goes through a compiled loop
+(``topo/_solver_kernels.py``) that takes the same rounds one at a time at a cost
+of the entries they freeze plus a small window of the lowest levels; without
+numba the numpy passes do it all.
+
+Two exact reductions run first.  Links whose columns of ``piece_link`` are
+proportional carry loads in that proportion, so they are one constraint of
+capacity ``min cap / share`` (:func:`_group_links`; per-link results are mapped
+back).  In :func:`simulate`, when every event left after a filling reopens no
+flow (equal sizes and weights: the fastest flows froze last), they are formed
+from one sort and the phase ends (:func:`_quiet_tail`), as the loop would.
 """
 from __future__ import annotations
 
