@@ -82,6 +82,7 @@ def solver_path(request, monkeypatch):
         pytest.importorskip("numba")
         monkeypatch.setattr(solver, "_USE_KERNEL", True)
         monkeypatch.setattr(solver, "_KERNEL_ROUNDS_ANY", 0)
+        monkeypatch.setattr(solver, "_KERNEL_ROWS", 0)   # and its column structure
     return request.param
 
 
@@ -578,6 +579,7 @@ def _both_paths(monkeypatch, run):
     a = run()
     monkeypatch.setattr(solver, "_USE_KERNEL", True)
     monkeypatch.setattr(solver, "_KERNEL_ROUNDS_ANY", 0)
+    monkeypatch.setattr(solver, "_KERNEL_ROWS", 0)   # and its column structure (_columns)
     calls = []
     kernel = solver._Fill._run_kernel
     monkeypatch.setattr(solver._Fill, "_run_kernel",
@@ -748,3 +750,13 @@ def test_grouped_links_solve_as_every_link(seed, n_flows, chips, monkeypatch):
     assert (a.events, a.n_levels) == (b.events, b.n_levels)
     for name in ("finish_s", "first_rates_Bps", "peak_utilization", "link_busy_s", "utilization"):
         np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=1e-12, atol=1e-300)
+
+
+def test_columns_structure_equals_scipys_csc(monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setattr(solver, "_KERNEL_ROWS", 0)
+    for seed in range(3):
+        fp = random_instance(seed, 40, 12)[0]
+        c, ref = solver._columns(fp), fp.tocsc()
+        assert isinstance(c, solver._Cols)
+        assert np.array_equal(c.indptr, ref.indptr) and np.array_equal(c.indices, ref.indices)

@@ -225,3 +225,21 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
         rnd += 1
     return n_rounds, n_new, n_over, work, stamp, 0
 
+
+
+@njit(cache=True)
+def columns(Pp, Pi, n_cols, out):
+    """The column structure of CSR (Pp, Pi): column pointers, and the rows of each column
+    in increasing order written to ``out`` (a counting sort; no values)."""
+    ptr = np.zeros(n_cols + 1, np.int64)
+    for e in range(Pi.size):
+        ptr[Pi[e] + 1] += 1
+    for c in range(n_cols):
+        ptr[c + 1] += ptr[c]
+    nxt = ptr[:-1].copy()
+    for r in range(Pp.size - 1):
+        for e in range(Pp[r], Pp[r + 1]):
+            c = Pi[e]
+            out[nxt[c]] = r
+            nxt[c] += 1
+    return ptr

@@ -150,9 +150,12 @@ def _warm_up() -> bool:
     """
     kernels = _kernel_module()
     if kernels is not None:
-        one = sp.csr_array(np.ones((1, 1)))
-        fill = _Fill(one, one, one.tocsc(), np.ones(1), np.ones(1), np.ones(1), 1e-9)
-        fill._run_kernel(kernels, 0.0)
+        for idx in (np.int32, np.int64):   # scipy's two index types: one specialization each
+            one = sp.csr_array((np.ones(1), np.zeros(1, idx), np.arange(2, dtype=idx)), shape=(1, 1))
+            fill = _Fill(one, one, one.tocsc(), np.ones(1), np.ones(1), np.ones(1), 1e-9)
+            rows = np.empty(1, np.int32)
+            fill.Pc = _Cols(kernels.columns(one.indptr, one.indices, 1, rows), rows, 1)
+            fill._run_kernel(kernels, 0.0)
     return kernels is not None
 
 
@@ -353,6 +356,16 @@ class _LinkGroups:
         return out
 
 
+def _runs(keys: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """A stable order of equal-length key arrays, and whether each sorted entry equals the last."""
+    order = np.lexsort(keys[::-1])
+    dup = np.ones(order.size - 1, bool)
+    for k in keys:
+        ks = k[order]
+        dup &= ks[1:] == ks[:-1]
+    return order, dup
+
+
 def _group_links(Q: sp.csr_array, cap: np.ndarray) -> tuple[_LinkGroups | None, sp.csc_array]:
     """Group links with proportional columns of ``Q`` (see :class:`_LinkGroups`).
 
@@ -369,9 +382,8 @@ def _group_links(Q: sp.csr_array, cap: np.ndarray) -> tuple[_LinkGroups | None, 
     if used.size < 2:
         return None, Qc
     # links that can group share their column's length, first and last piece
-    sig = np.stack([ln[used], Qc.indices[Qc.indptr[used]], Qc.indices[Qc.indptr[used + 1] - 1]], axis=1)
-    _, cnt = np.unique(sig, axis=0, return_counts=True)
-    if cnt.max() < 2:
+    sig = (ln[used], Qc.indices[Qc.indptr[used]], Qc.indices[Qc.indptr[used + 1] - 1])
+    if not _runs(sig)[1].any():
         return None, Qc
     first = Qc.data[Qc.indptr[used]]
     col = np.repeat(np.arange(L), ln)
@@ -384,10 +396,11 @@ def _group_links(Q: sp.csr_array, cap: np.ndarray) -> tuple[_LinkGroups | None, 
               (norm.view(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
         mix ^= mix >> np.uint64(29)
         h = np.add.reduceat(mix, Qc.indptr[used].astype(np.int64))
-    keys = np.stack([ln[used].astype(np.uint64), h], axis=1)
-    _, lead_of, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    inv = inv.ravel()
-    lead = used[lead_of[inv]]                     # each used link's candidate leader
+    order, dup = _runs((ln[used], h))
+    # each used link's candidate leader: the first (lowest id) of its run of equal keys
+    run_start = np.maximum.accumulate(np.where(np.r_[True, ~dup], np.arange(used.size), 0))
+    lead = np.empty(used.size, np.int64)
+    lead[order] = used[order[run_start]]
     # exact check against the leader, entry by entry
     n = ln[used]
     pos = _row_positions(Qc.indptr, used)[0]
@@ -405,7 +418,9 @@ def _group_links(Q: sp.csr_array, cap: np.ndarray) -> tuple[_LinkGroups | None, 
     gid[used] = g_of_used
     # each group's column: its leader's, normalised
     lp, lc = _row_positions(Qc.indptr, uniq)
-    Qg = sp.csc_array((norm[lp], Qc.indices[lp], np.r_[0, np.cumsum(lc)]), shape=(K, G)).tocsr()
+    # the input's index dtype (int32 as a rule): the compiled filling keeps one specialization
+    indptr = np.r_[0, np.cumsum(lc)].astype(Qc.indptr.dtype)
+    Qg = sp.csc_array((norm[lp], Qc.indices[lp], indptr), shape=(K, G)).tocsr()
     ratio = np.full(L, np.inf)
     with np.errstate(divide="ignore"):
         ratio[used] = cap[used] / scale[used]
@@ -495,6 +510,25 @@ def _segment_reduce(ufunc, indptr: np.ndarray, values: np.ndarray, fill, *,
     return out
 
 
+@dataclass(frozen=True)
+class _Cols:
+    """The column structure of a flow_piece matrix: the flows of each piece (private)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    nnz: int
+
+
+def _columns(P: sp.csr_array):
+    """Flows of each piece, rows increasing: a counting sort when the kernels are loaded
+    (structure only, 32-bit rows where they fit), else scipy's CSC copy."""
+    kernels = _kernel_module() if P.shape[0] >= _KERNEL_ROWS else None
+    if kernels is None:
+        return P.tocsc()
+    out = np.empty(P.nnz, np.int32 if P.shape[0] < 2**31 else np.int64)
+    return _Cols(kernels.columns(P.indptr, P.indices, P.shape[1], out), out, P.nnz)
+
+
 def _count_alive(Pc: sp.csc_array, alive: np.ndarray) -> np.ndarray:
     """Per piece, the stored entries of flows still in ``alive`` (exact integers)."""
     # Differences of a running count at the column boundaries: cheaper than
@@ -563,7 +597,7 @@ class _Fill:
     # ----------------------------------------------------------------- state
 
     def _set_rows(self, P, w, m):
-        self.P, self.Pc = P, P.tocsc()
+        self.P, self.Pc = P, _columns(P)
         # m * w is w when every multiplicity is 1: one array fewer to gather.
         self.w, self.m, self.mw = w, m, (m * w if np.any(m != 1.0) else w)
         self.row_len = np.diff(P.indptr)
