@@ -12,6 +12,8 @@ module             contents
                    :class:`Fold` (a fold's quotient, or the reason it has none)
 ``ecmp``           policy ``ecmp``: shortest paths split per hop (equal / capacity);
                    ECMP on a link subset for the other policies; fold: twins
+``cone``           ECMP pair by pair inside each pair's shortest-path cone (a few
+                   pairs per destination on a big graph: a torus's rerouted pairs)
 ``leaf``           switched and leaf-spine tiers (factored fast paths of ECMP) and
                    the rail-only PXN relay; fold: in-rack positions
 ``tiered``         policy ``tiered``: Jalapeño's tier rule with relays; fold: twins,
@@ -80,7 +82,9 @@ from structure with array arithmetic, never a Python loop per flow:
 * anything else (generic ECMP): per destination, a shortest-path DAG built in C
   with :mod:`scipy.sparse.csgraph`; pieces are the first-hop links of the source
   and the DAG from each first-hop node to the destination, shared by every
-  source with that first hop.
+  source with that first hop; a destination with few sources (pairs a torus
+  reroutes around a failure) instead gets one piece per pair, its route, walked
+  inside the pair's shortest-path cone (:mod:`.cone`).
 
 Notes
 -----
@@ -104,7 +108,7 @@ import networkx as nx
 import numpy as np
 
 from ..errors import BadInput
-from . import core, ecmp, leaf, quotient, tiered, torus  # noqa: F401  (the policy modules, as attributes)
+from . import cone, core, ecmp, leaf, quotient, tiered, torus  # noqa: F401  (the policy modules, as attributes)
 from .core import SPLITS, TIER_MODES, LinkTable, Loads, Request, Routes, _assemble, _net, link_table
 from .quotient import Fold, Quotient
 
