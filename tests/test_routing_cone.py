@@ -181,13 +181,23 @@ def test_rerouted_pairs_take_one_piece_each():
     assert not ((np.isin(lt.src, gone) & np.isin(lt.dst, gone))).any()
 
 
-def test_stabilizer_quotient_routes_equal_route():
-    # the fold's routes are route() of its representatives, and the quotient spans every flow
-    G = _degraded("4x6x4", ONE)
-    q = torus.fold_stabilizer(G, np.arange(96)[None, :]).quotient
-    r = route(G, q.rep_src, q.rep_dst)
-    assert abs(q.routes.shares() - r.shares()).max() < TOL
-    assert q.n_flows == 96 * 95
+@pytest.mark.parametrize("dims, fails", [("4x6x4", ONE), ("4x4x4", TWO[:1] + ["link:c03.00.00--c00.00.00"]),
+                                         ("5x3", ["link:c00.00--c01.00"]), ("2x4x3", ["link:c00.00.00--c00.01.00"]),
+                                         ("6x2x5", ONE), ("4x1x4", ONE)])
+def test_stabilizer_quotient_routes_are_route_of_its_representatives(dims, fails):
+    # the whole all-to-all's representatives are routed from their per-axis classes (a grid):
+    # the very factors route() gives them pair by pair
+    G = _degraded(dims, fails)
+    n = G.number_of_nodes()
+    q = torus.fold_stabilizer(G, np.arange(n)[None, :]).quotient
+    assert q is not None and q.n_flows == n * (n - 1)
+    r, got = route(G, q.rep_src, q.rep_dst), q.routes
+    for name in ("flow_piece", "piece_link"):
+        a, b = getattr(got, name), getattr(r, name)
+        assert a.shape == b.shape and all(np.array_equal(getattr(a, x), getattr(b, x))
+                                          for x in ("data", "indices", "indptr")), name
+    for name in ("reachable", "relayed", "relay_rank", "hops", "latency_ns"):
+        assert np.array_equal(getattr(got, name), getattr(r, name)), name
 
 
 # ----------------------------------------------------------------------------------------

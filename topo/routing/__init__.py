@@ -223,7 +223,12 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
     >>> r.shares([0]).sum(), int(r.hops[0])
     (np.float64(2.0), 2)
     """
-    req = _request(G, src, dst, split, tiers, links)
+    return _routes(_request(G, src, dst, split, tiers, links), split, tiers)
+
+
+def _routes(req: Request, split: str, tiers: str, router: Callable | None = None) -> Routes:
+    """Routes of a checked request: its policy's router (or ``router``, called the same way) on the
+    pairs whose chips are present, assembled with the others (out of reach) into :class:`Routes`."""
     lt, net, src_r, dst_r, s, d = req.links, req.net, req.src_rank, req.dst_rank, req.src_node, req.dst_node
     L, F = len(lt), len(src_r)
     ok = (s >= 0) & (d >= 0)
@@ -231,7 +236,7 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
     alive = None if all_alive else np.flatnonzero(ok)
     sa, da = (s, d) if all_alive else (s[alive], d[alive])
     del ok
-    got = POLICIES[req.policy].route(net, sa, da, split, tiers)
+    got = (router or POLICIES[req.policy].route)(net, sa, da, split, tiers)
     part, relay_a, relay2_a = got.part, got.relay, got.relay2
     del sa, da, s, d, got, req
     relay_rank = np.full(F, -1, np.int32)

@@ -52,7 +52,7 @@ class _Adjacency:
         width = int(self.deg.max(initial=0))
         self.table = None
         if width * n <= 2 * len(end) + n:
-            self.table = np.full((n + 1, width), self.pad, np.int64)
+            self.table = np.full((n + 1, width), self.pad, np.int32 if self.pad < 2**31 - 1 else np.int64)
             rank = np.arange(len(end)) - self.start[end[self.order]]
             self.table[end[self.order], rank] = self.order
             self.width = width
@@ -208,8 +208,10 @@ class _Graph:
         n = net.n
         self.n, self.fwd, self.outid = n, net.fwd, dags.outid
         self.la = dags.la
-        self.src = np.append(dags.lsrc, n)
-        self.dst = np.append(dags.ldst, n)
+        nt = np.int32 if n < 2**31 - 1 else np.int64        # node ids: half the memory traffic when they fit
+        self.nt = nt
+        self.src = np.append(dags.lsrc, n).astype(nt)
+        self.dst = np.append(dags.ldst, n).astype(nt)
         w = dags.lw.astype(np.int64)
         self.w = np.append(w, 1)
         self.weights = np.unique(w).tolist()
@@ -242,10 +244,11 @@ def _walk_from_dest(g: _Graph, tbl, row, s, d, D, scratch):
     """
     n, m = g.n, len(s)
     flat_tbl = tbl.ravel()
-    row0 = row.astype(np.int64) * (n + 1)
+    it = np.int32 if tbl.size < 2**31 - 1 and len(scratch) < 2**31 - 1 else np.int64
+    row0 = row.astype(it) * it(n + 1)
     plat = np.zeros(m)
     out_f, out_k, out_v = [], [], []
-    pending = {0: [(np.arange(m), s.astype(np.int64), np.ones(m), np.zeros(m))]}
+    pending = {0: [(np.arange(m, dtype=it), s.astype(it), np.ones(m), np.zeros(m))]}
     for t in range(int(D.max(initial=0)) + 1):
         got = pending.pop(t, None)
         if got is None:
@@ -253,7 +256,7 @@ def _walk_from_dest(g: _Graph, tbl, row, s, d, D, scratch):
         f, x, mass, xlat = (np.concatenate(c) for c in zip(*got)) if len(got) > 1 else got[0]
         if t:
             # one entry per (pair, node): the mass adds up, the slowest latency is kept
-            dup = _dedupe(scratch, f * (n + 1) + x)
+            dup = _dedupe(scratch, f * it(n + 1) + x)
             if dup is not None:
                 first, inv = dup
                 mass = np.bincount(inv, weights=mass)
@@ -299,12 +302,14 @@ def _walk_from_source(g: _Graph, tbl, row, s, d, D, scratch):
     """
     n, m = g.n, len(s)
     flat_tbl = tbl.ravel()
-    row0 = row.astype(np.int64) * (n + 1)
+    it = np.int32 if tbl.size < 2**31 - 1 and len(scratch) < 2**31 - 1 else np.int64
+    row0 = row.astype(it) * it(n + 1)
+    d = d.astype(it)
     top = int(D.max(initial=0))
-    starts_at = {h: np.flatnonzero(D == h) for h in _distinct(D).tolist()}
+    starts_at = {h: np.flatnonzero(D == h).astype(it) for h in _distinct(D).tolist()}
     # the sweep: per level h, the cone's nodes (pair, node, latency to d) and the links into level h
     f = starts_at[top]
-    x, xlat = d[f].astype(np.int64), np.zeros(len(f))
+    x, xlat = d[f], np.zeros(len(f))
     nodes = {top: (f, x)}
     links = {}
     for h in range(top, 0, -1):
@@ -314,9 +319,9 @@ def _walk_from_source(g: _Graph, tbl, row, s, d, D, scratch):
         new = starts_at.get(h - 1)                        # pairs whose destination lies at level h - 1
         if new is not None:
             fe = np.concatenate([fe, new])
-            tail = np.concatenate([tail, d[new].astype(np.int64)])
+            tail = np.concatenate([tail, d[new]])
         cand_lat = np.concatenate([xlat[e] + g.lat[k], np.zeros(len(fe) - len(e))])
-        dup = _dedupe(scratch, fe * (n + 1) + tail)
+        dup = _dedupe(scratch, fe * it(n + 1) + tail)
         if dup is None:
             inv = np.arange(len(fe))
             f, x, xlat = fe, tail, cand_lat

@@ -15,6 +15,8 @@ translations) that map the failures onto themselves.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
@@ -74,8 +76,125 @@ def _broken_arcs(nbr: np.ndarray, dims, strides, bases, K: int) -> np.ndarray:
     return broken
 
 
-def _dor_paths(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> tuple[_Part, np.ndarray]:
+def _pass1_pairs(ctx, s, d, flat, hops):
+    """Arcs of each pair by index arithmetic on flat positions, in chunks that stay in cache.
+
+    Moving along dimension i, the dimensions before i already hold d's coordinates, the
+    rest s's.  Yields ``(first pair, arcs (n, dims) with -1 for none, arc count, broken)``
+    per chunk, the arc array reused; fills ``hops``.
+    """
+    dims, strides, bases, K, it, pt, broken = ctx
+    nd, F = len(dims), len(s)
+    step = 1 << 18
+    pids = np.empty((min(step, F), nd), it)
+    for c0 in range(0, F, step):
+        fs, fd = flat[s[c0:c0 + step]], flat[d[c0:c0 + step]]
+        n_c = len(fs)
+        bad_c = (fs < 0) | (fd < 0)
+        a_s = np.maximum(fs, 0).astype(it, copy=False)
+        a_d = np.maximum(fd, 0).astype(it, copy=False)
+        pid_c = pids[:n_c]
+        pid_c.fill(-1)
+        h_c = hops[c0:c0 + n_c]
+        h_c.fill(0)
+        cnt = np.zeros(n_c, pt)
+        for i, k in enumerate(dims):
+            if k == 1:
+                continue
+            st = it(strides[i])
+            a = (a_s // st) % it(k)
+            e = (a_d // st - a) % it(k)
+            block = st * it(k)                   # positions sharing the coordinates of dims < i
+            start = a_s if i == 0 else (a_d // block) * block + a_s % block
+            moved = e > 0
+            pid = np.where(moved, it(bases[i]) + start * it(k - 1) + e - it(1), it(-1))
+            if broken is not None:
+                bad_c |= broken[np.maximum(pid, 0)] & moved
+            pid_c[:, i] = pid
+            h_c += np.minimum(e, it(k) - e).astype(np.int32, copy=False)
+            cnt += moved
+        yield c0, pid_c, cnt, bad_c
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """Pairs of positions as a product of per-axis classes: what :func:`_product_classes` enumerates.
+
+    Pair ``(c_0, ..., c_{nd-1})`` (row-major, those where ``keep``) runs from the position
+    with coordinates ``src[a][c_a]`` to the one with ``dst[a][c_a]``.
+    """
+
+    src: tuple      # per axis: sender coordinate of each class
+    dst: tuple      # per axis: receiver coordinate of each class
+    keep: np.ndarray   # bool, the grid's shape: the pair is one (not equal on every axis)
+
+
+def _pass1_grid(ctx, grid: _Grid, hops):
+    """:func:`_pass1_pairs` for the pairs of a :class:`_Grid`, by per-axis terms.
+
+    The arc of pair ``c`` along dimension ``i`` is ``bases[i] + start * (k - 1) + e - 1``,
+    ``start`` summing ``dst`` coordinates (axes before ``i``) and ``src`` ones (the rest)
+    times their strides, ``e`` the steps along ``i``: a sum of one term per axis, each a
+    vector over that axis's classes, added by broadcasting over slabs of the first axis.
+    """
+    dims, strides, bases, K, it, pt, broken = ctx
+    nd = len(dims)
+    none = -(K + 2)                                     # the term of a class that does not move: sums < 0
+    terms = []
+    for i, k in enumerate(dims):
+        if k == 1:
+            terms.append(None)
+            continue
+        e = (grid.dst[i] - grid.src[i]) % k
+        row = []
+        for j in range(nd):
+            coord = grid.dst[j] if j < i else grid.src[j]
+            t = coord * (strides[j] * (k - 1))
+            if j == i:
+                t = np.where(e > 0, t + bases[i] + e - 1, none)
+            row.append(t.astype(it))
+        terms.append(row)
+    hop_terms = [np.minimum((g_d - g_s) % k, k - (g_d - g_s) % k).astype(np.int32)
+                 for g_s, g_d, k in zip(grid.src, grid.dst, dims)]
+    per_slab = int(np.prod(grid.keep.shape[1:]))
+    slabs = max(1, (1 << 18) // max(per_slab, 1))
+
+    def outer(parts, a0, a1):
+        out = None
+        for j, v in enumerate(parts):
+            v = v[a0:a1] if j == 0 else v
+            v = v.reshape((1,) * j + (-1,) + (1,) * (nd - j - 1))
+            out = v if out is None else out + v
+        return out
+
+    c0 = 0
+    for a0 in range(0, grid.keep.shape[0], slabs):
+        a1 = a0 + slabs
+        keep = grid.keep[a0:a1].ravel()
+        n_c = int(keep.sum())
+        pid_c = np.full((n_c, nd), -1, it)
+        cnt = np.zeros(n_c, pt)
+        bad_c = np.zeros(n_c, bool)
+        for i, row in enumerate(terms):
+            if row is None:
+                continue
+            pid = outer(row, a0, a1).ravel()[keep]
+            moved = pid >= 0
+            pid = np.where(moved, pid, it(-1))
+            if broken is not None:
+                bad_c |= broken[np.maximum(pid, 0)] & moved
+            pid_c[:, i] = pid
+            cnt += moved
+        hops[c0:c0 + n_c] = outer(hop_terms, a0, a1).ravel()[keep]
+        yield c0, pid_c, cnt, bad_c
+        c0 += n_c
+
+
+def _dor_paths(net: _Net, s: np.ndarray, d: np.ndarray, split: str, grid=None) -> tuple[_Part, np.ndarray]:
     """Dimension-order routes of every pair, and which pairs' paths are broken.
+
+    ``grid``: the pairs are the classes of a :class:`_Grid` (in its order), whose arcs
+    are sums of per-axis terms (:func:`_pass1_grid`) rather than arithmetic per pair.
 
     A broken pair (its path crosses a missing link or chip) gets one placeholder entry
     instead of its arcs: the last piece column, whose ``piece_link`` row is empty (there
@@ -128,34 +247,10 @@ def _dor_paths(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> tuple[_Pa
     bad = np.zeros(F, bool)
     used = np.zeros(K + 1, bool)                      # + the placeholder
     at = 0
-    step = 1 << 18
-    pids = np.empty((min(step, F), nd), it)
-    for c0 in range(0, F, step):
-        fs, fd = flat[s[c0:c0 + step]], flat[d[c0:c0 + step]]
-        n_c = len(fs)
-        bad_c = (fs < 0) | (fd < 0)
-        a_s = np.maximum(fs, 0).astype(it, copy=False)
-        a_d = np.maximum(fd, 0).astype(it, copy=False)
-        pid_c = pids[:n_c]
-        pid_c.fill(-1)
-        h_c = hops[c0:c0 + n_c]
-        h_c.fill(0)
-        cnt = np.zeros(n_c, pt)
-        for i, k in enumerate(dims):
-            if k == 1:
-                continue
-            st = it(strides[i])
-            a = (a_s // st) % it(k)
-            e = (a_d // st - a) % it(k)
-            block = st * it(k)                   # positions sharing the coordinates of dims < i
-            start = a_s if i == 0 else (a_d // block) * block + a_s % block
-            moved = e > 0
-            pid = np.where(moved, it(bases[i]) + start * it(k - 1) + e - it(1), it(-1))
-            if any_broken:
-                bad_c |= broken[np.maximum(pid, 0)] & moved
-            pid_c[:, i] = pid
-            h_c += np.minimum(e, it(k) - e).astype(np.int32, copy=False)
-            cnt += moved
+    ctx = (dims, strides, bases, K, it, pt, broken if any_broken else None)
+    chunks = _pass1_pairs(ctx, s, d, flat, hops) if grid is None else _pass1_grid(ctx, grid, hops)
+    for c0, pid_c, cnt, bad_c in chunks:
+        n_c = len(cnt)
         if bad_c.any():
             # a broken pair keeps one slot, the placeholder piece K, for its rerouted piece
             pid_c[bad_c] = -1
@@ -217,10 +312,14 @@ def _dor_paths(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> tuple[_Pa
     return _Part(fp, pl, ~bad, hops, lat), bad
 
 
-def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
-    """Dimension-order routes; pairs whose path lost a link or a chip take ECMP over what is left."""
+def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str, grid: _Grid | None = None) -> _Part:
+    """Dimension-order routes; pairs whose path lost a link or a chip take ECMP over what is left.
+
+    ``grid``: the pairs ``(s, d)`` are those of a :class:`_Grid`, in its order (their
+    arcs are then found per axis).
+    """
     L, F = len(net.lt), len(s)
-    part, bad = _dor_paths(net, s, d, split)
+    part, bad = _dor_paths(net, s, d, split, grid)
     if not bad.any():
         return part
     fp, pl = part.fp, part.pl
@@ -499,6 +598,11 @@ _STABILIZER_WORK = 50_000_000
 
 
 def _product_orbits(dims, per_axis):
+    """(sender, receiver, orbit size) of :func:`_product_classes` (without the grid)."""
+    return _product_classes(dims, per_axis)[:3]
+
+
+def _product_classes(dims, per_axis):
     """Orbits of the ordered position pairs ``(s, d)``, ``s != d``, under a product of per-axis groups.
 
     The group acts on each axis alone, so the orbit of a pair is the product of the
@@ -507,7 +611,8 @@ def _product_orbits(dims, per_axis):
     the pairs equal on every axis), without listing the ``N (N - 1)`` flows.
     Returns (sender flat position, receiver flat position, orbit size) per class, the
     representative being the pair with the least receiver coordinate (then sender) of
-    each per-axis orbit, classes in row-major order of their per-axis classes.
+    each per-axis orbit, classes in row-major order of their per-axis classes; and the
+    classes as a :class:`_Grid` (for :func:`_dor`).
     """
     reps_s, reps_d, sizes, diag = [], [], [], []
     for k, maps in zip(dims, per_axis):
@@ -537,8 +642,9 @@ def _product_orbits(dims, per_axis):
     dst = outer([rd * st for rd, st in zip(reps_d, strides)], np.add)
     mult = outer(sizes, np.multiply)
     keep = ~outer(diag, np.logical_and)
+    grid = _Grid(tuple(reps_s), tuple(reps_d), keep.reshape(tuple(len(r) for r in reps_s)))
     return (src[keep].astype(np.int64, copy=False), dst[keep].astype(np.int64, copy=False),
-            mult[keep].astype(np.int64, copy=False))
+            mult[keep].astype(np.int64, copy=False), grid)
 
 
 def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guard=None) -> Fold:
@@ -585,7 +691,7 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
     >>> q.n_flows, q.n_classes, int(q.multiplicity.max())
     (4032, 782, 8)
     """
-    from . import link_table, route
+    from . import _request, _routes, link_table, route
     M = "stabilizer"
 
     def no(reason: str) -> Fold:
@@ -693,8 +799,9 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
     perms = list(np.unique(np.array([apply(list(mp)) for mp in itertools.product(*per_axis)]), axis=0))
     if len(perms) == 1:
         return no("no reflection or translation maps the failed links and the groups onto themselves")
+    grid = None
     if whole:
-        rep_pos_s, rep_pos_d, mult = _product_orbits(dims, per_axis)
+        rep_pos_s, rep_pos_d, mult, grid = _product_classes(dims, per_axis)
     else:
         # flow orbits: every (sender, receiver) position pair of every row, under every element
         i, j = np.nonzero(~np.eye(m, dtype=bool))
@@ -725,7 +832,12 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
         return no(f"links the stabilizer exchanges differ in {differs}")
     if guard is not None:
         guard(len(rep_src))
-    routes = route(G, rep_src, rep_dst, split=split, links=lt)
+    if grid is None:
+        routes = route(G, rep_src, rep_dst, split=split, links=lt)
+    else:
+        # route() of the representatives, their arcs found per axis of the grid
+        routes = _routes(_request(G, rep_src, rep_dst, split, "rule", lt), split, "rule",
+                         lambda net, s, d, split, tiers: PolicyRoutes(_dor(net, s, d, split, grid)))
     if not np.all(routes.reachable):
         return no("a representative flow has no route")
     piece_orbit = _fold(routes, link_orbit, O)
