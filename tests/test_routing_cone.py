@@ -332,3 +332,17 @@ def test_torus_12_rerouted_pairs_match_shared_pieces():
     ref = ecmp._generic_shared(net, mask, s, d, "equal")
     for from_source in (False, True):
         _same_part(cone.route_pairs(net, mask, s, d, "equal", from_source=from_source), ref)
+
+
+def test_cone_walk_pair_to_itself():
+    # a pair from a node to itself: reachable in 0 hops, no link, no piece entry (as the shared pieces)
+    G = build("torus", dims="4x4x4")
+    lt = link_table(G)
+    net = core._net(G, lt)
+    mask = np.ones(len(lt), bool)
+    s, d = np.array([0, 1, 5]), np.array([0, 2, 5])
+    ref = ecmp._generic_shared(net, mask, s, d, "equal")
+    for from_source in (False, True):
+        got = cone.route_pairs(net, mask, s, d, "equal", from_source=from_source)
+        _same_part(got, ref)
+        assert np.diff(got.csr().indptr).tolist() == [0, 1, 0] and got.lat.tolist() == [0.0, 1000.0, 0.0]

@@ -93,6 +93,10 @@ def _dedupe(scratch: np.ndarray, key: np.ndarray):
     return first, (np.cumsum(first, dtype=np.int64) - 1)[win]
 
 
+def _cat(parts: list, dtype) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
 def _table(levels: np.ndarray, n: int):
     """Integer distance table with a dummy-node column; (table, sentinel) in the smallest fitting dtype."""
     top = int(levels.max(initial=0))
@@ -194,10 +198,11 @@ def route_pairs(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split
     pl.indptr = np.concatenate([[0], np.cumsum(counts)]).astype(idt)
     pl.has_sorted_indices = False
     ok = reach[pair_of]
+    on = ok & (hops[pair_of] > 0)                    # a pair from a node to itself crosses no link
     fp = sp.csr_matrix((P, n_pieces), dtype=float)
-    fp.data = np.ones(int(ok.sum()))
-    fp.indices = piece_of[pair_of[ok]].astype(idt)
-    fp.indptr = np.concatenate([[0], np.cumsum(ok)]).astype(idt)
+    fp.data = np.ones(int(on.sum()))
+    fp.indices = piece_of[pair_of[on]].astype(idt)
+    fp.indptr = np.concatenate([[0], np.cumsum(on)]).astype(idt)
     return _Part(fp, pl, ok, hops[pair_of], lat[pair_of])
 
 
@@ -287,7 +292,7 @@ def _walk_from_dest(g: _Graph, tbl, row, s, d, D, scratch):
         for wt in g.weights:
             sel = slice(None) if len(g.weights) == 1 else g.w[k] == wt
             pending.setdefault(t + wt, []).append((fe[sel], y[sel], share[sel], ylat[sel]))
-    return np.concatenate(out_f), np.concatenate(out_k), np.concatenate(out_v), plat
+    return _cat(out_f, np.int64), _cat(out_k, np.int64), _cat(out_v, np.float64), plat
 
 
 def _walk_from_source(g: _Graph, tbl, row, s, d, D, scratch):
@@ -345,4 +350,4 @@ def _walk_from_source(g: _Graph, tbl, row, s, d, D, scratch):
         out_k.append(k)
         out_v.append(share)
         mass = np.bincount(hl, weights=share, minlength=len(nodes[h][0]))
-    return np.concatenate(out_f), np.concatenate(out_k), np.concatenate(out_v), plat
+    return _cat(out_f, np.int64), _cat(out_k, np.int64), _cat(out_v, np.float64), plat
