@@ -12,6 +12,8 @@ module             contents
                    :class:`Fold` (a fold's quotient, or the reason it has none)
 ``ecmp``           policy ``ecmp``: shortest paths split per hop (equal / capacity);
                    ECMP on a link subset for the other policies; fold: twins
+``cone``           ECMP pair by pair inside each pair's shortest-path cone (a few
+                   pairs per destination on a big graph: a torus's rerouted pairs)
 ``leaf``           switched and leaf-spine tiers (factored fast paths of ECMP) and
                    the rail-only PXN relay; fold: in-rack positions
 ``tiered``         policy ``tiered``: Jalapeño's tier rule with relays; fold: twins,
@@ -80,7 +82,9 @@ from structure with array arithmetic, never a Python loop per flow:
 * anything else (generic ECMP): per destination, a shortest-path DAG built in C
   with :mod:`scipy.sparse.csgraph`; pieces are the first-hop links of the source
   and the DAG from each first-hop node to the destination, shared by every
-  source with that first hop.
+  source with that first hop; a destination with few sources (pairs a torus
+  reroutes around a failure) instead gets one piece per pair, its route, walked
+  inside the pair's shortest-path cone (:mod:`.cone`).
 
 Notes
 -----
@@ -104,7 +108,7 @@ import networkx as nx
 import numpy as np
 
 from ..errors import BadInput
-from . import core, ecmp, leaf, quotient, tiered, torus  # noqa: F401  (the policy modules, as attributes)
+from . import cone, core, ecmp, leaf, quotient, tiered, torus  # noqa: F401  (the policy modules, as attributes)
 from .core import SPLITS, TIER_MODES, LinkTable, Loads, Request, Routes, _assemble, _net, link_table
 from .quotient import Fold, Quotient
 
@@ -219,7 +223,12 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
     >>> r.shares([0]).sum(), int(r.hops[0])
     (np.float64(2.0), 2)
     """
-    req = _request(G, src, dst, split, tiers, links)
+    return _routes(_request(G, src, dst, split, tiers, links), split, tiers)
+
+
+def _routes(req: Request, split: str, tiers: str, router: Callable | None = None) -> Routes:
+    """Routes of a checked request: its policy's router (or ``router``, called the same way) on the
+    pairs whose chips are present, assembled with the others (out of reach) into :class:`Routes`."""
     lt, net, src_r, dst_r, s, d = req.links, req.net, req.src_rank, req.dst_rank, req.src_node, req.dst_node
     L, F = len(lt), len(src_r)
     ok = (s >= 0) & (d >= 0)
@@ -227,7 +236,7 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
     alive = None if all_alive else np.flatnonzero(ok)
     sa, da = (s, d) if all_alive else (s[alive], d[alive])
     del ok
-    got = POLICIES[req.policy].route(net, sa, da, split, tiers)
+    got = (router or POLICIES[req.policy].route)(net, sa, da, split, tiers)
     part, relay_a, relay2_a = got.part, got.relay, got.relay2
     del sa, da, s, d, got, req
     relay_rank = np.full(F, -1, np.int32)

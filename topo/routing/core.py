@@ -32,6 +32,8 @@ SPLITS = ("equal", "capacity")
 TIER_MODES = ("rule", "any")
 # Work arrays per destination chunk of the generic router stay under this many cells.
 _CHUNK_CELLS = 4_000_000
+# Unweighted shortest distances by breadth-first search from this many search nodes up (Dijkstra below).
+_BFS_NODES = 1024
 # Dense chip x switch tables of the fast paths are used below this many cells.
 _DENSE_CELLS = 40_000_000
 # Per-flow work of the hot paths runs in chunks of this many flows: the temporaries stay
@@ -322,6 +324,17 @@ def _row_ids(M: np.ndarray):
     return inv.astype(np.int64), first
 
 
+def _distinct(x: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of ``x``, by a sort (numpy 2's hashing ``np.unique`` is several times slower on big arrays)."""
+    srt = np.sort(np.ravel(x))
+    if len(srt) < 2:
+        return srt
+    keep = np.empty(len(srt), bool)
+    keep[0] = True
+    np.not_equal(srt[1:], srt[:-1], out=keep[1:])
+    return srt[keep]
+
+
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Concatenated ``arange(starts[i], starts[i] + counts[i])`` without a Python loop."""
     total = int(counts.sum())
@@ -503,6 +516,87 @@ class _Reach:
         return ok
 
 
+def _hop_dist(S: sp.csr_matrix, roots: np.ndarray, n: int, unweighted: bool) -> np.ndarray:
+    """Shortest distances from each root along the edges of ``S``: shape (len(roots), n), inf where none.
+
+    Only the first ``n`` columns (nodes) are kept.  Unweighted search graphs of 1,024
+    nodes or more: breadth-first search (:func:`_bfs_levels`, about twice as fast as
+    scipy's Dijkstra there); else Dijkstra (the cheaper call on small graphs).
+    """
+    from scipy.sparse import csgraph   # imported on use: it costs ~50 ms at start-up
+    roots = np.asarray(roots, np.int64)
+    if unweighted and S.shape[0] >= _BFS_NODES:
+        lev = _bfs_levels(S, roots, n)
+        dist = lev.astype(np.float64)
+        dist[lev < 0] = np.inf
+        return dist
+    dist = csgraph.shortest_path(S, method="D", directed=True, unweighted=unweighted, indices=roots)
+    return np.ascontiguousarray(dist[:, :n]) if dist.shape[1] != n else dist
+
+
+def _hop_levels(S: sp.csr_matrix, roots: np.ndarray, n: int, unweighted: bool) -> np.ndarray:
+    """:func:`_hop_dist` as whole numbers of hops: int32 (or int64), -1 where none."""
+    if unweighted and S.shape[0] >= _BFS_NODES:
+        return _bfs_levels(S, np.asarray(roots, np.int64), n)
+    dist = _hop_dist(S, roots, n, unweighted)
+    top = dist[np.isfinite(dist)].max(initial=0)
+    return np.where(np.isfinite(dist), dist, -1).astype(np.int32 if top < 2**31 - 1 else np.int64)
+
+
+def _bfs_levels(S: sp.csr_matrix, roots: np.ndarray, n: int) -> np.ndarray:
+    """Breadth-first levels (edges of ``S`` from each root): shape (len(roots), n) int32, -1 where none.
+
+    One scipy breadth-first search per root gives its visiting order and each node's
+    predecessor; the levels follow for a batch of roots at once (small enough to stay
+    in cache).  The order visits the children of each node in the order the nodes were
+    visited, so the positions of the predecessors never decrease along it, and level
+    ``k + 1`` is the run of the order whose predecessors lie in level ``k``: a search
+    for the first predecessor position past level ``k`` ends it.
+    """
+    from scipy.sparse import csgraph   # imported on use: it costs ~50 ms at start-up
+    roots = np.asarray(roots).tolist()
+    c, ns = len(roots), S.shape[0]
+    out = np.full((c, n), -1, np.int32)
+    w = ns + 1                                      # a row of node columns and one for the padding
+    batch = max(1, min(c, (1 << 17) // w))
+    order = np.empty((batch, ns), np.int64)         # visiting order, padded with the padding node ns
+    pred = np.empty((batch, w), np.int64)           # predecessor by node (-9999: none)
+    pos = np.empty(batch * w, np.int64)             # flat (row, node) -> position in the row's order
+    size = np.empty(batch, np.int64)
+    ramp = np.arange(ns, dtype=np.int64)
+    for r0 in range(0, c, batch):
+        m = min(batch, c - r0)
+        order[:m] = ns
+        for i in range(m):
+            o, p = csgraph.breadth_first_order(S, roots[r0 + i], directed=True, return_predecessors=True)
+            size[i] = len(o)
+            order[i, :len(o)] = o
+            pred[i, :ns] = p
+        pred[:m, ns] = ns
+        off = (np.arange(m, dtype=np.int64) * w)[:, None]
+        at = order[:m] + off                        # flat (row, node) of each position
+        pos[at] = ramp
+        pos[off.ravel() + ns] = ns
+        # each position's predecessor's position (the padding: ns, past every level)
+        parent = pos[np.maximum(pred[:m].ravel()[at[:, 1:]], 0) + off]
+        parent[order[:m, 1:] == ns] = ns
+        flat = (parent + off).ravel()               # rows one after another: sorted throughout
+        starts = np.zeros((m, w), np.int32)         # 1 where a level starts (after level 0)
+        base = off.ravel()
+        shift = np.arange(m, dtype=np.int64) * (ns - 1)
+        b = np.ones(m, np.int64)
+        live = b < size[:m]
+        while live.any():
+            starts.ravel()[base[live] + b[live]] = 1
+            b = np.where(live, 1 + np.searchsorted(flat, b + base, "left") - shift, b)
+            live = b < size[:m]
+        level = np.cumsum(starts[:, :ns], axis=1, dtype=np.int32)
+        got = np.full((m, w), -1, np.int32)
+        got.ravel()[at] = level
+        out[r0:r0 + m] = got[:, :n]
+    return out
+
+
 # ---------------------------------------------------------------------------------------
 # Generic ECMP (any graph): per-destination shortest-path DAGs
 # ---------------------------------------------------------------------------------------
@@ -570,16 +664,23 @@ class _Dags:
         self.chunk = max(1, _CHUNK_CELLS // max(len(la), ns, 1))
         self.d = d
 
+    def dist(self, dc: np.ndarray) -> np.ndarray:
+        """Hop distance of every node to each destination node in ``dc``: shape (len(dc), n), inf where none.
+
+        Distances run through forwarding nodes only (a non-forwarding node ends a path
+        or starts one, never relays), counting each link's ``hops``.
+        """
+        starts = np.where(self.fwd[dc], dc, self.outid[dc])
+        dist = _hop_dist(self.S, starts, self.n, self.unweighted)
+        dist[np.arange(len(dc)), dc] = 0.0
+        return dist
+
     def __iter__(self):
         n, fwd, lsrc, ldst, lw = self.n, self.fwd, self.lsrc, self.ldst, self.lw
         for c0 in range(0, len(self.dests), self.chunk):
             dc = self.dests[c0:c0 + self.chunk]
             c = len(dc)
-            starts = np.where(fwd[dc], dc, self.outid[dc])
-            from scipy.sparse import csgraph
-            dist = csgraph.shortest_path(self.S, method="D", directed=True, unweighted=self.unweighted,
-                                         indices=starts)[:, :n]
-            dist[np.arange(c), dc] = 0.0
+            dist = self.dist(dc)
             du = dist[:, lsrc]
             dv = dist[:, ldst]
             on = (du == dv + lw) & np.isfinite(dv) & (fwd[ldst][None, :] | (ldst[None, :] == dc[:, None]))

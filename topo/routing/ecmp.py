@@ -22,17 +22,58 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import leaf
-from .core import PolicyRoutes, _compact, _coo_part, _Dags, _empty_part, _merge, _Net, _Part, _Reach
+from .cone import route_pairs
+from .core import PolicyRoutes, _compact, _coo_part, _Dags, _distinct, _empty_part, _merge, _Net, _Part, _Reach
 from .quotient import Fold, _classes_on_orbits
 
 __all__ = ["route_ecmp", "fold_twins"]
 
 
+
 def _generic(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
     """Exact per-hop ECMP for pairs (s, d) of node indices on the links in ``mask``.
 
+    A destination that few pairs share (:func:`_few_per_dest` distinct sources at
+    most) has its pairs routed one by one inside their shortest-path cones
+    (:func:`.cone.route_pairs`, a piece per pair); the others build the DAG's pieces
+    once per first hop and share them among their sources (:func:`_generic_shared`).
+    Both give the same shares, hop counts and latencies.
+    """
+    P = len(s)
+    if P == 0:
+        return _empty_part(0, len(net.lt))
+    n = net.n
+    pairs = _distinct(s.astype(np.int64) * n + d)
+    per_dest = np.bincount(pairs % n, minlength=n)
+    few = per_dest[d] <= _few_per_dest(net, mask)
+    if few.all():
+        return route_pairs(net, mask, s, d, split)
+    if not few.any():
+        return _generic_shared(net, mask, s, d, split)
+    a, b = np.flatnonzero(few), np.flatnonzero(~few)
+    return _merge(P, len(net.lt), [(a, route_pairs(net, mask, s[a], d[a], split)),
+                                   (b, _generic_shared(net, mask, s[b], d[b], split))])
+
+
+def _few_per_dest(net: _Net, mask: np.ndarray) -> int:
+    """Most distinct sources per destination routed pair by pair (:func:`.cone.route_pairs`).
+
+    A pair's walk looks at every link out of each node of its cone, so high-degree
+    switches make it dear, while the shared pieces cost a pass over all links per
+    destination: 2048 // (largest out-degree), between 8 and 256 (measured on tori,
+    boardfly, groq-lpx and maia200: the walk is the faster below it).
+    """
+    deg = np.bincount(net.lt.src[mask], minlength=net.n).max(initial=1)
+    return int(np.clip(2048 // max(int(deg), 1), 8, 256))
+
+
+def _generic_shared(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
+    """Exact per-hop ECMP for pairs (s, d) of node indices on the links in ``mask``, pieces shared per destination.
+
     Pieces: single links (the source's first hops) and, per destination, the DAG
-    from each first-hop node to it (shared by every source with that first hop).
+    from each first-hop node to it (shared by every source with that first hop),
+    built by powers of the DAG's split matrix over dense destinations x links tables:
+    cheap per pair when many pairs share a destination.
     """
     lt, n = net.lt, net.n
     L, P = len(lt), len(s)

@@ -15,6 +15,8 @@ translations) that map the failures onto themselves.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
@@ -45,8 +47,160 @@ def _torus_dims(net: _Net) -> tuple[int, ...]:
     return dims
 
 
-def _dor_paths(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> tuple[_Part, np.ndarray]:
-    """Dimension-order routes of every pair, and which pairs' paths are broken (their rows are not routes)."""
+def _broken_arcs(nbr: np.ndarray, dims, strides, bases, K: int) -> np.ndarray:
+    """Which arcs (ids as in :func:`_dor_paths`) cross a missing ring link, shape (K,) bool.
+
+    Enumerated from the missing links (few on a degraded torus) rather than from the
+    arcs: a missing link from coordinate ``a`` to ``a + 1`` of dimension ``i`` lies on
+    the arcs taking the ``+`` way (``2 e <= k``) that start ``t < e`` steps before it;
+    one to ``a - 1`` on those taking the ``-`` way (length ``k - e``, ``2 (k - e) <= k``)
+    that start ``t < k - e`` steps after it.
+    """
+    broken = np.zeros(K, bool)
+    for i, k in enumerate(dims):
+        if k == 1:
+            continue
+        half = k // 2
+        # (t, length) with t < length <= k / 2: steps before the link, length of the way
+        t, length = np.nonzero(np.arange(half)[:, None] < np.arange(1, half + 1)[None, :])
+        length = length + 1
+        for dr, sign in ((0, 1), (1, -1)):
+            miss = np.flatnonzero(nbr[i, dr] < 0)
+            if not len(miss):
+                continue
+            a = (miss // strides[i]) % k
+            b = (a[:, None] - sign * t[None, :]) % k                       # the arc's start coordinate
+            P = miss[:, None] + (b - a[:, None]) * strides[i]
+            e = length[None, :] if dr == 0 else k - length[None, :]
+            broken[(bases[i] + P * (k - 1) + e - 1).ravel()] = True
+    return broken
+
+
+def _pass1_pairs(ctx, s, d, flat, hops):
+    """Arcs of each pair by index arithmetic on flat positions, in chunks that stay in cache.
+
+    Moving along dimension i, the dimensions before i already hold d's coordinates, the
+    rest s's.  Yields ``(first pair, arcs (n, dims) with -1 for none, arc count, broken)``
+    per chunk, the arc array reused; fills ``hops``.
+    """
+    dims, strides, bases, K, it, pt, broken = ctx
+    nd, F = len(dims), len(s)
+    step = 1 << 18
+    pids = np.empty((min(step, F), nd), it)
+    for c0 in range(0, F, step):
+        fs, fd = flat[s[c0:c0 + step]], flat[d[c0:c0 + step]]
+        n_c = len(fs)
+        bad_c = (fs < 0) | (fd < 0)
+        a_s = np.maximum(fs, 0).astype(it, copy=False)
+        a_d = np.maximum(fd, 0).astype(it, copy=False)
+        pid_c = pids[:n_c]
+        pid_c.fill(-1)
+        h_c = hops[c0:c0 + n_c]
+        h_c.fill(0)
+        cnt = np.zeros(n_c, pt)
+        for i, k in enumerate(dims):
+            if k == 1:
+                continue
+            st = it(strides[i])
+            a = (a_s // st) % it(k)
+            e = (a_d // st - a) % it(k)
+            block = st * it(k)                   # positions sharing the coordinates of dims < i
+            start = a_s if i == 0 else (a_d // block) * block + a_s % block
+            moved = e > 0
+            pid = np.where(moved, it(bases[i]) + start * it(k - 1) + e - it(1), it(-1))
+            if broken is not None:
+                bad_c |= broken[np.maximum(pid, 0)] & moved
+            pid_c[:, i] = pid
+            h_c += np.minimum(e, it(k) - e).astype(np.int32, copy=False)
+            cnt += moved
+        yield c0, pid_c, cnt, bad_c
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """Pairs of positions as a product of per-axis classes: what :func:`_product_classes` enumerates.
+
+    Pair ``(c_0, ..., c_{nd-1})`` (row-major, those where ``keep``) runs from the position
+    with coordinates ``src[a][c_a]`` to the one with ``dst[a][c_a]``.
+    """
+
+    src: tuple      # per axis: sender coordinate of each class
+    dst: tuple      # per axis: receiver coordinate of each class
+    keep: np.ndarray   # bool, the grid's shape: the pair is one (not equal on every axis)
+
+
+def _pass1_grid(ctx, grid: _Grid, hops):
+    """:func:`_pass1_pairs` for the pairs of a :class:`_Grid`, by per-axis terms.
+
+    The arc of pair ``c`` along dimension ``i`` is ``bases[i] + start * (k - 1) + e - 1``,
+    ``start`` summing ``dst`` coordinates (axes before ``i``) and ``src`` ones (the rest)
+    times their strides, ``e`` the steps along ``i``: a sum of one term per axis, each a
+    vector over that axis's classes, added by broadcasting over slabs of the first axis.
+    """
+    dims, strides, bases, K, it, pt, broken = ctx
+    nd = len(dims)
+    none = -(K + 2)                                     # the term of a class that does not move: sums < 0
+    terms = []
+    for i, k in enumerate(dims):
+        if k == 1:
+            terms.append(None)
+            continue
+        e = (grid.dst[i] - grid.src[i]) % k
+        row = []
+        for j in range(nd):
+            coord = grid.dst[j] if j < i else grid.src[j]
+            t = coord * (strides[j] * (k - 1))
+            if j == i:
+                t = np.where(e > 0, t + bases[i] + e - 1, none)
+            row.append(t.astype(it))
+        terms.append(row)
+    hop_terms = [np.minimum((g_d - g_s) % k, k - (g_d - g_s) % k).astype(np.int32)
+                 for g_s, g_d, k in zip(grid.src, grid.dst, dims)]
+    per_slab = int(np.prod(grid.keep.shape[1:]))
+    slabs = max(1, (1 << 18) // max(per_slab, 1))
+
+    def outer(parts, a0, a1):
+        out = None
+        for j, v in enumerate(parts):
+            v = v[a0:a1] if j == 0 else v
+            v = v.reshape((1,) * j + (-1,) + (1,) * (nd - j - 1))
+            out = v if out is None else out + v
+        return out
+
+    c0 = 0
+    for a0 in range(0, grid.keep.shape[0], slabs):
+        a1 = a0 + slabs
+        keep = grid.keep[a0:a1].ravel()
+        n_c = int(keep.sum())
+        pid_c = np.full((n_c, nd), -1, it)
+        cnt = np.zeros(n_c, pt)
+        bad_c = np.zeros(n_c, bool)
+        for i, row in enumerate(terms):
+            if row is None:
+                continue
+            pid = outer(row, a0, a1).ravel()[keep]
+            moved = pid >= 0
+            pid = np.where(moved, pid, it(-1))
+            if broken is not None:
+                bad_c |= broken[np.maximum(pid, 0)] & moved
+            pid_c[:, i] = pid
+            cnt += moved
+        hops[c0:c0 + n_c] = outer(hop_terms, a0, a1).ravel()[keep]
+        yield c0, pid_c, cnt, bad_c
+        c0 += n_c
+
+
+def _dor_paths(net: _Net, s: np.ndarray, d: np.ndarray, split: str, grid=None) -> tuple[_Part, np.ndarray]:
+    """Dimension-order routes of every pair, and which pairs' paths are broken.
+
+    ``grid``: the pairs are the classes of a :class:`_Grid` (in its order), whose arcs
+    are sums of per-axis terms (:func:`_pass1_grid`) rather than arithmetic per pair.
+
+    A broken pair (its path crosses a missing link or chip) gets one placeholder entry
+    instead of its arcs: the last piece column, whose ``piece_link`` row is empty (there
+    only when some pair is broken).  :func:`_dor` puts the pair's rerouted piece in that
+    slot; a link-load sum may use the rows as they are (a placeholder carries nothing).
+    """
     lt = net.lt
     L, F = len(lt), len(s)
     dims = _torus_dims(net)
@@ -76,46 +230,43 @@ def _dor_paths(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> tuple[_Pa
     strides = [int(np.prod(dims[i + 1:])) for i in range(nd)]
     bases = np.cumsum([0] + [N * (k - 1) for k in dims])
     K = int(bases[-1])
+    broken = _broken_arcs(nbr, dims, strides, bases, K)
+    any_broken = bool(broken.any())
     it = np.int32 if max(N * max(dims), K + 1) < 2**31 - 1 else np.int64   # int32 division is ~7x faster
-    # pass 1, per flow by index arithmetic on flat positions, in chunks: moving along
-    # dimension i, the dimensions before i already hold d's coordinates, the rest s's
-    fs, fd = flat[s], flat[d]
-    indptr = np.zeros(F + 1, np.int64)
-    ind_chunks = []
-    hops = np.zeros(F, np.int32)
-    used = np.zeros(K, bool)
-    step = 1 << 22
-    for c0 in range(0, F, step):
-        a_s = np.maximum(fs[c0:c0 + step], 0).astype(it)
-        a_d = np.maximum(fd[c0:c0 + step], 0).astype(it)
-        n_c = len(a_s)
-        pids = np.full((n_c, nd), -1, it)
-        h_c = np.zeros(n_c, np.int32)
-        cnt = np.zeros(n_c, np.int32)
-        for i, k in enumerate(dims):
-            if k == 1:
-                continue
-            st = it(strides[i])
-            a = (a_s // st) % it(k)
-            e = (a_d // st - a) % it(k)
-            block = st * it(k)                   # positions sharing the coordinates of dims < i
-            start = a_s if i == 0 else (a_d // block) * block + a_s % block
-            moved = e > 0
-            pids[:, i] = np.where(moved, it(bases[i]) + start * it(k - 1) + e - it(1), it(-1))
-            h_c += np.minimum(e, it(k) - e).astype(np.int32)
-            cnt += moved
-        hops[c0:c0 + n_c] = h_c
-        indptr[c0 + 1:c0 + n_c + 1] = cnt
-        chunk_ind = pids[pids >= 0]
+    moving = sum(1 for k in dims if k > 1)
+    pt = np.int32 if F * moving < 2**31 - 1 else np.int64
+    # pass 1, per flow by index arithmetic on flat positions, in chunks small enough to
+    # stay in cache (and be reused): moving along dimension i, the dimensions before i
+    # already hold d's coordinates, the rest s's.  The outputs are filled in place; the
+    # piece list is allocated at its bound (<= 1 piece per dimension) and only its used
+    # prefix is ever touched.
+    indices = np.empty(F * moving, it)
+    indptr = np.empty(F + 1, pt)
+    indptr[0] = 0
+    hops = np.empty(F, np.int32)
+    bad = np.zeros(F, bool)
+    used = np.zeros(K + 1, bool)                      # + the placeholder
+    at = 0
+    ctx = (dims, strides, bases, K, it, pt, broken if any_broken else None)
+    chunks = _pass1_pairs(ctx, s, d, flat, hops) if grid is None else _pass1_grid(ctx, grid, hops)
+    for c0, pid_c, cnt, bad_c in chunks:
+        n_c = len(cnt)
+        if bad_c.any():
+            # a broken pair keeps one slot, the placeholder piece K, for its rerouted piece
+            pid_c[bad_c] = -1
+            pid_c[bad_c, 0] = K
+            cnt[bad_c] = 1
+            bad[c0:c0 + n_c] = bad_c
+        np.cumsum(cnt, out=indptr[c0 + 1:c0 + n_c + 1])
+        indptr[c0 + 1:c0 + n_c + 1] += at
+        chunk_ind = pid_c[pid_c >= 0]
         used[chunk_ind] = True
-        ind_chunks.append(chunk_ind)
-    indptr = np.cumsum(indptr)
-    idx = np.concatenate(ind_chunks) if ind_chunks else np.zeros(0, it)
-    del ind_chunks
-    # the arcs used: links along each, by coordinate arithmetic
+        indices[at:at + len(chunk_ind)] = chunk_ind
+        at += len(chunk_ind)
+    idx = indices[:at]
+    # the arcs used (by unbroken pairs): links along each, by coordinate arithmetic
     p_rows, p_cols, p_vals = [], [], []
-    arc_lat = np.zeros(K)
-    broken = np.zeros(K, bool)
+    arc_lat = np.zeros(K + 1)                        # + the placeholder, 0
     for i, k in enumerate(dims):
         if k == 1:
             continue
@@ -135,47 +286,66 @@ def _dor_paths(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> tuple[_Pa
             link = nbr[i, dr, pos]
             row, col = np.nonzero(ok)
             lk = link[row, col]
-            broken[bases[i] + arcs[row[lk < 0]]] = True
-            good = lk >= 0
-            p_rows.append(bases[i] + arcs[row[good]])
-            p_cols.append(lk[good])
-            p_vals.append(share[row[good]])
-            lsum[:, dr] = np.bincount(row[good], weights=lt.latency_ns[lk[good]], minlength=len(arcs))
+            p_rows.append(bases[i] + arcs[row])
+            p_cols.append(lk)
+            p_vals.append(share[row])
+            lsum[:, dr] = np.bincount(row, weights=lt.latency_ns[lk], minlength=len(arcs))
         arc_lat[bases[i] + arcs] = lsum.max(axis=1)          # the slower way at a tie
+    used = used[:K]
+    n_pieces = K + 1 if bad.any() else K
     pl = sp.csr_matrix((np.concatenate(p_vals) if p_vals else np.zeros(0),
                         (np.concatenate(p_rows) if p_rows else np.zeros(0, np.int64),
-                         np.concatenate(p_cols) if p_cols else np.zeros(0, np.int64))), shape=(K, L))
+                         np.concatenate(p_cols) if p_cols else np.zeros(0, np.int64))), shape=(n_pieces, L))
     pl.sum_duplicates()                               # a ring of 2 at a tie: both halves on one bundle
-    # pass 2: latency and broken arcs per flow; one product when every ring link is alike
+    # pass 2: latency per flow; one product when every ring link is alike
     ring = nbr[nbr >= 0]
     ring_lat = lt.latency_ns[ring]
-    bad = (fs < 0) | (fd < 0)
-    if len(ring) and np.all(ring_lat == ring_lat[0]) and not broken.any():
+    if len(ring) and np.all(ring_lat == ring_lat[0]):
         lat = hops * float(ring_lat[0])
     else:
         # row sums by reduceat; a sentinel after the last entry keeps every start valid
         counts = np.diff(indptr)
-        first = indptr[:-1]
-        lat = np.where(counts > 0, np.add.reduceat(np.append(arc_lat[idx], 0.0), first), 0.0)
-        bad |= (counts > 0) & np.logical_or.reduceat(np.append(broken[idx], False), first)
-    idt = np.int32 if max(K, len(idx)) < 2**31 - 1 else np.int64
-    fp = sp.csr_matrix((F, K), dtype=float)
-    fp.data, fp.indices, fp.indptr = np.ones(len(idx)), idx.astype(idt, copy=False), indptr.astype(idt)
-    return _Part(fp, pl, np.ones(F, bool), hops, lat), bad
+        lat = np.where(counts > 0, np.add.reduceat(np.append(arc_lat[idx], 0.0), indptr[:-1]), 0.0)
+    idt = np.int32 if max(n_pieces, len(idx)) < 2**31 - 1 else np.int64
+    fp = sp.csr_matrix((F, n_pieces), dtype=float)
+    fp.data, fp.indices, fp.indptr = np.ones(len(idx)), idx.astype(idt, copy=False), indptr.astype(idt, copy=False)
+    return _Part(fp, pl, ~bad, hops, lat), bad
 
 
-def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str) -> _Part:
-    """Dimension-order routes; pairs whose path lost a link or a chip take ECMP over what is left."""
+def _dor(net: _Net, s: np.ndarray, d: np.ndarray, split: str, grid: _Grid | None = None) -> _Part:
+    """Dimension-order routes; pairs whose path lost a link or a chip take ECMP over what is left.
+
+    ``grid``: the pairs ``(s, d)`` are those of a :class:`_Grid`, in its order (their
+    arcs are then found per axis).
+    """
     L, F = len(net.lt), len(s)
-    part, bad = _dor_paths(net, s, d, split)
+    part, bad = _dor_paths(net, s, d, split, grid)
     if not bad.any():
         return part
-    fp, pl, reach, hops, lat = part.fp, part.pl, part.reach, part.hops, part.lat
-    good_idx = np.flatnonzero(~bad)
+    fp, pl = part.fp, part.pl
+    K = pl.shape[0] - 1                              # the placeholder piece
     bad_idx = np.flatnonzero(bad)
-    keep = _Part(fp[good_idx], pl, reach[good_idx], hops[good_idx], lat[good_idx])
     alive = (s[bad_idx] >= 0) & (d[bad_idx] >= 0)
     fb = _route_on(net, np.ones(L, bool), s[bad_idx[alive]], d[bad_idx[alive]], split)
+    fpb = fb.csr()
+    reach, hops, lat = part.reach, part.hops, part.lat
+    arcs = sp.csr_matrix((pl.data, pl.indices, pl.indptr[:-1]), shape=(K, L))   # without the placeholder
+    if alive.all() and np.all(np.diff(fpb.indptr) == 1):
+        # each rerouted pair has one piece (ECMP pair by pair): it takes the pair's placeholder slot
+        cols = fpb.indices.astype(np.int64) + K
+        idt = fp.indices.dtype if cols.max(initial=0) < np.iinfo(fp.indices.dtype).max else np.int64
+        indices = fp.indices.astype(idt, copy=False)
+        pos = fp.indptr[bad_idx]
+        indices[pos] = cols
+        fp.data[pos] = fpb.data
+        out = sp.csr_matrix((F, K + fb.K), dtype=float)
+        out.data, out.indices, out.indptr = fp.data, indices, fp.indptr.astype(idt, copy=False)
+        reach[bad_idx], hops[bad_idx], lat[bad_idx] = fb.reach, fb.hops, fb.lat
+        return _Part(out, sp.vstack([arcs, fb.pl], format="csr"), reach, hops, lat)
+    good_idx = np.flatnonzero(~bad)
+    sub = fp[good_idx]                               # no placeholder among them
+    sub = sp.csr_matrix((sub.data, sub.indices, sub.indptr), shape=(len(good_idx), K))
+    keep = _Part(sub, arcs, reach[good_idx], hops[good_idx], lat[good_idx])
     return _merge(F, L, [(good_idx, keep), (bad_idx[alive], fb)])
 
 
@@ -194,8 +364,7 @@ def loads_dor(req: Request, w: np.ndarray, split: str) -> Loads:
     alive = np.flatnonzero((s >= 0) & (d >= 0))
     part, bad = _dor_paths(net, s[alive], d[alive], split)
     good, rerouted = alive[~bad], alive[bad]
-    fp = part.fp[np.flatnonzero(~bad)]
-    lb = np.asarray(part.pl.T @ (fp.T @ w[good]))
+    lb = np.asarray(part.pl.T @ (part.fp.T @ w[alive]))         # a broken pair's placeholder carries nothing
     reach[good], hops[good], lat[good] = True, part.hops[~bad], part.lat[~bad]
     if len(rerouted):
         more, r_ok, r_hops, r_lat = _ecmp_loads(net, np.ones(len(lt), bool), s[rerouted], d[rerouted],
@@ -429,6 +598,11 @@ _STABILIZER_WORK = 50_000_000
 
 
 def _product_orbits(dims, per_axis):
+    """(sender, receiver, orbit size) of :func:`_product_classes` (without the grid)."""
+    return _product_classes(dims, per_axis)[:3]
+
+
+def _product_classes(dims, per_axis):
     """Orbits of the ordered position pairs ``(s, d)``, ``s != d``, under a product of per-axis groups.
 
     The group acts on each axis alone, so the orbit of a pair is the product of the
@@ -437,7 +611,8 @@ def _product_orbits(dims, per_axis):
     the pairs equal on every axis), without listing the ``N (N - 1)`` flows.
     Returns (sender flat position, receiver flat position, orbit size) per class, the
     representative being the pair with the least receiver coordinate (then sender) of
-    each per-axis orbit, classes in row-major order of their per-axis classes.
+    each per-axis orbit, classes in row-major order of their per-axis classes; and the
+    classes as a :class:`_Grid` (for :func:`_dor`).
     """
     reps_s, reps_d, sizes, diag = [], [], [], []
     for k, maps in zip(dims, per_axis):
@@ -467,7 +642,9 @@ def _product_orbits(dims, per_axis):
     dst = outer([rd * st for rd, st in zip(reps_d, strides)], np.add)
     mult = outer(sizes, np.multiply)
     keep = ~outer(diag, np.logical_and)
-    return src[keep].astype(np.int64), dst[keep].astype(np.int64), mult[keep].astype(np.int64)
+    grid = _Grid(tuple(reps_s), tuple(reps_d), keep.reshape(tuple(len(r) for r in reps_s)))
+    return (src[keep].astype(np.int64, copy=False), dst[keep].astype(np.int64, copy=False),
+            mult[keep].astype(np.int64, copy=False), grid)
 
 
 def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guard=None) -> Fold:
@@ -514,7 +691,7 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
     >>> q.n_flows, q.n_classes, int(q.multiplicity.max())
     (4032, 782, 8)
     """
-    from . import link_table, route
+    from . import _request, _routes, link_table, route
     M = "stabilizer"
 
     def no(reason: str) -> Fold:
@@ -622,9 +799,9 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
     perms = list(np.unique(np.array([apply(list(mp)) for mp in itertools.product(*per_axis)]), axis=0))
     if len(perms) == 1:
         return no("no reflection or translation maps the failed links and the groups onto themselves")
+    grid = None
     if whole:
-        rep_pos_s, rep_pos_d, mult = _product_orbits(dims, per_axis)
-        reps = rep_pos_s * N + rep_pos_d
+        rep_pos_s, rep_pos_d, mult, grid = _product_classes(dims, per_axis)
     else:
         # flow orbits: every (sender, receiver) position pair of every row, under every element
         i, j = np.nonzero(~np.eye(m, dtype=bool))
@@ -634,9 +811,12 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
             np.minimum(canon, perm[sp_] * N + perm[dp_], out=canon)
         del sp_, dp_
         reps, mult = np.unique(canon, return_counts=True)
+        rep_pos_s, rep_pos_d = np.divmod(reps, N)
+        del reps
         del canon
-    rep_src, rep_dst = rank_of_pos[reps // N], rank_of_pos[reps % N]
-    rep_row = lab[reps // N]
+    rep_src, rep_dst = rank_of_pos[rep_pos_s], rank_of_pos[rep_pos_d]
+    rep_row = lab[rep_pos_s]
+    del rep_pos_s, rep_pos_d
     # link orbits: the least link id among each link's images
     L = len(u)
     lmin = np.arange(L)
@@ -652,7 +832,12 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
         return no(f"links the stabilizer exchanges differ in {differs}")
     if guard is not None:
         guard(len(rep_src))
-    routes = route(G, rep_src, rep_dst, split=split, links=lt)
+    if grid is None:
+        routes = route(G, rep_src, rep_dst, split=split, links=lt)
+    else:
+        # route() of the representatives, their arcs found per axis of the grid
+        routes = _routes(_request(G, rep_src, rep_dst, split, "rule", lt), split, "rule",
+                         lambda net, s, d, split, tiers: PolicyRoutes(_dor(net, s, d, split, grid)))
     if not np.all(routes.reachable):
         return no("a representative flow has no route")
     piece_orbit = _fold(routes, link_orbit, O)
@@ -665,7 +850,7 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
     else:
         row_orbit = np.zeros(1, np.int64)
     period = tuple(int(k // sum(1 for sg, _ in mp if sg == 1)) for k, mp in zip(dims, per_axis))
-    return Fold(Quotient("stabilizer", period, mult.astype(np.int64), rep_src, rep_dst, rep_row, routes,
+    return Fold(Quotient("stabilizer", period, mult.astype(np.int64, copy=False), rep_src, rep_dst, rep_row, routes,
                          piece_orbit, link_orbit, np.bincount(link_orbit, minlength=O), row_orbit), M)
 
 
