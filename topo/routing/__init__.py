@@ -79,6 +79,7 @@ from structure with array arithmetic, never a Python loop per flow:
   ``mid(rack profile of s, leaves of d)`` (leaf -> spine -> leaf) and ``down(d)``,
   3 per flow;
 * torus DOR: one piece per ring arc (with its tie split inside), <= 1 per dimension;
+  a pair whose arcs a failure broke takes one slot for its ECMP route instead;
 * anything else (generic ECMP): per destination, a shortest-path DAG built in C
   with :mod:`scipy.sparse.csgraph`; pieces are the first-hop links of the source
   and the DAG from each first-hop node to the destination, shared by every

@@ -5,13 +5,16 @@ in turn, along the shorter arc of its ring; an arc of exactly half a ring splits
 each way.  Pieces: one per ring arc (with its tie split inside), <= 1 per dimension.
 Pairs whose DOR path crosses a missing link or chip fall back to ECMP on what is left
 (:func:`.ecmp._route_on`; :func:`loads_dor` pushes their demand down shortest-path
-DAGs instead, for a link-load bound).
+DAGs instead, for a link-load bound): the arcs a missing link breaks are found from
+the links (:func:`_broken_arcs`), such a pair keeps one slot in its row and its ECMP
+route, one piece when few pairs share its destination (:mod:`.cone`), takes it.
 
 Symmetry fold (:func:`fold_translations`): translations of an intact torus under which
 the groups tile it the same way; :func:`flows_through` lists the flows whose routes a
 failure touches, for the intact classes' correction.  :func:`fold_stabilizer` keeps a
 coarser quotient on a torus with failed or degraded links: the per-axis reflections (and
-translations) that map the failures onto themselves.
+translations) that map the failures onto themselves; its classes are a product of
+per-axis classes (:class:`_Grid`), whose arcs are sums of per-axis terms.
 """
 from __future__ import annotations
 
