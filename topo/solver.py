@@ -450,15 +450,6 @@ def _row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np
     return pos, counts
 
 
-def _segment_max(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Largest of ``values`` in each segment ``indptr[i]:indptr[i + 1]`` (0 where empty)."""
-    out = np.zeros(indptr.size - 1)
-    full = np.flatnonzero(np.diff(indptr) > 0)
-    if full.size:
-        out[full] = np.maximum.reduceat(values, indptr[full].astype(np.int64))
-    return out
-
-
 def _unique(ids: np.ndarray, n: int) -> np.ndarray:
     """Sorted unique ids in ``range(n)``: a mark array when dense, a sort when sparse."""
     if ids.size < 2:
@@ -1186,8 +1177,8 @@ class _Fill:
         """
         row_at = np.zeros(self.P.shape[0])
         row_at[done] = at
-        piece_last = _segment_max(self.Pc.indptr, row_at[self.Pc.indices])
-        last = _segment_max(self.Qc.indptr, piece_last[self.Qc.indices])
+        piece_last = _segment_reduce(np.maximum, self.Pc.indptr, row_at[self.Pc.indices], 0.0)
+        last = _segment_reduce(np.maximum, self.Qc.indptr, piece_last[self.Qc.indices], 0.0)
         carried = self.alive_link_cnt > 0
         self.busy_until[carried] = last[carried]
         self.alive_link_cnt[:] = 0
