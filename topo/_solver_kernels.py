@@ -42,11 +42,11 @@ def _fill_window(sat_at, k, window):
 
 @njit(cache=True)
 def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
-         cap, mw,
+         cap, mw, w,
          state, piece_cnt, link_cnt, aw, used, sat_at,
          rel_tol, level, rnd, n_left, k_window, bottlenecks, unit,
          pstamp, plink, dp, dc, tpieces, lstamp, dl, window, rlinks, tlinks, stamp,
-         levels_out, new_out, round_out, bl_out, over_f, over_l, stats):
+         levels_out, new_out, round_out, rate_out, bl_out, over_f, over_l, stats):
     """Fill until every present flow is frozen; mutates the state arrays in place.
 
     ``Pp, Pi, Pd`` / ``Cp, Ci`` are flow_piece as CSR / CSC, ``Qp, Qi, Qd`` /
@@ -55,7 +55,8 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
     tpieces`` (per piece) and ``lstamp, dl, window, rlinks, tlinks`` (per link) are
     scratch; entries stamped ``<= stamp`` are stale.  Writes each round's level to
     ``levels_out``; the frozen rows, in freeze order, to ``new_out`` with their round
-    (``round_out``) and bottleneck link (``bl_out``), and the rows whose bottleneck a
+    (``round_out``), rate (``rate_out``: ``w`` times the level) and bottleneck link
+    (``bl_out``), and the rows whose bottleneck a
     later piece of the same round overrides to ``over_f``/``over_l``, in order: the
     caller scatters them (sequential writes here, one scatter there, instead of
     random writes in the loop).  Adds window refills and window entries scanned to
@@ -71,6 +72,7 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
     nw, out, k = 0, -1.0, max(min(k_window, L), 1)
     ra, rb, xw = np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256)
     ep, ev = np.empty(1024, np.int64), np.empty(1024)
+    tp = np.empty(piece_cnt.size, tpieces.dtype)  # the round's pieces, sorted in place
     fresh = False
     n_rounds, n_new, n_over, work = 0, 0, 0, 0
     while n_left > 0:
@@ -108,7 +110,8 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             if sat_at[l] <= thr:
                 rlinks[nr] = l
                 nr += 1
-        rl = np.sort(rlinks[:nr])
+        rl = rlinks[:nr]
+        rl.sort()
         # Pieces with unfrozen flows on the round's links, each claimed by the
         # lowest-id one.
         stamp += 1
@@ -123,7 +126,8 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
                     plink[p] = l
                     tpieces[npc] = p
                     npc += 1
-        tp = np.sort(tpieces[:npc])  # a copy: tpieces is reused below
+        tp[:npc] = tpieces[:npc]  # a copy: tpieces is reused below
+        tp[:npc].sort()
         # Freeze their unfrozen flows, then sum their weight and entries per piece.
         first = n_new
         stamp += 1
@@ -163,6 +167,7 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             ra[i] = Pp[f]
             rb[i] = Pp[f + 1]
             xw[i] = mw[f]
+            rate_out[first + i] = w[f] * level
             ne += rb[i] - ra[i]
         work += ne
         if ep.size < ne:

@@ -698,7 +698,7 @@ class _Fill:
                              np.zeros(L, np.int64), np.zeros(L),
                              np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L, np.int64))
         n, stamp0 = self.n_left, self._stamp
-        levels_out, new_out = np.empty(n), np.empty(n, dtype=np.int64)
+        levels_out, new_out, rate_out = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)
         round_out = np.empty(n, dtype=np.int32)
         bl_out = np.empty(n if self.bottlenecks else 0, dtype=np.int64)
         over_f = np.empty(n if self.bottlenecks else 0, dtype=np.int64)
@@ -708,16 +708,15 @@ class _Fill:
         n_rounds, n_new, n_over, work, self._stamp, status = kernels.fill(
             P.indptr, P.indices, P.data, Pc.indptr, Pc.indices,
             Q.indptr, Q.indices, Q.data, Qc.indptr, Qc.indices,
-            self.cap, self.mw, self.frozen.view(np.uint8), self.piece_cnt,
+            self.cap, self.mw, self.w, self.frozen.view(np.uint8), self.piece_cnt,
             self.link_cnt, self.aw, self.used, self.sat_at,
             float(self.rel_tol), float(level), rnd0, n, _KERNEL_WINDOW,
             self.bottlenecks, self.unit_rows, *self._scratch, self._stamp, levels_out, new_out, round_out,
-            bl_out, over_f, over_l, self.kernel_stats)
+            rate_out, bl_out, over_f, over_l, self.kernel_stats)
         # the frozen rows' round, rate and bottleneck: one scatter each
         new = new_out[:n_new]
-        rounds = round_out[:n_new]
-        self.freeze_round[new] = rounds
-        self.rate[new] = self.w[new] * levels_out[rounds - rnd0]
+        self.freeze_round[new] = round_out[:n_new]
+        self.rate[new] = rate_out[:n_new]
         if self.bottlenecks:
             self.bottleneck[new] = bl_out[:n_new]
             if n_over:  # a row overridden twice keeps the later link
