@@ -752,11 +752,59 @@ def test_grouped_links_solve_as_every_link(seed, n_flows, chips, monkeypatch):
         np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=1e-12, atol=1e-300)
 
 
-def test_columns_structure_equals_scipys_csc(monkeypatch):
+@pytest.mark.parametrize("seed", range(4))
+def test_stored_rows_are_a_permutation_with_scipys_columns(seed):
+    # The filling's own copy of the rows (_columns with store): each stored row is the
+    # flow perm names, with its m * w and w; each column lists its flows as scipy's CSC.
     pytest.importorskip("numba")
-    monkeypatch.setattr(solver, "_KERNEL_ROWS", 0)
-    for seed in range(3):
-        fp = random_instance(seed, 40, 12)[0]
-        c, ref = solver._columns(fp), fp.tocsc()
-        assert isinstance(c, solver._Cols)
-        assert np.array_equal(c.indptr, ref.indptr) and np.array_equal(c.indices, ref.indices)
+    fp, pl, cap, w, m = random_instance(seed, 60, 12)
+    F = fp.shape[0]
+    w = np.ones(F) if w is None else w
+    mw = w * (np.ones(F) if m is None else m)
+    unit = seed == 3
+    if unit:
+        fp = sp.csr_array((np.ones(fp.nnz), fp.indices, fp.indptr), shape=fp.shape)
+    c, ref = solver._columns(fp, mw, w, pl, cap, unit, store=True), fp.tocsc()
+    assert np.array_equal(np.sort(c.perm), np.arange(F))
+    assert np.array_equal(c.indptr, ref.indptr)
+    assert np.array_equal(c.flows(np.arange(fp.nnz)), ref.indices)
+    ptr, idx, val, rmw, rw = c.rows
+    stored = fp[c.perm]
+    assert np.array_equal(ptr, stored.indptr) and np.array_equal(idx, stored.indices)
+    assert val is None if unit else np.array_equal(val, stored.data)
+    assert np.array_equal(rmw, mw[c.perm]) and np.array_equal(rw, w[c.perm])
+    assert np.array_equal(c.piece_w, fp.T @ mw)   # bit for bit: scipy's summation order
+    assert np.array_equal(c.at[c.perm], np.arange(F))
+    # stored by key: the row's piece of least cap / (entries on the link) over its links
+    load = pl.T @ np.diff(ref.indptr).astype(float)
+    with np.errstate(divide="ignore"):
+        per_link = np.where(load > 0, cap / load, np.inf)
+    plc = pl.tocsr()
+    piece_level = np.array([per_link[plc.indices[plc.indptr[q]:plc.indptr[q + 1]]].min(initial=np.inf)
+                            for q in range(plc.shape[0])])
+    key = [fp.indices[fp.indptr[f]:fp.indptr[f + 1]][np.argmin(piece_level[
+        fp.indices[fp.indptr[f]:fp.indptr[f + 1]]])] for f in c.perm]
+    assert np.all(np.diff(key) >= 0)
+    lone = solver._columns(fp, mw, w, pl, cap, unit, store=False)
+    assert lone.perm is None and np.array_equal(lone.indices, ref.indices)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_stored_rows_give_the_same_results_bit_for_bit(seed, monkeypatch):
+    # Storing the rows in another order changes where the kernel reads them, not the
+    # order it freezes and sums them in: every result is identical.
+    pytest.importorskip("numba")
+    monkeypatch.setattr(solver, "_KERNEL_ROUNDS_ANY", 0)
+    fp, pl, cap, w, m = chip_instance(20 + seed, 400, 60)
+    size = np.random.default_rng(seed).choice([1.0, 2.0, 4.0], 400)
+    out = []
+    for rows_at in (10**9, 0):   # given rows (scipy's CSC) / stored rows, from round 0
+        monkeypatch.setattr(solver, "_KERNEL_ROWS", rows_at)
+        out.append((maxmin_rates(fp, pl, cap, weights=w, multiplicity=m),
+                    simulate(fp, pl, cap, size, weights=w, multiplicity=m)))
+    (ra, sa), (rb, sb) = out
+    assert np.array_equal(ra.rate_Bps, rb.rate_Bps)
+    assert np.array_equal(ra.bottleneck_link, rb.bottleneck_link) and ra.n_levels == rb.n_levels
+    assert (sa.events, sa.n_levels) == (sb.events, sb.n_levels)
+    for name in ("finish_s", "first_rates_Bps", "peak_utilization", "link_busy_s", "utilization"):
+        assert np.array_equal(getattr(sa, name), getattr(sb, name)), name

@@ -42,7 +42,7 @@ def _fill_window(sat_at, k, window):
 
 @njit(cache=True)
 def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
-         cap, mw, w,
+         cap, mw, w, perm,
          state, piece_cnt, link_cnt, aw, used, sat_at,
          rel_tol, level, rnd, n_left, k_window, bottlenecks, unit,
          pstamp, plink, dp, dc, tpieces, lstamp, dl, window, rlinks, tlinks, stamp,
@@ -50,11 +50,14 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
     """Fill until every present flow is frozen; mutates the state arrays in place.
 
     ``Pp, Pi, Pd`` / ``Cp, Ci`` are flow_piece as CSR / CSC, ``Qp, Qi, Qd`` /
-    ``Rp, Ri`` piece_link likewise (``unit``: every ``Pd`` is 1, not read).  ``state`` is the frozen flags as bytes (0 open,
-    1 frozen; 2 marks a row frozen in the running round).  ``pstamp, plink, dp, dc,
+    ``Rp, Ri`` piece_link likewise (``unit``: every ``Pd`` is 1, not read).  The
+    rows, ``mw`` and ``w`` may be stored in another order (see :func:`layout`):
+    ``perm`` maps a stored row to the flow it is (empty: the identity), and
+    ``Ci`` holds stored rows.  ``state`` is the frozen flags of the stored rows as bytes
+    (0 open, 1 frozen; 2 marks a row frozen in the running round).  ``pstamp, plink, dp, dc,
     tpieces`` (per piece) and ``lstamp, dl, window, rlinks, tlinks`` (per link) are
     scratch; entries stamped ``<= stamp`` are stale.  Writes each round's level to
-    ``levels_out``; the frozen rows, in freeze order, to ``new_out`` with their round
+    ``levels_out``; the frozen flows, in freeze order, to ``new_out`` with their round
     (``round_out``), rate (``rate_out``: ``w`` times the level) and bottleneck link
     (``bl_out``), and the rows whose bottleneck a
     later piece of the same round overrides to ``over_f``/``over_l``, in order: the
@@ -69,8 +72,10 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
     """
     L = sat_at.size
     tol1 = 1.0 + rel_tol
+    permuted = perm.size > 0
     nw, out, k = 0, -1.0, max(min(k_window, L), 1)
     ra, rb, xw = np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256)
+    rows = np.empty(max(n_left, 1), np.int64)  # stored rows of the round's frozen flows
     ep, ev = np.empty(1024, np.int64), np.empty(1024)
     tp = np.empty(piece_cnt.size, tpieces.dtype)  # the round's pieces, sorted in place
     fresh = False
@@ -137,21 +142,22 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             bl = plink[q]
             stats[2] += Cp[q + 1] - Cp[q]
             for e in range(Cp[q], Cp[q + 1]):
-                f = Ci[e]
-                st = state[f]
+                r = Ci[e]
+                st = state[r]
                 if st == 0:
-                    state[f] = 2  # frozen in this round (1 once the round is over)
-                    new_out[n_new] = f
+                    state[r] = 2  # frozen in this round (1 once the round is over)
+                    rows[n_new - first] = r
+                    new_out[n_new] = perm[r] if permuted else r
                     if bottlenecks:
                         bl_out[n_new] = bl
                     n_new += 1
                 elif bottlenecks and st == 2:
                     # the highest-id piece's link, as the numpy path: applied after
-                    over_f[n_over] = f
+                    over_f[n_over] = perm[r] if permuted else r
                     over_l[n_over] = bl
                     n_over += 1
         for i in range(first, n_new):
-            state[new_out[i]] = 1
+            state[rows[i - first]] = 1
             round_out[i] = rnd
         n_left -= n_new - first
         # The new rows' entries, gathered in separate passes: independent loads
@@ -163,11 +169,11 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             xw = np.empty(2 * m_new)
         ne = 0
         for i in range(m_new):
-            f = new_out[first + i]
-            ra[i] = Pp[f]
-            rb[i] = Pp[f + 1]
-            xw[i] = mw[f]
-            rate_out[first + i] = w[f] * level
+            r = rows[i]
+            ra[i] = Pp[r]
+            rb[i] = Pp[r + 1]
+            xw[i] = mw[r]
+            rate_out[first + i] = w[r] * level
             ne += rb[i] - ra[i]
         work += ne
         if ep.size < ne:
@@ -233,18 +239,85 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
 
 
 @njit(cache=True)
-def columns(Pp, Pi, n_cols, out):
-    """The column structure of CSR (Pp, Pi): column pointers, and the rows of each column
-    in increasing order written to ``out`` (a counting sort; no values)."""
-    ptr = np.zeros(n_cols + 1, np.int64)
-    for e in range(Pi.size):
-        ptr[Pi[e] + 1] += 1
-    for c in range(n_cols):
-        ptr[c + 1] += ptr[c]
-    nxt = ptr[:-1].copy()
-    for r in range(Pp.size - 1):
+def layout(Pp, Pi, Pd, mw, w, unit, Qp, Qi, Qd, cap,
+           col_rows, perm, at, rows_ptr, rows_idx, rows_val, rows_mw, rows_w, piece_w):
+    """Store the rows of CSR (Pp, Pi, Pd) grouped by the piece likely to freeze them.
+
+    A row's key is its piece of lowest estimated level: over the piece's links, the
+    least capacity over the link's share of stored entries (a count, not weights:
+    only the order matters, and any order gives the same results).  Rows of one key
+    are stored together, in their original order, so the filling reads a round's
+    frozen rows nearly in sequence instead of one cache miss each.  Writes the
+    stored rows (``rows_ptr, rows_idx``, ``rows_val`` unless ``unit``, their
+    ``rows_mw``, and ``rows_w`` unless it is empty), ``perm`` (stored row -> row), ``at``
+    (row -> stored row), ``piece_w`` (zeroed by the caller: ``P.T @ mw``, summed in
+    the order scipy sums it) and the column structure: for each column its stored
+    rows, in increasing original row (``col_rows``); returns the column pointers.
+    """
+    F, K, L = Pp.size - 1, Qp.size - 1, cap.size
+    ptr = np.zeros(K + 1, np.int64)
+    # entries per column, and ``piece_w = P.T @ mw`` summed in scipy's order (row by row)
+    for r in range(F):
+        x = mw[r]
         for e in range(Pp[r], Pp[r + 1]):
             c = Pi[e]
-            out[nxt[c]] = r
+            ptr[c + 1] += 1
+            piece_w[c] += x if unit else Pd[e] * x
+    # estimated level of each piece: min over its links of cap / (entries on the link)
+    load = np.zeros(L)
+    for q in range(K):
+        for e in range(Qp[q], Qp[q + 1]):
+            load[Qi[e]] += Qd[e] * ptr[q + 1]
+    plevel = np.full(K, np.inf)
+    for q in range(K):
+        for e in range(Qp[q], Qp[q + 1]):
+            l = Qi[e]
+            if load[l] > 0.0:
+                v = cap[l] / load[l]
+                if v < plevel[q]:
+                    plevel[q] = v
+    for c in range(K):
+        ptr[c + 1] += ptr[c]
+    # each row's key (kept in perm until the last pass) and the keys' sizes
+    start = np.zeros(K + 1, np.int64)
+    for r in range(F):
+        best, kb = np.inf, 0
+        for e in range(Pp[r], Pp[r + 1]):
+            c = Pi[e]
+            if plevel[c] < best or e == Pp[r]:
+                best, kb = plevel[c], c
+        perm[r] = kb
+        start[kb + 1] += 1
+    for c in range(K):
+        start[c + 1] += start[c]
+    # stored position of each row, and the stored rows' lengths
+    for r in range(F):
+        kb = perm[r]
+        s = start[kb]
+        start[kb] = s + 1
+        at[r] = s
+        rows_ptr[s + 1] = Pp[r + 1] - Pp[r]
+    rows_ptr[0] = 0
+    for i in range(F):
+        rows_ptr[i + 1] += rows_ptr[i]
+    # Scattered writes go to one open line per key and array: a pass for the per-row
+    # arrays, one for the entries and the columns keeps fewer lines open at a time.
+    for r in range(F):
+        s = at[r]
+        perm[s] = r
+        rows_mw[s] = mw[r]
+        if rows_w.size:   # empty when w is mw (every multiplicity 1)
+            rows_w[s] = w[r]
+    nxt = ptr[:-1].copy()
+    for r in range(F):
+        s = at[r]
+        o = rows_ptr[s]
+        for e in range(Pp[r], Pp[r + 1]):
+            c = Pi[e]
+            rows_idx[o] = c
+            if not unit:
+                rows_val[o] = Pd[e]
+            o += 1
+            col_rows[nxt[c]] = s
             nxt[c] += 1
     return ptr

@@ -153,8 +153,10 @@ def _warm_up() -> bool:
         for idx in (np.int32, np.int64):   # scipy's two index types: one specialization each
             one = sp.csr_array((np.ones(1), np.zeros(1, idx), np.arange(2, dtype=idx)), shape=(1, 1))
             fill = _Fill(one, one, one.tocsc(), np.ones(1), np.ones(1), np.ones(1), 1e-9)
-            rows = np.empty(1, np.int32)
-            fill.Pc = _Cols(kernels.columns(one.indptr, one.indices, 1, rows), rows, 1)
+            # the rows stored as the filling does for many rows (_columns), and as given
+            fill.Pc = _columns(one, fill.mw, fill.w, one, np.ones(1), True, store=True)
+            fill._run_kernel(kernels, 0.0)
+            fill = _Fill(one, one, one.tocsc(), np.ones(1), np.ones(1), np.ones(1), 1e-9)
             fill._run_kernel(kernels, 0.0)
     return kernels is not None
 
@@ -510,30 +512,67 @@ def _segment_reduce(ufunc, indptr: np.ndarray, values: np.ndarray, fill, *,
 
 @dataclass(frozen=True)
 class _Cols:
-    """The column structure of a flow_piece matrix: the flows of each piece (private)."""
+    """The column structure of a flow_piece matrix: the flows of each piece (private).
+
+    ``indices`` are *stored* rows, increasing in flow id within each column.  With
+    ``perm`` set, the compiled filling keeps its own copy of the rows (``rows``:
+    indptr, indices, data or None when every entry is 1, ``m * w`` and ``w``),
+    grouped by the piece likely to freeze them (``_solver_kernels.layout``), and
+    ``perm`` maps a stored row to its flow, ``at`` a flow to its stored row; without
+    them stored rows are the flows.
+    """
 
     indptr: np.ndarray
     indices: np.ndarray
     nnz: int
+    perm: np.ndarray | None = None
+    rows: tuple | None = None
+    at: np.ndarray | None = None        # flow -> stored row (with perm)
+    piece_w: np.ndarray | None = None   # P.T @ (m * w) (with perm)
+
+    def flows(self, pos: np.ndarray) -> np.ndarray:
+        """The flows of the entries at positions ``pos``."""
+        return self.indices[pos] if self.perm is None else self.perm[self.indices[pos]]
+
+    def per_entry(self, per_flow: np.ndarray) -> np.ndarray:
+        """A per-flow array, at every entry."""
+        return per_flow[self.indices if self.perm is None else self.perm[self.indices]]
 
 
-def _columns(P: sp.csr_array):
-    """Flows of each piece, rows increasing: a counting sort when the kernels are loaded
-    (structure only, 32-bit rows where they fit), else scipy's CSC copy."""
-    kernels = _kernel_module() if P.shape[0] >= _KERNEL_ROWS else None
+def _columns(P: sp.csr_array, mw: np.ndarray, w: np.ndarray, Q: sp.csr_array, cap: np.ndarray,
+             unit: bool, *, store: bool | None = None) -> _Cols:
+    """Flows of each piece.  When the kernels are loaded and the rows many (or
+    ``store``), the rows are also stored grouped by the piece likely to freeze them,
+    so the compiled filling reads them nearly in sequence; else scipy's CSC."""
+    if store is None:
+        store = P.shape[0] >= _KERNEL_ROWS
+    kernels = _kernel_module() if store else None
     if kernels is None:
-        return P.tocsc()
-    out = np.empty(P.nnz, np.int32 if P.shape[0] < 2**31 else np.int64)
-    return _Cols(kernels.columns(P.indptr, P.indices, P.shape[1], out), out, P.nnz)
+        Pc = P.tocsc()
+        return _Cols(Pc.indptr, Pc.indices, Pc.nnz)
+    F, nnz = P.shape[0], P.nnz
+    # scipy's rule: 32-bit ids and pointers where they fit (one kernel specialization)
+    idx = np.int32 if max(F, P.shape[1], nnz) < 2**31 else np.int64
+    col_rows, perm, at = np.empty(nnz, idx), np.empty(F, idx), np.empty(F, idx)
+    rows_ptr = np.empty(F + 1, idx)
+    rows_idx = np.empty(nnz, idx)
+    rows_val = np.empty(0 if unit else nnz)
+    rows_mw, rows_w = np.empty(F), np.empty(0 if mw is w else F)
+    piece_w = np.zeros(P.shape[1])
+    ptr = kernels.layout(P.indptr, P.indices, P.data, mw, w, unit, Q.indptr, Q.indices, Q.data,
+                         cap, col_rows, perm, at, rows_ptr, rows_idx, rows_val, rows_mw, rows_w,
+                         piece_w)
+    rows = (rows_ptr, rows_idx, None if unit else rows_val, rows_mw, rows_mw if mw is w else rows_w)
+    return _Cols(ptr, col_rows, nnz, perm, rows, at, piece_w)
 
 
-def _count_alive(Pc: sp.csc_array, alive: np.ndarray) -> np.ndarray:
+def _count_alive(Pc: _Cols, alive: np.ndarray) -> np.ndarray:
     """Per piece, the stored entries of flows still in ``alive`` (exact integers)."""
     # Differences of a running count at the column boundaries: cheaper than
     # add.reduceat over thousands of long runs.
     acc = np.int32 if Pc.nnz < np.iinfo(np.int32).max else np.int64
     running = np.zeros(Pc.nnz + 1, dtype=acc)
-    np.cumsum(alive[Pc.indices], dtype=acc, out=running[1:])
+    np.cumsum(Pc.per_entry(alive), dtype=acc, out=running[1:])
     return (running[Pc.indptr[1:]] - running[Pc.indptr[:-1]]).astype(np.int64)
 
 
@@ -595,12 +634,14 @@ class _Fill:
     # ----------------------------------------------------------------- state
 
     def _set_rows(self, P, w, m):
-        self.P, self.Pc = P, _columns(P)
         # m * w is w when every multiplicity is 1: one array fewer to gather.
-        self.w, self.m, self.mw = w, m, (m * w if np.any(m != 1.0) else w)
+        self.P, self.w, self.m, self.mw = P, w, m, (m * w if np.any(m != 1.0) else w)
         self.row_len = np.diff(P.indptr)
         # whole rows on their pieces (the common case): the kernel skips reading them
         self.unit_rows = bool(P.nnz == 0 or (P.data.min() == 1.0 and P.data.max() == 1.0))
+        self.Pc = _columns(P, self.mw, w, self.Q, self.cap, self.unit_rows)
+        # frozen flags in stored order, for the kernel (see _stored_state)
+        self._sstate = None
         self.big = max(P.nnz * _MATVEC_SHARE, 1.0)
         # An exact recomputation costs O(nnz + pieces + links): rollbacks weigh against that.
         self.resync_cost = P.nnz + self.Q.nnz + self.K + self.L
@@ -612,7 +653,7 @@ class _Fill:
         is_open = ~self.frozen
         if is_open.all():
             self.piece_cnt = np.diff(self.Pc.indptr).astype(np.int64)
-            self.aw = Q.T @ (P.T @ self.mw)
+            self.aw = Q.T @ (P.T @ self.mw if self.Pc.piece_w is None else self.Pc.piece_w)
         else:
             self.piece_cnt = _count_alive(self.Pc, is_open)
             self.aw = Q.T @ (P.T @ np.where(is_open, self.mw, 0.0))
@@ -710,18 +751,30 @@ class _Fill:
         bl_out = np.empty(n if self.bottlenecks else 0, dtype=np.int64)
         over_f = np.empty(n if self.bottlenecks else 0, dtype=np.int64)
         over_l = np.empty_like(over_f)
-        P, Pc, Q, Qc = self.P, self.Pc, self.Q, self.Qc
+        Pc, Q, Qc = self.Pc, self.Q, self.Qc
+        if Pc.perm is None:
+            rows, perm = (self.P.indptr, self.P.indices, self.P.data, self.mw, self.w), Pc.indices[:0]
+            state = self.frozen.view(np.uint8)
+        else:  # the filling's own copy of the rows (see _columns), and their flags
+            rows, perm = Pc.rows, Pc.perm
+            if rows[2] is None:
+                rows = (rows[0], rows[1], self.P.data[:0]) + rows[3:]
+            if self._sstate is None:
+                self._sstate = self.frozen[perm].view(np.uint8)
+            state = self._sstate
         rnd0 = len(self.levels)
         n_rounds, n_new, n_over, work, self._stamp, status = kernels.fill(
-            P.indptr, P.indices, P.data, Pc.indptr, Pc.indices,
+            rows[0], rows[1], rows[2], Pc.indptr, Pc.indices,
             Q.indptr, Q.indices, Q.data, Qc.indptr, Qc.indices,
-            self.cap, self.mw, self.w, self.frozen.view(np.uint8), self.piece_cnt,
+            self.cap, rows[3], rows[4], perm, state, self.piece_cnt,
             self.link_cnt, self.aw, self.used, self.sat_at,
             float(self.rel_tol), float(level), rnd0, n, _KERNEL_WINDOW,
             self.bottlenecks, self.unit_rows, *self._scratch, self._stamp, levels_out, new_out, round_out,
             rate_out, bl_out, over_f, over_l, self.kernel_stats)
         # the frozen rows' round, rate and bottleneck: one scatter each
         new = new_out[:n_new]
+        if Pc.perm is not None:
+            self.frozen[new] = True
         self.freeze_round[new] = round_out[:n_new]
         self.rate[new] = rate_out[:n_new]
         if self.bottlenecks:
@@ -830,7 +883,7 @@ class _Fill:
                 upieces, upos, up_len = upieces[sel], upos[sel], up_len[sel]
         # Unfrozen flows of each piece, at the earliest candidate they come under.
         fpos_, fcnt = _row_positions(self.Pc.indptr, upieces)
-        flows = self.Pc.indices[fpos_]
+        flows = self.Pc.flows(fpos_)
         fq = np.repeat(upos, fcnt)
         fpiece = np.repeat(np.arange(upieces.size), fcnt)
         keep = ~self.frozen[flows]
@@ -973,6 +1026,7 @@ class _Fill:
         new, first = np.unique(flows, return_index=True)
         nlab = flab[first]
         self.frozen[new] = True
+        self._sstate = None
         self.freeze_round[new] = rnd + nlab
         self.rate[new] = self.w[new] * lv[nlab]
         self.changed.append(new)
@@ -1002,7 +1056,7 @@ class _Fill:
     def _freeze_gather(self, pieces, plinks, rnd, level):
         """Freeze the flows of ``pieces`` through their rows only."""
         pos, cnt = _row_positions(self.Pc.indptr, pieces)
-        flows = self.Pc.indices[pos]
+        flows = self.Pc.flows(pos)
         keep = ~self.frozen[flows]
         flows = flows[keep]
         if self.bottlenecks:
@@ -1010,6 +1064,7 @@ class _Fill:
             self.bottleneck[flows] = np.repeat(plinks, cnt)[keep]
         new = _unique(flows, self.P.shape[0])
         self.frozen[new] = True
+        self._sstate = None
         self.freeze_round[new] = rnd
         self.rate[new] = self.w[new] * level
         self.changed.append(new)
@@ -1183,7 +1238,7 @@ class _Fill:
         """
         row_at = np.zeros(self.P.shape[0])
         row_at[done] = at
-        piece_last = _segment_reduce(np.maximum, self.Pc.indptr, row_at[self.Pc.indices], 0.0)
+        piece_last = _segment_reduce(np.maximum, self.Pc.indptr, self.Pc.per_entry(row_at), 0.0)
         last = _segment_reduce(np.maximum, self.Qc.indptr, piece_last[self.Qc.indices], 0.0)
         carried = self.alive_link_cnt > 0
         self.busy_until[carried] = last[carried]
@@ -1198,6 +1253,8 @@ class _Fill:
             self.freeze_round[rows] = -1
             self.bottleneck[rows] = -1
         self.frozen[reopen] = False
+        if self._sstate is not None:
+            self._sstate[self.Pc.at[reopen]] = 0
 
     def compact(self) -> np.ndarray:
         """Drop retired rows (once they are the majority); return the kept row ids."""
