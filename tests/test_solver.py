@@ -753,10 +753,11 @@ def test_grouped_links_solve_as_every_link(seed, n_flows, chips, monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_stored_rows_are_a_permutation_with_scipys_columns(seed):
+def test_stored_rows_are_a_permutation_with_scipys_columns(seed, monkeypatch):
     # The filling's own copy of the rows (_columns with store): each stored row is the
     # flow perm names, with its m * w and w; each column lists its flows as scipy's CSC.
     pytest.importorskip("numba")
+    monkeypatch.setattr(solver, "_MIN_RUN", 10**9)   # store whatever the given order
     fp, pl, cap, w, m = random_instance(seed, 60, 12)
     F = fp.shape[0]
     w = np.ones(F) if w is None else w
@@ -787,6 +788,14 @@ def test_stored_rows_are_a_permutation_with_scipys_columns(seed):
     assert np.all(np.diff(key) >= 0)
     lone = solver._columns(fp, mw, w, pl, cap, unit, store=False)
     assert lone.perm is None and np.array_equal(lone.indices, ref.indices)
+    # rows given in runs of one key stay where they are; the columns and weights still come
+    grouped = np.argsort(key, kind="stable")
+    fg = fp[c.perm[grouped]]
+    monkeypatch.setattr(solver, "_MIN_RUN", 1)
+    kept = solver._columns(fg, mw[c.perm[grouped]], w[c.perm[grouped]], pl, cap, unit, store=True)
+    assert kept.perm is None and kept.rows is None
+    assert np.array_equal(kept.indptr, fg.tocsc().indptr) and np.array_equal(kept.indices, fg.tocsc().indices)
+    assert np.array_equal(kept.piece_w, fg.T @ mw[c.perm[grouped]])
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -796,6 +805,7 @@ def test_stored_rows_give_the_same_results_bit_for_bit(seed, monkeypatch):
     pytest.importorskip("numba")
     monkeypatch.setattr(solver, "_KERNEL_ROUNDS_ANY", 0)
     fp, pl, cap, w, m = chip_instance(20 + seed, 400, 60)
+    monkeypatch.setattr(solver, "_MIN_RUN", 10**9)   # store whatever the given order
     size = np.random.default_rng(seed).choice([1.0, 2.0, 4.0], 400)
     out = []
     for rows_at in (10**9, 0):   # given rows (scipy's CSC) / stored rows, from round 0

@@ -46,7 +46,7 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
          state, piece_cnt, link_cnt, aw, used, sat_at,
          rel_tol, level, rnd, n_left, k_window, bottlenecks, unit,
          pstamp, plink, dp, dc, tpieces, lstamp, dl, window, rlinks, tlinks, stamp,
-         levels_out, new_out, round_out, rate_out, bl_out, over_f, over_l, stats):
+         levels_out, new_out, frozen, freeze_round, rate, bottleneck, stats):
     """Fill until every present flow is frozen; mutates the state arrays in place.
 
     ``Pp, Pi, Pd`` / ``Cp, Ci`` are flow_piece as CSR / CSC, ``Qp, Qi, Qd`` /
@@ -57,18 +57,17 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
     (0 open, 1 frozen; 2 marks a row frozen in the running round).  ``pstamp, plink, dp, dc,
     tpieces`` (per piece) and ``lstamp, dl, window, rlinks, tlinks`` (per link) are
     scratch; entries stamped ``<= stamp`` are stale.  Writes each round's level to
-    ``levels_out``; the frozen flows, in freeze order, to ``new_out`` with their round
-    (``round_out``), rate (``rate_out``: ``w`` times the level) and bottleneck link
-    (``bl_out``), and the rows whose bottleneck a
-    later piece of the same round overrides to ``over_f``/``over_l``, in order: the
-    caller scatters them (sequential writes here, one scatter there, instead of
-    random writes in the loop).  Adds window refills and window entries scanned to
-    ``stats[0]`` and ``stats[1]``.
+    ``levels_out``, the frozen flows, in freeze order, to ``new_out``, and for each of
+    them (by flow) its flag in ``frozen`` (when the rows are stored apart, else
+    ``frozen`` is ``state``), round ``freeze_round``, rate (``w`` times the level) and,
+    when ``bottlenecks``, bottleneck link (a flow under several of a round's pieces
+    takes the link of the highest-id one, as the numpy path).  Adds window refills
+    and window entries scanned to ``stats[0]`` and ``stats[1]``.
 
     Loads only grow while filling, so the caller updates the peak utilization
-    from the final loads.  Returns (rounds, rows frozen, overrides, flow entries
-    gathered, next stamp, status): status 0 when done, 1 when a present flow has no
-    finite level left.
+    from the final loads.  Returns (rounds, rows frozen, flow entries gathered,
+    next stamp, status): status 0 when done, 1 when a present flow has no finite
+    level left.
     """
     L = sat_at.size
     tol1 = 1.0 + rel_tol
@@ -79,7 +78,7 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
     ep, ev = np.empty(1024, np.int64), np.empty(1024)
     tp = np.empty(piece_cnt.size, tpieces.dtype)  # the round's pieces, sorted in place
     fresh = False
-    n_rounds, n_new, n_over, work = 0, 0, 0, 0
+    n_rounds, n_new, work = 0, 0, 0
     while n_left > 0:
         # Lowest level in the window; drop links that rose to ``out`` or beyond.
         v0 = np.inf
@@ -98,7 +97,7 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             # Not one complete round in the window: refill it (wider when a fresh
             # one holds fewer than the links tied with its lowest).
             if out == np.inf:
-                return n_rounds, n_new, n_over, work, stamp, 1
+                return n_rounds, n_new, work, stamp, 1
             if fresh:
                 k = min(L, 4 * k)
             nw, out = _fill_window(sat_at, k, window)
@@ -147,18 +146,14 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
                 if st == 0:
                     state[r] = 2  # frozen in this round (1 once the round is over)
                     rows[n_new - first] = r
-                    new_out[n_new] = perm[r] if permuted else r
+                    f = perm[r] if permuted else r
+                    new_out[n_new] = f
                     if bottlenecks:
-                        bl_out[n_new] = bl
+                        bottleneck[f] = bl
                     n_new += 1
                 elif bottlenecks and st == 2:
-                    # the highest-id piece's link, as the numpy path: applied after
-                    over_f[n_over] = perm[r] if permuted else r
-                    over_l[n_over] = bl
-                    n_over += 1
-        for i in range(first, n_new):
-            state[rows[i - first]] = 1
-            round_out[i] = rnd
+                    # pieces go in increasing id: the highest-id one's link stays
+                    bottleneck[perm[r] if permuted else r] = bl
         n_left -= n_new - first
         # The new rows' entries, gathered in separate passes: independent loads
         # (rows scattered over memory) overlap instead of waiting one by one.
@@ -173,7 +168,12 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             ra[i] = Pp[r]
             rb[i] = Pp[r + 1]
             xw[i] = mw[r]
-            rate_out[first + i] = w[r] * level
+            f = new_out[first + i]
+            state[r] = 1
+            if permuted:
+                frozen[f] = 1
+            freeze_round[f] = rnd
+            rate[f] = w[r] * level
             ne += rb[i] - ra[i]
         work += ne
         if ep.size < ne:
@@ -234,12 +234,12 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
         levels_out[n_rounds] = level
         n_rounds += 1
         rnd += 1
-    return n_rounds, n_new, n_over, work, stamp, 0
+    return n_rounds, n_new, work, stamp, 0
 
 
 
 @njit(cache=True)
-def layout(Pp, Pi, Pd, mw, w, unit, Qp, Qi, Qd, cap,
+def layout(Pp, Pi, Pd, mw, w, unit, Qp, Qi, Qd, cap, min_run,
            col_rows, perm, at, rows_ptr, rows_idx, rows_val, rows_mw, rows_w, piece_w):
     """Store the rows of CSR (Pp, Pi, Pd) grouped by the piece likely to freeze them.
 
@@ -252,7 +252,10 @@ def layout(Pp, Pi, Pd, mw, w, unit, Qp, Qi, Qd, cap,
     ``rows_mw``, and ``rows_w`` unless it is empty), ``perm`` (stored row -> row), ``at``
     (row -> stored row), ``piece_w`` (zeroed by the caller: ``P.T @ mw``, summed in
     the order scipy sums it) and the column structure: for each column its stored
-    rows, in increasing original row (``col_rows``); returns the column pointers.
+    rows, in increasing original row (``col_rows``).  Rows already in runs of one key
+    (``min_run`` long on average) stay where they are: only ``col_rows`` (the rows
+    themselves) and ``piece_w`` are written.  Returns the column pointers and whether
+    the rows were stored.
     """
     F, K, L = Pp.size - 1, Qp.size - 1, cap.size
     ptr = np.zeros(K + 1, np.int64)
@@ -278,21 +281,34 @@ def layout(Pp, Pi, Pd, mw, w, unit, Qp, Qi, Qd, cap,
                     plevel[q] = v
     for c in range(K):
         ptr[c + 1] += ptr[c]
-    # each row's key (kept in perm until the last pass) and the keys' sizes
+    # each row's key (kept in ``at`` until the next pass), the keys' sizes and runs
     start = np.zeros(K + 1, np.int64)
+    runs, prev = 0, -1
     for r in range(F):
         best, kb = np.inf, 0
         for e in range(Pp[r], Pp[r + 1]):
             c = Pi[e]
             if plevel[c] < best or e == Pp[r]:
                 best, kb = plevel[c], c
-        perm[r] = kb
+        at[r] = kb
         start[kb + 1] += 1
+        if kb != prev:
+            runs += 1
+            prev = kb
+    if runs * min_run <= F:
+        # already grouped (flows listed source by source, say): the columns only
+        nxt = ptr[:-1].copy()
+        for r in range(F):
+            for e in range(Pp[r], Pp[r + 1]):
+                c = Pi[e]
+                col_rows[nxt[c]] = r
+                nxt[c] += 1
+        return ptr, False
     for c in range(K):
         start[c + 1] += start[c]
     # stored position of each row, and the stored rows' lengths
     for r in range(F):
-        kb = perm[r]
+        kb = at[r]
         s = start[kb]
         start[kb] = s + 1
         at[r] = s
@@ -320,4 +336,4 @@ def layout(Pp, Pi, Pd, mw, w, unit, Qp, Qi, Qd, cap,
             o += 1
             col_rows[nxt[c]] = s
             nxt[c] += 1
-    return ptr
+    return ptr, True

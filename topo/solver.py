@@ -125,6 +125,9 @@ _KERNEL_ROWS = 65_536
 _KERNEL_ROUNDS_ANY = 4096
 # Links in the compiled filling's window of lowest levels (refilled when dry).
 _KERNEL_WINDOW = 1024
+# Rows already in runs of this many rows of one likely-freezing piece (on average) are
+# not stored apart (see _columns): the copy would buy little locality.
+_MIN_RUN = 4
 _kernels = None  # the kernel module once imported, False when numba is missing
 
 
@@ -528,7 +531,7 @@ class _Cols:
     perm: np.ndarray | None = None
     rows: tuple | None = None
     at: np.ndarray | None = None        # flow -> stored row (with perm)
-    piece_w: np.ndarray | None = None   # P.T @ (m * w) (with perm)
+    piece_w: np.ndarray | None = None   # P.T @ (m * w) (built by the kernel)
 
     def flows(self, pos: np.ndarray) -> np.ndarray:
         """The flows of the entries at positions ``pos``."""
@@ -536,7 +539,7 @@ class _Cols:
 
     def per_entry(self, per_flow: np.ndarray) -> np.ndarray:
         """A per-flow array, at every entry."""
-        return per_flow[self.indices if self.perm is None else self.perm[self.indices]]
+        return per_flow[self.indices] if self.perm is None else per_flow[self.perm][self.indices]
 
 
 def _columns(P: sp.csr_array, mw: np.ndarray, w: np.ndarray, Q: sp.csr_array, cap: np.ndarray,
@@ -559,9 +562,11 @@ def _columns(P: sp.csr_array, mw: np.ndarray, w: np.ndarray, Q: sp.csr_array, ca
     rows_val = np.empty(0 if unit else nnz)
     rows_mw, rows_w = np.empty(F), np.empty(0 if mw is w else F)
     piece_w = np.zeros(P.shape[1])
-    ptr = kernels.layout(P.indptr, P.indices, P.data, mw, w, unit, Q.indptr, Q.indices, Q.data,
-                         cap, col_rows, perm, at, rows_ptr, rows_idx, rows_val, rows_mw, rows_w,
-                         piece_w)
+    ptr, stored = kernels.layout(P.indptr, P.indices, P.data, mw, w, unit, Q.indptr, Q.indices,
+                                 Q.data, cap, _MIN_RUN, col_rows, perm, at, rows_ptr, rows_idx,
+                                 rows_val, rows_mw, rows_w, piece_w)
+    if not stored:   # the rows were in runs of one key already: kept as given
+        return _Cols(ptr, col_rows, nnz, piece_w=piece_w)
     rows = (rows_ptr, rows_idx, None if unit else rows_val, rows_mw, rows_mw if mw is w else rows_w)
     return _Cols(ptr, col_rows, nnz, perm, rows, at, piece_w)
 
@@ -746,11 +751,7 @@ class _Fill:
                              np.zeros(L, np.int64), np.zeros(L),
                              np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L, np.int64))
         n, stamp0 = self.n_left, self._stamp
-        levels_out, new_out, rate_out = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)
-        round_out = np.empty(n, dtype=np.int32)
-        bl_out = np.empty(n if self.bottlenecks else 0, dtype=np.int64)
-        over_f = np.empty(n if self.bottlenecks else 0, dtype=np.int64)
-        over_l = np.empty_like(over_f)
+        levels_out, new_out = np.empty(n), np.empty(n, dtype=np.int64)
         Pc, Q, Qc = self.Pc, self.Q, self.Qc
         if Pc.perm is None:
             rows, perm = (self.P.indptr, self.P.indices, self.P.data, self.mw, self.w), Pc.indices[:0]
@@ -763,26 +764,16 @@ class _Fill:
                 self._sstate = self.frozen[perm].view(np.uint8)
             state = self._sstate
         rnd0 = len(self.levels)
-        n_rounds, n_new, n_over, work, self._stamp, status = kernels.fill(
+        n_rounds, n_new, work, self._stamp, status = kernels.fill(
             rows[0], rows[1], rows[2], Pc.indptr, Pc.indices,
             Q.indptr, Q.indices, Q.data, Qc.indptr, Qc.indices,
             self.cap, rows[3], rows[4], perm, state, self.piece_cnt,
             self.link_cnt, self.aw, self.used, self.sat_at,
             float(self.rel_tol), float(level), rnd0, n, _KERNEL_WINDOW,
-            self.bottlenecks, self.unit_rows, *self._scratch, self._stamp, levels_out, new_out, round_out,
-            rate_out, bl_out, over_f, over_l, self.kernel_stats)
-        # the frozen rows' round, rate and bottleneck: one scatter each
-        new = new_out[:n_new]
-        if Pc.perm is not None:
-            self.frozen[new] = True
-        self.freeze_round[new] = round_out[:n_new]
-        self.rate[new] = rate_out[:n_new]
-        if self.bottlenecks:
-            self.bottleneck[new] = bl_out[:n_new]
-            if n_over:  # a row overridden twice keeps the later link
-                f_rev = over_f[:n_over][::-1]
-                last, at = np.unique(f_rev, return_index=True)
-                self.bottleneck[last] = over_l[:n_over][::-1][at]
+            self.bottlenecks, self.unit_rows, *self._scratch, self._stamp, levels_out, new_out,
+            self.frozen.view(np.uint8), self.freeze_round, self.rate, self.bottleneck,
+            self.kernel_stats)
+        new = new_out[:n_new]   # the kernel wrote their flags, rounds, rates and bottlenecks
         # Loads only grew: the peak over the rounds is the final load on the links
         # the rounds touched (stamped after stamp0), as the numpy path has it.
         hit = np.flatnonzero(self._scratch[5] > stamp0)
