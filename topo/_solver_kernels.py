@@ -42,26 +42,24 @@ def _fill_window(sat_at, k, window):
 
 @njit(cache=True)
 def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
-         cap, mw, w, perm,
+         cap, mw, w,
          state, piece_cnt, link_cnt, aw, used, sat_at,
          rel_tol, level, rnd, n_left, k_window, bottlenecks, unit,
          pstamp, plink, dp, dc, tpieces, lstamp, dl, window, rlinks, tlinks, stamp,
-         levels_out, new_out, frozen, freeze_round, rate, bottleneck, stats):
+         levels_out, new_out, freeze_round, rate, bottleneck, stats):
     """Fill until every present flow is frozen; mutates the state arrays in place.
 
     ``Pp, Pi, Pd`` / ``Cp, Ci`` are flow_piece as CSR / CSC, ``Qp, Qi, Qd`` /
-    ``Rp, Ri`` piece_link likewise (``unit``: every ``Pd`` is 1, not read).  The
-    rows, ``mw`` and ``w`` may be stored in another order (see :func:`layout`):
-    ``perm`` maps a stored row to the flow it is (empty: the identity), and
-    ``Ci`` holds stored rows.  ``state`` is the frozen flags of the stored rows as bytes
-    (0 open, 1 frozen; 2 marks a row frozen in the running round).  ``pstamp, plink, dp, dc,
+    ``Rp, Ri`` piece_link likewise (``unit``: every ``Pd`` is 1, not read).  ``state``
+    is the frozen flags as bytes (0 open, 1 frozen; 2 marks a row frozen in the
+    running round).  ``pstamp, plink, dp, dc,
     tpieces`` (per piece) and ``lstamp, dl, window, rlinks, tlinks`` (per link) are
     scratch; entries stamped ``<= stamp`` are stale.  Writes each round's level to
-    ``levels_out``, the frozen flows, in freeze order, to ``new_out``, and for each of
-    them (by flow) its flag in ``frozen`` (when the rows are stored apart, else
-    ``frozen`` is ``state``), round ``freeze_round``, rate (``w`` times the level) and,
-    when ``bottlenecks``, bottleneck link (a flow under several of a round's pieces
-    takes the link of the highest-id one, as the numpy path).  Adds window refills
+    ``levels_out``, the frozen rows, in freeze order, to ``new_out``, and for each of
+    them its round ``freeze_round``, rate (``w`` times the level) and, when
+    ``bottlenecks``, bottleneck link (a row under several of a round's pieces takes
+    the link of the highest-id one, as the numpy path).  Rows in the order of
+    :func:`row_order` make these writes, like the reads, nearly sequential.  Adds window refills
     and window entries scanned to ``stats[0]`` and ``stats[1]``.
 
     Loads only grow while filling, so the caller updates the peak utilization
@@ -71,10 +69,8 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
     """
     L = sat_at.size
     tol1 = 1.0 + rel_tol
-    permuted = perm.size > 0
     nw, out, k = 0, -1.0, max(min(k_window, L), 1)
     ra, rb, xw = np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256)
-    rows = np.empty(max(n_left, 1), np.int64)  # stored rows of the round's frozen flows
     ep, ev = np.empty(1024, np.int64), np.empty(1024)
     tp = np.empty(piece_cnt.size, tpieces.dtype)  # the round's pieces, sorted in place
     fresh = False
@@ -145,15 +141,13 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
                 st = state[r]
                 if st == 0:
                     state[r] = 2  # frozen in this round (1 once the round is over)
-                    rows[n_new - first] = r
-                    f = perm[r] if permuted else r
-                    new_out[n_new] = f
+                    new_out[n_new] = r
                     if bottlenecks:
-                        bottleneck[f] = bl
+                        bottleneck[r] = bl
                     n_new += 1
                 elif bottlenecks and st == 2:
                     # pieces go in increasing id: the highest-id one's link stays
-                    bottleneck[perm[r] if permuted else r] = bl
+                    bottleneck[r] = bl
         n_left -= n_new - first
         # The new rows' entries, gathered in separate passes: independent loads
         # (rows scattered over memory) overlap instead of waiting one by one.
@@ -164,16 +158,13 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             xw = np.empty(2 * m_new)
         ne = 0
         for i in range(m_new):
-            r = rows[i]
+            r = new_out[first + i]
             ra[i] = Pp[r]
             rb[i] = Pp[r + 1]
             xw[i] = mw[r]
-            f = new_out[first + i]
             state[r] = 1
-            if permuted:
-                frozen[f] = 1
-            freeze_round[f] = rnd
-            rate[f] = w[r] * level
+            freeze_round[r] = rnd
+            rate[r] = w[r] * level
             ne += rb[i] - ra[i]
         work += ne
         if ep.size < ne:
@@ -239,38 +230,52 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
 
 
 @njit(cache=True)
-def layout(Pp, Pi, Pd, mw, w, unit, Qp, Qi, Qd, cap, min_run,
-           col_rows, perm, at, rows_ptr, rows_idx, rows_val, rows_mw, rows_w, piece_w):
-    """Store the rows of CSR (Pp, Pi, Pd) grouped by the piece likely to freeze them.
-
-    A row's key is its piece of lowest estimated level: over the piece's links, the
-    least capacity over the link's share of stored entries (a count, not weights:
-    only the order matters, and any order gives the same results).  Rows of one key
-    are stored together, in their original order, so the filling reads a round's
-    frozen rows nearly in sequence instead of one cache miss each.  Writes the
-    stored rows (``rows_ptr, rows_idx``, ``rows_val`` unless ``unit``, their
-    ``rows_mw``, and ``rows_w`` unless it is empty), ``perm`` (stored row -> row), ``at``
-    (row -> stored row), ``piece_w`` (zeroed by the caller: ``P.T @ mw``, summed in
-    the order scipy sums it) and the column structure: for each column its stored
-    rows, in increasing original row (``col_rows``).  Rows already in runs of one key
-    (``min_run`` long on average) stay where they are: only ``col_rows`` (the rows
-    themselves) and ``piece_w`` are written.  Returns the column pointers and whether
-    the rows were stored.
-    """
-    F, K, L = Pp.size - 1, Qp.size - 1, cap.size
-    ptr = np.zeros(K + 1, np.int64)
-    # entries per column, and ``piece_w = P.T @ mw`` summed in scipy's order (row by row)
-    for r in range(F):
+def columns(Pp, Pi, Pd, mw, unit, n_cols, out, piece_w):
+    """The column structure of CSR (Pp, Pi): column pointers (returned), and the rows of
+    each column in increasing order written to ``out`` (a counting sort); adds
+    ``P.T @ mw`` to ``piece_w``, summed in scipy's order (row by row)."""
+    ptr = np.zeros(n_cols + 1, np.int64)
+    for r in range(Pp.size - 1):
         x = mw[r]
         for e in range(Pp[r], Pp[r + 1]):
             c = Pi[e]
             ptr[c + 1] += 1
             piece_w[c] += x if unit else Pd[e] * x
+    for c in range(n_cols):
+        ptr[c + 1] += ptr[c]
+    nxt = ptr[:-1].copy()
+    for r in range(Pp.size - 1):
+        for e in range(Pp[r], Pp[r + 1]):
+            c = Pi[e]
+            out[nxt[c]] = r
+            nxt[c] += 1
+    return ptr
+
+
+@njit(cache=True)
+def row_order(Pp, Pi, Pd, unit, Qp, Qi, Qd, cap, min_run, order, at, rows_ptr, rows_idx, rows_val):
+    """Order rows of CSR (Pp, Pi, Pd) by the piece likely to freeze them.
+
+    A row's key is its piece of lowest estimated level: over the piece's links, the
+    least capacity over the link's share of stored entries (a count, not weights:
+    only locality depends on it).  Rows of one key go together, in their given
+    order, so a filling round finds the rows it freezes nearly in sequence instead
+    of one cache miss each.  Returns False, having written nothing else, when the
+    rows already come in runs of one key ``min_run`` long on average (flows listed
+    source by source, say); else writes ``order`` (new row -> row), ``at`` (row ->
+    new row) and the rows in the new order (``rows_ptr, rows_idx``, and ``rows_val``
+    unless ``unit``: every value 1) and returns True.  Bucketed writes (one open line per key and array) go in one pass
+    for the row pointers and one for the entries.
+    """
+    F, K, L = Pp.size - 1, Qp.size - 1, cap.size
+    cnt = np.zeros(K, np.int64)
+    for e in range(Pi.size):
+        cnt[Pi[e]] += 1
     # estimated level of each piece: min over its links of cap / (entries on the link)
     load = np.zeros(L)
     for q in range(K):
         for e in range(Qp[q], Qp[q + 1]):
-            load[Qi[e]] += Qd[e] * ptr[q + 1]
+            load[Qi[e]] += Qd[e] * cnt[q]
     plevel = np.full(K, np.inf)
     for q in range(K):
         for e in range(Qp[q], Qp[q + 1]):
@@ -279,8 +284,6 @@ def layout(Pp, Pi, Pd, mw, w, unit, Qp, Qi, Qd, cap, min_run,
                 v = cap[l] / load[l]
                 if v < plevel[q]:
                     plevel[q] = v
-    for c in range(K):
-        ptr[c + 1] += ptr[c]
     # each row's key (kept in ``at`` until the next pass), the keys' sizes and runs
     start = np.zeros(K + 1, np.int64)
     runs, prev = 0, -1
@@ -296,44 +299,25 @@ def layout(Pp, Pi, Pd, mw, w, unit, Qp, Qi, Qd, cap, min_run,
             runs += 1
             prev = kb
     if runs * min_run <= F:
-        # already grouped (flows listed source by source, say): the columns only
-        nxt = ptr[:-1].copy()
-        for r in range(F):
-            for e in range(Pp[r], Pp[r + 1]):
-                c = Pi[e]
-                col_rows[nxt[c]] = r
-                nxt[c] += 1
-        return ptr, False
+        return False
     for c in range(K):
         start[c + 1] += start[c]
-    # stored position of each row, and the stored rows' lengths
+    # new position of each row, and the new rows' lengths
     for r in range(F):
         kb = at[r]
         s = start[kb]
         start[kb] = s + 1
         at[r] = s
+        order[s] = r
         rows_ptr[s + 1] = Pp[r + 1] - Pp[r]
     rows_ptr[0] = 0
     for i in range(F):
         rows_ptr[i + 1] += rows_ptr[i]
-    # Scattered writes go to one open line per key and array: a pass for the per-row
-    # arrays, one for the entries and the columns keeps fewer lines open at a time.
     for r in range(F):
-        s = at[r]
-        perm[s] = r
-        rows_mw[s] = mw[r]
-        if rows_w.size:   # empty when w is mw (every multiplicity 1)
-            rows_w[s] = w[r]
-    nxt = ptr[:-1].copy()
-    for r in range(F):
-        s = at[r]
-        o = rows_ptr[s]
+        o = rows_ptr[at[r]]
         for e in range(Pp[r], Pp[r + 1]):
-            c = Pi[e]
-            rows_idx[o] = c
+            rows_idx[o] = Pi[e]
             if not unit:
                 rows_val[o] = Pd[e]
             o += 1
-            col_rows[nxt[c]] = s
-            nxt[c] += 1
-    return ptr, True
+    return True
