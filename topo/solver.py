@@ -1420,14 +1420,20 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
 
     finish = np.zeros(F)
     first_rates = np.zeros(F)
+    rows = None  # current row -> original flow; None while rows are the flows
+    grouped = _row_order(P, Qf, capf)
+    Pf, size_r = P, size
+    if grouped is not None:   # the filling reads rows in this order (see _row_order)
+        rows, _, Pf = grouped
+        size_r, w = size[rows], w[rows]
+        m = m[rows] if multiplicity is not None else m   # all ones
     # Empty flows finish at time 0 and never take part.
-    fill = _Fill(P, Qf, Qfc, capf, w, m, rel_tol, gone=size <= 0, bottlenecks=False,
+    fill = _Fill(Pf, Qf, Qfc, capf, w, m, rel_tol, gone=size_r <= 0, bottlenecks=False,
                  peak_load=lg is not None)
-    rows = None  # current row -> original flow; None while no row was dropped
     # Per current row: bytes left at time ``since`` and the projected finish
     # time; only rows whose rate changes are touched, so an event costs
     # O(rows) numpy work plus the rounds it re-solves.
-    left_bytes, since = size.copy(), np.zeros(F)
+    left_bytes, since = size_r.copy(), np.zeros(F)
     finish_at = np.full(F, np.inf)
     n_alive = int(np.sum(size > 0))
     now = 0.0
