@@ -52,7 +52,9 @@ With numba installed (the optional extra ``fast``), a filling of many rows, or
 one that has run many rounds, goes through a compiled loop
 (``topo/_solver_kernels.py``) that takes the same rounds one at a time at a cost
 of the entries they freeze plus a small window of the lowest levels; without
-numba the numpy passes do it all.
+numba the numpy passes do it all.  Such a filling of many rows gets them grouped
+by the piece likely to freeze them (:func:`_row_order`), so a round finds its rows
+nearly in sequence; results are mapped back to the caller's rows.
 
 Two exact reductions run first.  Links whose columns of ``piece_link`` are
 proportional carry loads in that proportion, so they are one constraint of
@@ -1722,14 +1724,16 @@ def estimate_memory_bytes(*, n_flows: int, nnz_flow_piece: int, n_pieces: int,
 
     Notes
     -----
-    Per stored flow-piece entry (72 bytes): the caller's CSR and the solver's
-    CSC copy (12 bytes each: float64 value, int32 index), the compacted
-    survivors' pair in :func:`simulate` (at most half of that again), and the
-    temporaries of a round that freezes most flows at once (~36 bytes: gathered
-    link keys, masks, running counts, int64 gather positions).  Per flow 24
-    float64-sized vectors (rates, sizes, finish times, weights, masks, row
-    lengths and matrix-vector results); per piece and per link 16.  Measured
-    peak RSS of the benchmark cases (inputs included) is 54-70 % of this estimate.
+    Per stored flow-piece entry (78 bytes): the caller's CSR and its rows
+    regrouped for the compiled filling (12 bytes each: float64 value, int32
+    index), the solver's column structure (4), the compacted survivors' rows in
+    :func:`simulate` (at most half of that again), and the temporaries of a round
+    that freezes most flows at once (~36 bytes: gathered link keys, masks,
+    running counts, int64 gather positions).  Per flow 28 float64-sized vectors
+    (rates, sizes, finish times, weights and their regrouped copies, masks, row
+    lengths, the row order and matrix-vector results); per piece and per link 16.
+    Measured peak RSS of the benchmark cases (inputs included) is 54-70 % of the
+    estimate before the regrouped copy was added (72 bytes, 24 vectors).
 
     Examples
     --------
@@ -1742,9 +1746,9 @@ def estimate_memory_bytes(*, n_flows: int, nnz_flow_piece: int, n_pieces: int,
                     ("n_links", n_links)):
         if int(v) != v or v < 0:
             raise ValueError(f"{name}={v!r} must be a nonnegative integer")
-    per_entry = 2 * 12 + 12 + 36
+    per_entry = 2 * 12 + 4 + 14 + 36
     total = ((int(nnz_flow_piece) + int(nnz_piece_link)) * per_entry
-             + int(n_flows) * 24 * 8
+             + int(n_flows) * 28 * 8
              + (int(n_pieces) + int(n_links)) * 16 * 8
              + (1 << 20))
     return int(total)
