@@ -304,6 +304,13 @@ def _per_flow(x, n: int, name: str, *, positive: bool) -> np.ndarray:
     return a
 
 
+def _multiplicity(x, n: int) -> np.ndarray:
+    """Per-row multiplicities; all ones by default, as a read-only view (no row-sized array)."""
+    if x is None:
+        return np.broadcast_to(np.float64(1.0), (n,))
+    return _per_flow(x, n, "multiplicity", positive=True)
+
+
 def _prepare(flow_piece, piece_link, capacity_Bps):
     P = _as_csr(flow_piece, "flow_piece")
     Q = _as_csr(piece_link, "piece_link")
@@ -557,13 +564,12 @@ def _row_order(P: sp.csr_array, Q: sp.csr_array, cap: np.ndarray):
     F, nnz = P.shape[0], P.nnz
     idx = np.int32 if max(F, P.shape[1], nnz) < 2**31 else np.int64
     order, at, rows_ptr = np.empty(F, idx), np.empty(F, idx), np.empty(F + 1, idx)
-    rows_idx, rows_val = np.empty(nnz, idx), np.empty(nnz)
     unit = bool(nnz == 0 or (P.data.min() == 1.0 and P.data.max() == 1.0))
+    # every value 1: the given values serve the new rows as well (one array fewer)
+    rows_idx, rows_val = np.empty(nnz, idx), (P.data if unit else np.empty(nnz))
     if not kernels.row_order(P.indptr, P.indices, P.data, unit, Q.indptr, Q.indices, Q.data, cap,
                              _MIN_RUN, order, at, rows_ptr, rows_idx, rows_val):
         return None
-    if unit:
-        rows_val.fill(1.0)
     P2 = sp.csr_array((rows_val, rows_idx, rows_ptr), shape=P.shape)
     P2.has_sorted_indices = True   # each row as given: canonical (see _as_csr)
     P2.has_canonical_format = True
@@ -1294,7 +1300,7 @@ def maxmin_rates(flow_piece, piece_link, capacity_Bps, *, weights=None, multipli
     P, Q, cap = _prepare(flow_piece, piece_link, capacity_Bps)
     F = P.shape[0]
     w = _per_flow(weights, F, "weights", positive=True)
-    m = _per_flow(multiplicity, F, "multiplicity", positive=True)
+    m = _multiplicity(multiplicity, F)
     if not (np.isfinite(rel_tol) and rel_tol >= 0):
         raise ValueError(f"rel_tol={rel_tol!r} must be a finite number >= 0")
     _check_routable(P, Q, cap)
@@ -1412,7 +1418,7 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     F, L = P.shape[0], Q.shape[1]
     size = _per_flow(size_bytes, F, "size_bytes", positive=False)
     w = _per_flow(weights, F, "weights", positive=True)
-    m = _per_flow(multiplicity, F, "multiplicity", positive=True)
+    m = _multiplicity(multiplicity, F)
     if not (np.isfinite(rel_tol) and rel_tol >= 0):
         raise ValueError(f"rel_tol={rel_tol!r} must be a finite number >= 0")
     _check_routable(P, Q, cap)
