@@ -42,25 +42,21 @@ def _fill_window(sat_at, k, window):
 
 @njit(cache=True)
 def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
-         cap, mw, w,
-         state, piece_cnt, link_cnt, aw, used, sat_at,
+         cap, w, mw,
+         frozen, freeze_round, rate, bottleneck, piece_cnt, link_cnt, aw, used, sat_at,
          rel_tol, level, rnd, n_left, k_window, bottlenecks, unit,
          pstamp, plink, dp, dc, tpieces, lstamp, dl, window, rlinks, tlinks, stamp,
-         levels_out, new_out, freeze_round, rate, bottleneck, stats):
+         levels_out, new_out, stats):
     """Fill until every present flow is frozen; mutates the state arrays in place.
 
     ``Pp, Pi, Pd`` / ``Cp, Ci`` are flow_piece as CSR / CSC, ``Qp, Qi, Qd`` /
-    ``Rp, Ri`` piece_link likewise (``unit``: every ``Pd`` is 1, not read).  ``state``
-    is the frozen flags as bytes (0 open, 1 frozen; 2 marks a row frozen in the
-    running round).  ``pstamp, plink, dp, dc,
-    tpieces`` (per piece) and ``lstamp, dl, window, rlinks, tlinks`` (per link) are
-    scratch; entries stamped ``<= stamp`` are stale.  Writes each round's level to
-    ``levels_out``, the frozen rows, in freeze order, to ``new_out``, and for each of
-    them its round ``freeze_round``, rate (``w`` times the level) and, when
-    ``bottlenecks``, bottleneck link (a row under several of a round's pieces takes
-    the link of the highest-id one, as the numpy path).  Rows in the order of
-    :func:`row_order` make these writes, like the reads, nearly sequential.  Adds window refills
-    and window entries scanned to ``stats[0]`` and ``stats[1]``.
+    ``Rp, Ri`` piece_link likewise (``unit``: every ``Pd`` is 1, not read).
+    ``pstamp, plink, dp, dc, tpieces`` (per piece) and ``lstamp, dl, window, rlinks,
+    tlinks`` (per link) are scratch; entries stamped ``<= stamp`` are stale.  Writes
+    each round's level to ``levels_out`` and the frozen rows, in freeze order, to
+    ``new_out`` (rows in the order of :func:`row_order` make the reads and writes of
+    a round nearly sequential); adds window refills and window entries scanned to
+    ``stats[0]`` and ``stats[1]``.
 
     Loads only grow while filling, so the caller updates the peak utilization
     from the final loads.  Returns (rounds, rows frozen, flow entries gathered,
@@ -137,17 +133,17 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             bl = plink[q]
             stats[2] += Cp[q + 1] - Cp[q]
             for e in range(Cp[q], Cp[q + 1]):
-                r = Ci[e]
-                st = state[r]
-                if st == 0:
-                    state[r] = 2  # frozen in this round (1 once the round is over)
-                    new_out[n_new] = r
+                f = Ci[e]
+                if not frozen[f]:
+                    frozen[f] = True
+                    freeze_round[f] = rnd
+                    rate[f] = w[f] * level
                     if bottlenecks:
-                        bottleneck[r] = bl
+                        bottleneck[f] = bl
+                    new_out[n_new] = f
                     n_new += 1
-                elif bottlenecks and st == 2:
-                    # pieces go in increasing id: the highest-id one's link stays
-                    bottleneck[r] = bl
+                elif bottlenecks and freeze_round[f] == rnd:
+                    bottleneck[f] = bl  # the highest-id piece's link, as the numpy path
         n_left -= n_new - first
         # The new rows' entries, gathered in separate passes: independent loads
         # (rows scattered over memory) overlap instead of waiting one by one.
@@ -158,13 +154,10 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
             xw = np.empty(2 * m_new)
         ne = 0
         for i in range(m_new):
-            r = new_out[first + i]
-            ra[i] = Pp[r]
-            rb[i] = Pp[r + 1]
-            xw[i] = mw[r]
-            state[r] = 1
-            freeze_round[r] = rnd
-            rate[r] = w[r] * level
+            f = new_out[first + i]
+            ra[i] = Pp[f]
+            rb[i] = Pp[f + 1]
+            xw[i] = mw[f]
             ne += rb[i] - ra[i]
         work += ne
         if ep.size < ne:
@@ -228,7 +221,6 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
     return n_rounds, n_new, work, stamp, 0
 
 
-
 @njit(cache=True)
 def columns(Pp, Pi, Pd, mw, unit, n_cols, out, piece_w):
     """The column structure of CSR (Pp, Pi): column pointers (returned), and the rows of
@@ -264,8 +256,8 @@ def row_order(Pp, Pi, Pd, unit, Qp, Qi, Qd, cap, min_run, order, at, rows_ptr, r
     rows already come in runs of one key ``min_run`` long on average (flows listed
     source by source, say); else writes ``order`` (new row -> row), ``at`` (row ->
     new row) and the rows in the new order (``rows_ptr, rows_idx``, and ``rows_val``
-    unless ``unit``: every value 1) and returns True.  Bucketed writes (one open line per key and array) go in one pass
-    for the row pointers and one for the entries.
+    unless ``unit``: every value 1) and returns True.  Bucketed writes (one open line
+    per key and array) go in one pass for the row pointers and one for the entries.
     """
     F, K, L = Pp.size - 1, Qp.size - 1, cap.size
     cnt = np.zeros(K, np.int64)

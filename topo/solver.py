@@ -128,7 +128,7 @@ _KERNEL_ROUNDS_ANY = 4096
 # Links in the compiled filling's window of lowest levels (refilled when dry).
 _KERNEL_WINDOW = 1024
 # Rows already in runs of this many rows of one likely-freezing piece (on average) are
-# not stored apart (see _columns): the copy would buy little locality.
+# not regrouped (see _row_order): the copy would buy little locality.
 _MIN_RUN = 4
 _kernels = None  # the kernel module once imported, False when numba is missing
 
@@ -157,12 +157,10 @@ def _warm_up() -> bool:
     if kernels is not None:
         for idx in (np.int32, np.int64):   # scipy's two index types: one specialization each
             one = sp.csr_array((np.ones(1), np.zeros(1, idx), np.arange(2, dtype=idx)), shape=(1, 1))
+            # what a filling of many rows runs: _row_order, _columns and the filling
+            _row_order(one, one, np.ones(1), force=True)
             fill = _Fill(one, one, one.tocsc(), np.ones(1), np.ones(1), np.ones(1), 1e-9)
-            # the counting sort of many rows (_columns) and the grouping (_row_order)
-            kernels.row_order(one.indptr, one.indices, one.data, True, one.indptr, one.indices,
-                              one.data, np.ones(1), 1, *(np.empty(n, np.int32) for n in (1, 1, 2, 1)),
-                              np.empty(1))
-            fill.Pc = _columns(one, fill.mw, True)
+            fill.Pc = _columns(one, fill.mw, True, force=True)
             fill._run_kernel(kernels, 0.0)
     return kernels is not None
 
@@ -533,11 +531,16 @@ class _Cols:
     piece_w: np.ndarray | None = None   # P.T @ (m * w), when the kernel built it
 
 
-def _columns(P: sp.csr_array, mw: np.ndarray, unit: bool) -> _Cols:
+def _kernels_for(P: sp.csr_array, force: bool = False):
+    """The kernel module for a filling of ``P``'s rows: when loaded, and the rows many."""
+    return _kernel_module() if force or P.shape[0] >= _KERNEL_ROWS else None
+
+
+def _columns(P: sp.csr_array, mw: np.ndarray, unit: bool, *, force: bool = False) -> _Cols:
     """Flows of each piece, rows increasing: a counting sort that also sums each piece's
     weight when the kernels are loaded and the rows many (32-bit rows where they
     fit), else scipy's CSC copy."""
-    kernels = _kernel_module() if P.shape[0] >= _KERNEL_ROWS else None
+    kernels = _kernels_for(P, force)
     if kernels is None:
         Pc = P.tocsc()
         return _Cols(Pc.indptr, Pc.indices, Pc.nnz)
@@ -547,7 +550,7 @@ def _columns(P: sp.csr_array, mw: np.ndarray, unit: bool) -> _Cols:
     return _Cols(ptr, out, P.nnz, piece_w)
 
 
-def _row_order(P: sp.csr_array, Q: sp.csr_array, cap: np.ndarray):
+def _row_order(P: sp.csr_array, Q: sp.csr_array, cap: np.ndarray, *, force: bool = False):
     """Rows grouped by the piece likely to freeze them, for the compiled filling.
 
     Returns ``(order, at, P[order])`` (``order``: new row -> row, ``at``: row -> new
@@ -558,7 +561,7 @@ def _row_order(P: sp.csr_array, Q: sp.csr_array, cap: np.ndarray):
     the order in which a piece's flows are summed (the last bits of the rates), not
     the rounds or the bottlenecks.
     """
-    kernels = _kernel_module() if P.shape[0] >= _KERNEL_ROWS else None
+    kernels = _kernels_for(P, force)
     if kernels is None:
         return None
     F, nnz = P.shape[0], P.nnz
@@ -576,7 +579,24 @@ def _row_order(P: sp.csr_array, Q: sp.csr_array, cap: np.ndarray):
     return order, at, P2
 
 
-def _count_alive(Pc, alive: np.ndarray) -> np.ndarray:
+def _constraints(Q: sp.csr_array, cap: np.ndarray):
+    """The filling's constraints: (link groups or None, their piece_link as CSR and CSC,
+    their capacities); proportional links as one when ``_GROUP_LINKS`` (see :func:`_group_links`)."""
+    lg, Qc = _group_links(Q, cap) if _GROUP_LINKS else (None, Q.tocsc())
+    return (lg, Q, Qc, cap) if lg is None else (lg, lg.Q, lg.Q.tocsc(), lg.cap)
+
+
+def _regrouped(P: sp.csr_array, Q: sp.csr_array, cap: np.ndarray, *per_row: np.ndarray):
+    """``(order, at, P, per_row)`` in :func:`_row_order`'s order, or with ``order`` and
+    ``at`` None when the rows stay as given; a broadcast default (all ones) stays as is."""
+    grouped = _row_order(P, Q, cap)
+    if grouped is None:
+        return None, None, P, per_row
+    order, at, P2 = grouped
+    return order, at, P2, tuple(a if a.strides == (0,) else a[order] for a in per_row)
+
+
+def _count_alive(Pc: _Cols, alive: np.ndarray) -> np.ndarray:
     """Per piece, the stored entries of flows still in ``alive`` (exact integers)."""
     # Differences of a running count at the column boundaries: cheaper than
     # add.reduceat over thousands of long runs.
@@ -756,16 +776,15 @@ class _Fill:
         n, stamp0 = self.n_left, self._stamp
         levels_out, new_out = np.empty(n), np.empty(n, dtype=np.int64)
         P, Pc, Q, Qc = self.P, self.Pc, self.Q, self.Qc
-        rnd0 = len(self.levels)
         n_rounds, n_new, work, self._stamp, status = kernels.fill(
             P.indptr, P.indices, P.data, Pc.indptr, Pc.indices,
             Q.indptr, Q.indices, Q.data, Qc.indptr, Qc.indices,
-            self.cap, self.mw, self.w, self.frozen.view(np.uint8), self.piece_cnt,
+            self.cap, self.w, self.mw,
+            self.frozen, self.freeze_round, self.rate, self.bottleneck, self.piece_cnt,
             self.link_cnt, self.aw, self.used, self.sat_at,
-            float(self.rel_tol), float(level), rnd0, n, _KERNEL_WINDOW,
+            float(self.rel_tol), float(level), len(self.levels), n, _KERNEL_WINDOW,
             self.bottlenecks, self.unit_rows, *self._scratch, self._stamp, levels_out, new_out,
-            self.freeze_round, self.rate, self.bottleneck, self.kernel_stats)
-        new = new_out[:n_new]   # the kernel wrote their flags, rounds, rates and bottlenecks
+            self.kernel_stats)
         # Loads only grew: the peak over the rounds is the final load on the links
         # the rounds touched (stamped after stamp0), as the numpy path has it.
         hit = np.flatnonzero(self._scratch[5] > stamp0)
@@ -774,7 +793,7 @@ class _Fill:
         self.rounds += n_rounds
         self.n_left -= n_new
         self.work += work
-        self.changed.append(new)
+        self.changed.append(new_out[:n_new])
         self.window = None  # the numpy passes' window no longer matches
         if status:  # pragma: no cover - _check_routable rules this out
             raise RuntimeError(f"{self.n_left} flows left with no capacity-limited link")
@@ -1304,17 +1323,13 @@ def maxmin_rates(flow_piece, piece_link, capacity_Bps, *, weights=None, multipli
     if not (np.isfinite(rel_tol) and rel_tol >= 0):
         raise ValueError(f"rel_tol={rel_tol!r} must be a finite number >= 0")
     _check_routable(P, Q, cap)
-    lg, Qc = _group_links(Q, cap) if _GROUP_LINKS else (None, Q.tocsc())
-    Qf, Qfc, capf = (Q, Qc, cap) if lg is None else (lg.Q, lg.Q.tocsc(), lg.cap)
-    grouped = _row_order(P, Qf, capf)
-    if grouped is not None:   # the filling reads rows in this order (see _row_order)
-        order, at, P = grouped
-        w = w[order]
-        m = m[order] if multiplicity is not None else m   # all ones
+    lg, Qf, Qfc, capf = _constraints(Q, cap)
+    # the filling's rows, regrouped for the compiled filling (see _row_order)
+    _, at, P, (w, m) = _regrouped(P, Qf, capf, w, m)
     fill = _Fill(P, Qf, Qfc, capf, w, m, rel_tol)
     fill.run()
     rate, bottleneck = fill.rate, fill.bottleneck
-    if grouped is not None:
+    if at is not None:   # back to the caller's rows
         rate, bottleneck = rate[at], bottleneck[at]
     if lg is not None and bottleneck.size and bottleneck.min() >= 0:
         np.take(lg.rep, bottleneck, out=bottleneck, mode="clip")  # in place: ids are < G
@@ -1423,18 +1438,13 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
         raise ValueError(f"rel_tol={rel_tol!r} must be a finite number >= 0")
     _check_routable(P, Q, cap)
     bound = _bound(P, Q, cap, m * size)
-    lg, Qc = _group_links(Q, cap) if _GROUP_LINKS else (None, Q.tocsc())
-    Qf, Qfc, capf = (Q, Qc, cap) if lg is None else (lg.Q, lg.Q.tocsc(), lg.cap)
+    lg, Qf, Qfc, capf = _constraints(Q, cap)
 
     finish = np.zeros(F)
     first_rates = np.zeros(F)
-    rows = None  # current row -> original flow; None while rows are the flows
-    grouped = _row_order(P, Qf, capf)
-    Pf, size_r = P, size
-    if grouped is not None:   # the filling reads rows in this order (see _row_order)
-        rows, _, Pf = grouped
-        size_r, w = size[rows], w[rows]
-        m = m[rows] if multiplicity is not None else m   # all ones
+    # rows: current row -> original flow (regrouped for the compiled filling, see
+    # _row_order, or after dropping rows); None while rows are the flows
+    rows, _, Pf, (size_r, w, m) = _regrouped(P, Qf, capf, size, w, m)
     # Empty flows finish at time 0 and never take part.
     fill = _Fill(Pf, Qf, Qfc, capf, w, m, rel_tol, gone=size_r <= 0, bottlenecks=False,
                  peak_load=lg is not None)
