@@ -538,6 +538,11 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
     return Symmetry(tuple(ok), tuple(refused), conditional if any(not g.positional for g in ok) else "", ix)
 
 
+def _differing(a: dict, b: dict) -> str:
+    """The attributes two attribute dicts disagree on, sorted and comma-separated."""
+    return ", ".join(sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)))
+
+
 def _verify(ix: _Index, perm: np.ndarray, read: Sequence[str], groups: np.ndarray, order: str | None,
             algorithm: str) -> str:
     if len(perm) != ix.n or np.bincount(perm, minlength=ix.n).max(initial=0) > 1:
@@ -545,9 +550,9 @@ def _verify(ix: _Index, perm: np.ndarray, read: Sequence[str], groups: np.ndarra
     bad = np.flatnonzero(ix.node_sig[perm] != ix.node_sig)
     if len(bad):
         i = int(bad[0])
-        a, b = ix.node_attr_names[int(ix.node_sig[i])], ix.node_attr_names[int(ix.node_sig[perm[i]])]
-        diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-        return f"it maps {ix.nodes[i]} onto {ix.nodes[perm[i]]}, which differs in {', '.join(diff)}"
+        diff = _differing(ix.node_attr_names[int(ix.node_sig[i])],
+                          ix.node_attr_names[int(ix.node_sig[perm[i]])])
+        return f"it maps {ix.nodes[i]} onto {ix.nodes[perm[i]]}, which differs in {diff}"
     img = ix.edge_image(perm)
     miss = np.flatnonzero(img < 0)
     if len(miss):
@@ -557,9 +562,9 @@ def _verify(ix: _Index, perm: np.ndarray, read: Sequence[str], groups: np.ndarra
     bad = np.flatnonzero(ix.edge_sig[img] != ix.edge_sig)
     if len(bad):
         e = int(bad[0])
-        a, b = ix.edge_attr_names[int(ix.edge_sig[e])], ix.edge_attr_names[int(ix.edge_sig[img[e]])]
-        diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-        return f"it maps link {ix.link(e)} onto {ix.link(int(img[e]))}, which differs in {', '.join(diff)}"
+        diff = _differing(ix.edge_attr_names[int(ix.edge_sig[e])],
+                          ix.edge_attr_names[int(ix.edge_sig[img[e]])])
+        return f"it maps link {ix.link(e)} onto {ix.link(int(img[e]))}, which differs in {diff}"
     dims = [int(x) for x in str(ix.G.graph.get("dims", "")).split("x") if x.strip().isdigit()]
     for a in read:
         why = _consistent(ix.labels[a], perm)
