@@ -763,26 +763,34 @@ def test_columns_and_piece_weights_equal_scipys(seed, monkeypatch):
     unit = seed == 3
     if unit:
         fp = sp.csr_array((np.ones(fp.nnz), fp.indices, fp.indptr), shape=fp.shape)
-    c, ref = solver._columns(fp, mw, unit), fp.tocsc()
-    assert isinstance(c, solver._Cols)
-    assert np.array_equal(c.indptr, ref.indptr) and np.array_equal(c.indices, ref.indices)
-    assert np.array_equal(c.piece_w, fp.T @ mw)
+    ref = fp.tocsc()
+    for ptr in (None, ref.indptr.astype(np.int64)):   # counted here, or given
+        c = solver._columns(fp, mw, unit, ptr=ptr)
+        assert isinstance(c, solver._Cols)
+        assert np.array_equal(c.indptr, ref.indptr) and np.array_equal(c.indices, ref.indices)
+        assert np.array_equal(c.piece_w, fp.T @ mw)
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_row_order_groups_rows_by_their_likeliest_piece(seed, monkeypatch):
-    # order is a permutation, at its inverse, P[order] the rows in that order, and rows
-    # come grouped by their piece of least cap / (entries on the link) over its links.
+    # order is a permutation, at its inverse, P[order] the rows in that order (and w),
+    # rows come grouped by their piece of least cap / (entries on the link) over its
+    # links, and col_ptr is P's column pointers.
     pytest.importorskip("numba")
     monkeypatch.setattr(solver, "_KERNEL_ROWS", 0)
     monkeypatch.setattr(solver, "_MIN_RUN", 10**9)   # regroup whatever the given order
     fp, pl, cap = random_instance(seed, 60, 12)[:3]
     F = fp.shape[0]
-    order, at, P2 = solver._row_order(fp, pl, cap)
+    unit = seed == 3   # whole rows on their pieces (values all 1)
+    if unit:
+        fp = sp.csr_array((np.ones(fp.nnz), fp.indices, fp.indptr), shape=fp.shape)
+    w = np.random.default_rng(seed).uniform(0.5, 2.0, F)
+    order, at, P2, w2, col_ptr = solver._row_order(fp, pl, cap, unit, w)
     assert np.array_equal(np.sort(order), np.arange(F)) and np.array_equal(at[order], np.arange(F))
     ref = fp[order]
     assert np.array_equal(P2.indptr, ref.indptr) and np.array_equal(P2.indices, ref.indices)
-    assert np.array_equal(P2.data, ref.data)
+    assert np.array_equal(P2.data, ref.data) and np.array_equal(w2, w[order])
+    assert np.array_equal(col_ptr, fp.tocsc().indptr)
     load = pl.T @ np.bincount(fp.indices, minlength=fp.shape[1]).astype(float)
     with np.errstate(divide="ignore"):
         per_link = np.where(load > 0, cap / load, np.inf)
@@ -795,7 +803,7 @@ def test_row_order_groups_rows_by_their_likeliest_piece(seed, monkeypatch):
     assert np.all(np.diff(order)[np.diff(key) == 0] > 0)   # given order within a key
     # rows given in runs of one key stay as they are
     monkeypatch.setattr(solver, "_MIN_RUN", 1)
-    assert solver._row_order(P2, pl, cap) is None
+    assert solver._row_order(P2, pl, cap, unit, w2) is None
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -66,8 +66,6 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
     L = sat_at.size
     tol1 = 1.0 + rel_tol
     nw, out, k = 0, -1.0, max(min(k_window, L), 1)
-    ra, rb, xw = np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256)
-    ep, ev = np.empty(1024, np.int64), np.empty(1024)
     tp = np.empty(piece_cnt.size, tpieces.dtype)  # the round's pieces, sorted in place
     fresh = False
     n_rounds, n_new, work = 0, 0, 0
@@ -124,10 +122,13 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
                     npc += 1
         tp[:npc] = tpieces[:npc]  # a copy: tpieces is reused below
         tp[:npc].sort()
-        # Freeze their unfrozen flows, then sum their weight and entries per piece.
+        # Freeze their unfrozen flows, summing each one's weight and entries per piece
+        # (rows in the order of row_order come nearly in sequence).
         first = n_new
-        stamp += 1
+        stamp += 1  # from here: the pieces of the rows frozen this round
         ntp = 0
+        # a flow frozen twice in one round needs two of the round's pieces
+        twice = bottlenecks and npc > 1
         for i in range(npc):
             q = tp[i]
             bl = plink[q]
@@ -142,44 +143,22 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
                         bottleneck[f] = bl
                     new_out[n_new] = f
                     n_new += 1
-                elif bottlenecks and freeze_round[f] == rnd:
+                    # its entries, summed per piece
+                    x = mw[f]
+                    work += Pp[f + 1] - Pp[f]
+                    for e2 in range(Pp[f], Pp[f + 1]):
+                        p = Pi[e2]
+                        if pstamp[p] != stamp:
+                            pstamp[p] = stamp
+                            dp[p] = 0.0
+                            dc[p] = 0
+                            tpieces[ntp] = p
+                            ntp += 1
+                        dp[p] += x if unit else Pd[e2] * x
+                        dc[p] += 1
+                elif twice and freeze_round[f] == rnd:
                     bottleneck[f] = bl  # the highest-id piece's link, as the numpy path
         n_left -= n_new - first
-        # The new rows' entries, gathered in separate passes: independent loads
-        # (rows scattered over memory) overlap instead of waiting one by one.
-        m_new = n_new - first
-        if ra.size < m_new:
-            ra = np.empty(2 * m_new, np.int64)
-            rb = np.empty(2 * m_new, np.int64)
-            xw = np.empty(2 * m_new)
-        ne = 0
-        for i in range(m_new):
-            f = new_out[first + i]
-            ra[i] = Pp[f]
-            rb[i] = Pp[f + 1]
-            xw[i] = mw[f]
-            ne += rb[i] - ra[i]
-        work += ne
-        if ep.size < ne:
-            ep = np.empty(2 * ne, np.int64)
-            ev = np.empty(2 * ne)
-        ne = 0
-        for i in range(m_new):
-            x = xw[i]
-            for e2 in range(ra[i], rb[i]):
-                ep[ne] = Pi[e2]
-                ev[ne] = x if unit else Pd[e2] * x
-                ne += 1
-        for j in range(ne):
-            p = ep[j]
-            if pstamp[p] != stamp:
-                pstamp[p] = stamp
-                dp[p] = 0.0
-                dc[p] = 0
-                tpieces[ntp] = p
-                ntp += 1
-            dp[p] += ev[j]
-            dc[p] += 1
         # Weight per link, moved from active to frozen; dead pieces leave the counts.
         nl = 0
         for i in range(ntp):
@@ -222,30 +201,31 @@ def fill(Pp, Pi, Pd, Cp, Ci, Qp, Qi, Qd, Rp, Ri,
 
 
 @njit(cache=True)
-def columns(Pp, Pi, Pd, mw, unit, n_cols, out, piece_w):
-    """The column structure of CSR (Pp, Pi): column pointers (returned), and the rows of
-    each column in increasing order written to ``out`` (a counting sort); adds
-    ``P.T @ mw`` to ``piece_w``, summed in scipy's order (row by row)."""
-    ptr = np.zeros(n_cols + 1, np.int64)
+def columns(Pp, Pi, Pd, mw, unit, counted, ptr, out, piece_w):
+    """The column structure of CSR (Pp, Pi): column pointers in ``ptr`` (length
+    ``n_cols + 1``; computed unless ``counted``: given), and the rows of each column in
+    increasing order written to ``out`` (a counting sort); adds ``P.T @ mw`` to
+    ``piece_w``, summed in scipy's order (row by row)."""
+    n_cols = ptr.size - 1
+    if not counted:
+        ptr[:] = 0
+        for e in range(Pp[0], Pp[Pp.size - 1]):
+            ptr[Pi[e] + 1] += 1
+        for c in range(n_cols):
+            ptr[c + 1] += ptr[c]
+    nxt = ptr[:-1].copy()
     for r in range(Pp.size - 1):
         x = mw[r]
         for e in range(Pp[r], Pp[r + 1]):
             c = Pi[e]
-            ptr[c + 1] += 1
             piece_w[c] += x if unit else Pd[e] * x
-    for c in range(n_cols):
-        ptr[c + 1] += ptr[c]
-    nxt = ptr[:-1].copy()
-    for r in range(Pp.size - 1):
-        for e in range(Pp[r], Pp[r + 1]):
-            c = Pi[e]
             out[nxt[c]] = r
             nxt[c] += 1
-    return ptr
 
 
 @njit(cache=True)
-def row_order(Pp, Pi, Pd, unit, Qp, Qi, Qd, cap, min_run, order, at, rows_ptr, rows_idx, rows_val):
+def row_order(Pp, Pi, Pd, unit, Qp, Qi, Qd, cap, min_run, w, order, at, rows_ptr, rows_idx,
+              rows_val, w_new, col_ptr):
     """Order rows of CSR (Pp, Pi, Pd) by the piece likely to freeze them.
 
     A row's key is its piece of lowest estimated level: over the piece's links, the
@@ -255,13 +235,15 @@ def row_order(Pp, Pi, Pd, unit, Qp, Qi, Qd, cap, min_run, order, at, rows_ptr, r
     of one cache miss each.  Returns False, having written nothing else, when the
     rows already come in runs of one key ``min_run`` long on average (flows listed
     source by source, say); else writes ``order`` (new row -> row), ``at`` (row ->
-    new row) and the rows in the new order (``rows_ptr, rows_idx``, and ``rows_val``
-    unless ``unit``: every value 1) and returns True.  Bucketed writes (one open line
-    per key and array) go in one pass for the row pointers and one for the entries.
+    new row), the rows in the new order (``rows_ptr, rows_idx``, and ``rows_val``
+    unless ``unit``: every value 1), ``w`` in the new order to ``w_new`` and the
+    column pointers of the rows (entries per column, summed) to ``col_ptr``, and
+    returns True.  One pass over the rows places them: a cursor per key for the
+    rows and one for their entries.
     """
     F, K, L = Pp.size - 1, Qp.size - 1, cap.size
     cnt = np.zeros(K, np.int64)
-    for e in range(Pi.size):
+    for e in range(Pp[0], Pp[F]):
         cnt[Pi[e]] += 1
     # estimated level of each piece: min over its links of cap / (entries on the link)
     load = np.zeros(L)
@@ -276,8 +258,8 @@ def row_order(Pp, Pi, Pd, unit, Qp, Qi, Qd, cap, min_run, order, at, rows_ptr, r
                 v = cap[l] / load[l]
                 if v < plevel[q]:
                     plevel[q] = v
-    # each row's key (kept in ``at`` until the next pass), the keys' sizes and runs
-    start = np.zeros(K + 1, np.int64)
+    # each row's key (kept in ``at`` until the next pass), the keys' rows, entries, runs
+    start, entry = np.zeros(K + 1, np.int64), np.zeros(K + 1, np.int64)
     runs, prev = 0, -1
     for r in range(F):
         best, kb = np.inf, 0
@@ -287,29 +269,44 @@ def row_order(Pp, Pi, Pd, unit, Qp, Qi, Qd, cap, min_run, order, at, rows_ptr, r
                 best, kb = plevel[c], c
         at[r] = kb
         start[kb + 1] += 1
+        entry[kb + 1] += Pp[r + 1] - Pp[r]
         if kb != prev:
             runs += 1
             prev = kb
     if runs * min_run <= F:
         return False
+    col_ptr[0] = 0
     for c in range(K):
         start[c + 1] += start[c]
-    # new position of each row, and the new rows' lengths
+        entry[c + 1] += entry[c]
+        col_ptr[c + 1] = col_ptr[c] + cnt[c]
+    # each row to its key's next place, its entries to the key's next entries
     for r in range(F):
         kb = at[r]
-        s = start[kb]
+        s, o = start[kb], entry[kb]
         start[kb] = s + 1
         at[r] = s
         order[s] = r
-        rows_ptr[s + 1] = Pp[r + 1] - Pp[r]
-    rows_ptr[0] = 0
-    for i in range(F):
-        rows_ptr[i + 1] += rows_ptr[i]
-    for r in range(F):
-        o = rows_ptr[at[r]]
+        rows_ptr[s] = o
+        w_new[s] = w[r]
         for e in range(Pp[r], Pp[r + 1]):
             rows_idx[o] = Pi[e]
             if not unit:
                 rows_val[o] = Pd[e]
             o += 1
+        entry[kb] = o
+    rows_ptr[F] = Pp[F] - Pp[0]
     return True
+
+
+@njit(cache=True)
+def unpermute(order, rate, bottleneck, rep, rate_out, bottleneck_out):
+    """Rows back to the caller's order: ``rate_out[order] = rate`` and likewise the
+    bottlenecks, each mapped through ``rep`` (link group -> its link) unless negative
+    (none) or ``rep`` is empty."""
+    mapped = rep.size > 0
+    for s in range(order.size):
+        r = order[s]
+        rate_out[r] = rate[s]
+        b = bottleneck[s]
+        bottleneck_out[r] = rep[b] if mapped and b >= 0 else b

@@ -157,11 +157,14 @@ def _warm_up() -> bool:
     if kernels is not None:
         for idx in (np.int32, np.int64):   # scipy's two index types: one specialization each
             one = sp.csr_array((np.ones(1), np.zeros(1, idx), np.arange(2, dtype=idx)), shape=(1, 1))
-            # what a filling of many rows runs: _row_order, _columns and the filling
-            _row_order(one, one, np.ones(1), force=True)
+            # what a filling of many rows runs: _row_order, _columns, the filling, unpermute
+            _, _, _, _, ptr = _row_order(one, one, np.ones(1), True, np.ones(1), force=True)
             fill = _Fill(one, one, one.tocsc(), np.ones(1), np.ones(1), np.ones(1), 1e-9)
-            fill.Pc = _columns(one, fill.mw, True, force=True)
+            for known in (None, ptr):
+                fill.Pc = _columns(one, fill.mw, True, ptr=known, force=True)
             fill._run_kernel(kernels, 0.0)
+            kernels.unpermute(np.zeros(1, idx), fill.rate, fill.bottleneck, np.zeros(1, np.int64),
+                              np.empty(1), np.empty(1, np.int64))
     return kernels is not None
 
 
@@ -536,47 +539,63 @@ def _kernels_for(P: sp.csr_array, force: bool = False):
     return _kernel_module() if force or P.shape[0] >= _KERNEL_ROWS else None
 
 
-def _columns(P: sp.csr_array, mw: np.ndarray, unit: bool, *, force: bool = False) -> _Cols:
+def _unit(P: sp.csr_array) -> bool:
+    """Every stored value of ``P`` is 1 (whole rows on their pieces: the common case)."""
+    return bool(P.nnz == 0 or (P.data.min() == 1.0 and P.data.max() == 1.0))
+
+
+def _weight(w: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Per row ``m * w``: ``w`` itself when every multiplicity is 1 (one array fewer)."""
+    return m * w if np.any(m != 1.0) else w
+
+
+def _columns(P: sp.csr_array, mw: np.ndarray, unit: bool, *, ptr: np.ndarray | None = None,
+             force: bool = False) -> _Cols:
     """Flows of each piece, rows increasing: a counting sort that also sums each piece's
     weight when the kernels are loaded and the rows many (32-bit rows where they
-    fit), else scipy's CSC copy."""
+    fit; ``ptr``: the column pointers when known), else scipy's CSC copy."""
     kernels = _kernels_for(P, force)
     if kernels is None:
         Pc = P.tocsc()
         return _Cols(Pc.indptr, Pc.indices, Pc.nnz)
     out = np.empty(P.nnz, np.int32 if P.shape[0] < 2**31 else np.int64)
     piece_w = np.zeros(P.shape[1])
-    ptr = kernels.columns(P.indptr, P.indices, P.data, mw, unit, P.shape[1], out, piece_w)
+    counted = ptr is not None
+    if not counted:
+        ptr = np.empty(P.shape[1] + 1, np.int64)
+    kernels.columns(P.indptr, P.indices, P.data, mw, unit, counted, ptr, out, piece_w)
     return _Cols(ptr, out, P.nnz, piece_w)
 
 
-def _row_order(P: sp.csr_array, Q: sp.csr_array, cap: np.ndarray, *, force: bool = False):
+def _row_order(P: sp.csr_array, Q: sp.csr_array, cap: np.ndarray, unit: bool, w: np.ndarray, *,
+               force: bool = False):
     """Rows grouped by the piece likely to freeze them, for the compiled filling.
 
-    Returns ``(order, at, P[order])`` (``order``: new row -> row, ``at``: row -> new
-    row), or None when the kernels are not in use, the rows are few, or they come
-    grouped already (see ``_solver_kernels.row_order``).  Each round of the filling
-    then reads and writes the rows it freezes nearly in sequence: on 1 M random
-    flows the compiled filling takes about half the time.  The order changes only
-    the order in which a piece's flows are summed (the last bits of the rates), not
-    the rounds or the bottlenecks.
+    Returns ``(order, at, P[order], w[order], col_ptr)`` (``order``: new row -> row,
+    ``at``: row -> new row, ``col_ptr``: the column pointers of ``P``, for
+    :func:`_columns`), or None when the kernels are not in use, the rows are few, or
+    they come grouped already (see ``_solver_kernels.row_order``).  Each round of the
+    filling then reads and writes the rows it freezes nearly in sequence: on 1 M
+    random flows the compiled filling takes about half the time.  The order changes
+    only the order in which a piece's flows are summed (the last bits of the rates),
+    not the rounds or the bottlenecks.
     """
     kernels = _kernels_for(P, force)
     if kernels is None:
         return None
-    F, nnz = P.shape[0], P.nnz
-    idx = np.int32 if max(F, P.shape[1], nnz) < 2**31 else np.int64
+    (F, K), nnz = P.shape, P.nnz
+    idx = np.int32 if max(F, K, nnz) < 2**31 else np.int64
     order, at, rows_ptr = np.empty(F, idx), np.empty(F, idx), np.empty(F + 1, idx)
-    unit = bool(nnz == 0 or (P.data.min() == 1.0 and P.data.max() == 1.0))
     # every value 1: the given values serve the new rows as well (one array fewer)
     rows_idx, rows_val = np.empty(nnz, idx), (P.data if unit else np.empty(nnz))
+    w_new, col_ptr = np.empty(F), np.empty(K + 1, np.int64)
     if not kernels.row_order(P.indptr, P.indices, P.data, unit, Q.indptr, Q.indices, Q.data, cap,
-                             _MIN_RUN, order, at, rows_ptr, rows_idx, rows_val):
+                             _MIN_RUN, w, order, at, rows_ptr, rows_idx, rows_val, w_new, col_ptr):
         return None
     P2 = sp.csr_array((rows_val, rows_idx, rows_ptr), shape=P.shape)
     P2.has_sorted_indices = True   # each row as given: canonical (see _as_csr)
     P2.has_canonical_format = True
-    return order, at, P2
+    return order, at, P2, w_new, col_ptr
 
 
 def _constraints(Q: sp.csr_array, cap: np.ndarray):
@@ -586,14 +605,16 @@ def _constraints(Q: sp.csr_array, cap: np.ndarray):
     return (lg, Q, Qc, cap) if lg is None else (lg, lg.Q, lg.Q.tocsc(), lg.cap)
 
 
-def _regrouped(P: sp.csr_array, Q: sp.csr_array, cap: np.ndarray, *per_row: np.ndarray):
-    """``(order, at, P, per_row)`` in :func:`_row_order`'s order, or with ``order`` and
-    ``at`` None when the rows stay as given; a broadcast default (all ones) stays as is."""
-    grouped = _row_order(P, Q, cap)
+def _regrouped(P: sp.csr_array, Q: sp.csr_array, cap: np.ndarray, unit: bool, w: np.ndarray,
+               *per_row: np.ndarray):
+    """``(order, at, P, col_ptr, (w, *per_row))`` in :func:`_row_order`'s order, or with
+    ``order``, ``at`` and ``col_ptr`` None when the rows stay as given; a broadcast
+    default (all ones) stays as is."""
+    grouped = _row_order(P, Q, cap, unit, w)
     if grouped is None:
-        return None, None, P, per_row
-    order, at, P2 = grouped
-    return order, at, P2, tuple(a if a.strides == (0,) else a[order] for a in per_row)
+        return None, None, P, None, (w, *per_row)
+    order, at, P2, w2, col_ptr = grouped
+    return order, at, P2, col_ptr, (w2, *(a if a.strides == (0,) else a[order] for a in per_row))
 
 
 def _count_alive(Pc: _Cols, alive: np.ndarray) -> np.ndarray:
@@ -621,8 +642,12 @@ class _Fill:
     flow left, so floating residue in ``aw`` never creates a spurious level.
     """
 
-    def __init__(self, P, Q, Qc, cap, w, m, rel_tol, *, gone=None, bottlenecks=True, peak_load=False):
+    def __init__(self, P, Q, Qc, cap, w, m, rel_tol, *, unit=None, col_ptr=None, gone=None,
+                 bottlenecks=True, peak_load=False):
         F = P.shape[0]
+        # whole rows on their pieces (the common case): the kernel skips reading them
+        # (``unit``: known already; stays true for any subset of the rows)
+        self.unit_rows = _unit(P) if unit is None else unit
         # simulate() reports no bottlenecks; skipping them saves a pass over all
         # entries in every big round.
         self.bottlenecks = bottlenecks
@@ -640,7 +665,7 @@ class _Fill:
         self.peak = np.zeros(self.L)
         # Time each link's last present flow finished (set by retire's caller clock).
         self.busy_until = np.zeros(self.L)
-        self._set_rows(P, w, m)
+        self._set_rows(P, w, m, col_ptr)
         self.gone = np.zeros(F, dtype=bool) if gone is None else gone.copy()
         self.frozen = self.gone.copy()  # retired rows count as frozen with rate 0
         self.freeze_round = np.full(F, -1, dtype=np.int32)  # rounds < 2**31: one per link at most
@@ -663,17 +688,19 @@ class _Fill:
 
     # ----------------------------------------------------------------- state
 
-    def _set_rows(self, P, w, m):
-        # m * w is w when every multiplicity is 1: one array fewer to gather.
-        self.P, self.w, self.m, self.mw = P, w, m, (m * w if np.any(m != 1.0) else w)
-        self.row_len = np.diff(P.indptr)
-        # whole rows on their pieces (the common case): the kernel skips reading them
-        self.unit_rows = bool(P.nnz == 0 or (P.data.min() == 1.0 and P.data.max() == 1.0))
-        self.Pc = _columns(P, self.mw, self.unit_rows)
+    def _set_rows(self, P, w, m, col_ptr=None):
+        """Take rows ``P`` (``col_ptr``: their column pointers, when known)."""
+        self.P, self.w, self.m, self.mw = P, w, m, _weight(w, m)
+        self.Pc = _columns(P, self.mw, self.unit_rows, ptr=col_ptr)
         self.big = max(P.nnz * _MATVEC_SHARE, 1.0)
         # An exact recomputation costs O(nnz + pieces + links): rollbacks weigh against that.
         self.resync_cost = P.nnz + self.Q.nnz + self.K + self.L
         self.big_rollback = max(self.resync_cost * _MATVEC_SHARE, 1.0)
+
+    def _entries(self, rows: np.ndarray) -> int:
+        """Stored entries of ``rows`` (an index array)."""
+        indptr = self.P.indptr
+        return int(np.sum(indptr[rows + 1] - indptr[rows]))
 
     def _resync(self):
         """Recompute counts, weights and loads exactly from the flow states (O(nnz))."""
@@ -774,7 +801,8 @@ class _Fill:
                              np.zeros(L, np.int64), np.zeros(L),
                              np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L, np.int64))
         n, stamp0 = self.n_left, self._stamp
-        levels_out, new_out = np.empty(n), np.empty(n, dtype=np.int64)
+        levels_out = np.empty(n)
+        new_out = np.empty(n, dtype=np.int32 if self.P.shape[0] < 2**31 else np.int64)
         P, Pc, Q, Qc = self.P, self.Pc, self.Q, self.Qc
         n_rounds, n_new, work, self._stamp, status = kernels.fill(
             P.indptr, P.indices, P.data, Pc.indptr, Pc.indices,
@@ -1136,7 +1164,7 @@ class _Fill:
         self.freeze_round[done] = -1
         reopen = np.flatnonzero(self.freeze_round >= r_star)
         old_rate = self.rate[reopen]
-        n_entries = int(self.row_len[done].sum() + self.row_len[reopen].sum())
+        n_entries = self._entries(done) + self._entries(reopen)
         if n_entries >= self.big_rollback or self.work + n_entries >= self.resync_cost * _RESYNC_SHARE:
             # A large rollback, or enough incremental updates to owe an exact
             # recomputation: both cost O(nnz).
@@ -1187,7 +1215,7 @@ class _Fill:
         from that flow's finish time on.
         """
         r_star = int(self.freeze_round[done].min())
-        n_entries = int(self.row_len[done].sum())
+        n_entries = self._entries(done)
         if n_entries >= self.big_rollback and at.size and at.min() == at.max():
             # Most of the matrix at one time: recompute exactly (matvecs) rather
             # than gather every entry, as retire does for a large rollback.
@@ -1325,13 +1353,16 @@ def maxmin_rates(flow_piece, piece_link, capacity_Bps, *, weights=None, multipli
     _check_routable(P, Q, cap)
     lg, Qf, Qfc, capf = _constraints(Q, cap)
     # the filling's rows, regrouped for the compiled filling (see _row_order)
-    _, at, P, (w, m) = _regrouped(P, Qf, capf, w, m)
-    fill = _Fill(P, Qf, Qfc, capf, w, m, rel_tol)
+    unit = _unit(P)
+    order, _, P, col_ptr, (w, m) = _regrouped(P, Qf, capf, unit, w, m)
+    fill = _Fill(P, Qf, Qfc, capf, w, m, rel_tol, unit=unit, col_ptr=col_ptr)
     fill.run()
     rate, bottleneck = fill.rate, fill.bottleneck
-    if at is not None:   # back to the caller's rows
-        rate, bottleneck = rate[at], bottleneck[at]
-    if lg is not None and bottleneck.size and bottleneck.min() >= 0:
+    if order is not None:   # back to the caller's rows, and links (one compiled pass)
+        rate, bottleneck = np.empty(F), np.empty(F, np.int64)
+        _kernel_module().unpermute(order, fill.rate, fill.bottleneck,
+                                   lg.rep if lg is not None else np.zeros(0, np.int64), rate, bottleneck)
+    elif lg is not None and bottleneck.size and bottleneck.min() >= 0:
         np.take(lg.rep, bottleneck, out=bottleneck, mode="clip")  # in place: ids are < G
     elif lg is not None:
         bottleneck = np.where(bottleneck >= 0, lg.rep[np.maximum(bottleneck, 0)], -1)
@@ -1444,10 +1475,11 @@ def simulate(flow_piece, piece_link, capacity_Bps, size_bytes, *, weights=None,
     first_rates = np.zeros(F)
     # rows: current row -> original flow (regrouped for the compiled filling, see
     # _row_order, or after dropping rows); None while rows are the flows
-    rows, _, Pf, (size_r, w, m) = _regrouped(P, Qf, capf, size, w, m)
+    unit = _unit(P)
+    rows, _, Pf, col_ptr, (w, m, size_r) = _regrouped(P, Qf, capf, unit, w, m, size)
     # Empty flows finish at time 0 and never take part.
-    fill = _Fill(Pf, Qf, Qfc, capf, w, m, rel_tol, gone=size_r <= 0, bottlenecks=False,
-                 peak_load=lg is not None)
+    fill = _Fill(Pf, Qf, Qfc, capf, w, m, rel_tol, unit=unit, col_ptr=col_ptr, gone=size_r <= 0,
+                 bottlenecks=False, peak_load=lg is not None)
     # Per current row: bytes left at time ``since`` and the projected finish
     # time; only rows whose rate changes are touched, so an event costs
     # O(rows) numpy work plus the rounds it re-solves.
