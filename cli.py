@@ -146,8 +146,12 @@ class _Group(click.Group):
     """Library errors become one-line messages, never tracebacks."""
 
     def invoke(self, ctx):
+        import numpy as np   # every command loads it anyway
         try:
-            return super().invoke(ctx)
+            # A figure that overflows or turns NaN is refused where the result is checked,
+            # in one line; numpy's RuntimeWarnings on the way there would only be noise above it.
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                return super().invoke(ctx)
         except FabricError as exc:
             raise click.ClickException(str(exc)) from None
         except MemoryError:
