@@ -828,3 +828,26 @@ def test_row_order_changes_only_the_last_bits(seed, monkeypatch):
     assert (sa.events, sa.n_levels) == (sb.events, sb.n_levels)
     for name in ("finish_s", "first_rates_Bps", "peak_utilization", "link_busy_s", "utilization"):
         np.testing.assert_allclose(getattr(sb, name), getattr(sa, name), rtol=1e-12, atol=1e-300)
+
+
+def test_read_only_and_strided_inputs_reuse_the_compiled_kernels(monkeypatch):
+    # Weights and multiplicities arrive contiguous and writeable at the kernels (a copy
+    # only when needed), so a caller's read-only or strided array does not compile
+    # another specialization of each kernel (seconds) and gives the same answer.
+    pytest.importorskip("numba")
+    kernels = solver._kernel_module()
+    monkeypatch.setattr(solver, "_KERNEL_ROWS", 0)
+    monkeypatch.setattr(solver, "_MIN_RUN", 10**9)   # regrouped: every kernel runs
+    fp, pl, cap, w, m = chip_instance(5, 400, 60)
+    ref = maxmin_rates(fp, pl, cap, weights=w, multiplicity=m)
+    names = ("row_order", "columns", "fill", "unpermute")
+    before = {name: len(getattr(kernels, name).signatures) for name in names}
+    w_ro, m_ro = w.copy(), m.copy()
+    w_ro.flags.writeable = m_ro.flags.writeable = False
+    w_strided = np.repeat(w, 2)[::2]
+    for weights, mult in ((w_ro, m_ro), (w_strided, m)):
+        got = maxmin_rates(fp, pl, cap, weights=weights, multiplicity=mult)
+        assert np.array_equal(got.rate_Bps, ref.rate_Bps)
+        assert np.array_equal(got.bottleneck_link, ref.bottleneck_link)
+    assert {name: len(getattr(kernels, name).signatures) for name in names} == before
+    assert not w_ro.flags.writeable   # the caller's array is left as it was

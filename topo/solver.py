@@ -289,7 +289,9 @@ def _as_csr(x, name: str) -> sp.csr_array:
 def _per_flow(x, n: int, name: str, *, positive: bool) -> np.ndarray:
     if x is None:
         return np.ones(n)
-    a = np.asarray(x, dtype=np.float64)
+    # contiguous and writeable, as the compiled kernels take them (a read-only or strided
+    # array would compile another specialization of each kernel); a copy only then
+    a = np.require(x, np.float64, ["C", "W"])
     if a.ndim == 0:
         a = np.full(n, float(a))             # one value for every row
     if a.shape != (n,):
