@@ -551,9 +551,10 @@ def _format_report(r) -> str:
     return "\n".join(out)
 
 
-def _format_method(m: dict) -> str:
+def _format_method(m: dict, mode: str) -> str:
+    rates = "link-load bound, not max-min rates" if mode == "link-load bound" else "exact max-min rates"
     out = ["", f"method: {m.get('path', '?')} ({m.get('flows', 0):,} flows per step, "
-               f"{m.get('quotient_size', 0):,} classes solved)"]
+               f"{m.get('quotient_size', 0):,} classes solved; {rates})"]
     for p in m.get("phases", []):
         out.append(f"  {p['phase']}: {p['path']}" + (f", {p['quotient_size']:,} classes" if p["quotient_size"] else ""))
     for x in m.get("refused", []):
@@ -622,7 +623,7 @@ def price_cmd(collective, fabric, sets, as_json, plot, traffic_path=None, moe_sp
     else:
         click.echo(_format_report(r))
         if opts["explain"]:
-            click.echo(_format_method(r.method))
+            click.echo(_format_method(r.method, r.mode))
         if summary is not None:
             click.echo(f"traffic ({summary['source']}): {_fmt_bytes(summary['bytes_total'])} in all, "
                        f"{_fmt_bytes(summary['bytes_network'])} over the network, "

@@ -219,8 +219,13 @@ def test_cli_explain_and_protocol_in_text_and_json():
     res = CliRunner().invoke(main, args + ["--explain"])
     assert res.exit_code == 0, res.output
     assert "protocol simple" in res.output and "method: translations" in res.output
+    assert "exact max-min rates" in res.output
     js = json.loads(CliRunner().invoke(main, args + ["--json", "--protocol", "ideal"]).output)
     assert js["protocol"] == "ideal" and js["method"]["path"] == "translations"
+    # the bound says so: the path is the same fold, the rates are not max-min
+    res = CliRunner().invoke(main, args + ["--explain", "--bound-only"])
+    assert res.exit_code == 0, res.output
+    assert "method: translations" in res.output and "link-load bound, not max-min rates" in res.output
 
 
 def test_family_files_cite_every_figure():
