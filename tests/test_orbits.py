@@ -386,3 +386,28 @@ def test_a_malformed_annotation_is_refused_not_raised():
         sym = fabric_symmetry(G, [list(range(27))], "direct")
         assert any(n == "the fabric's symmetry annotation" for n, _ in sym.refused), junk
         assert len(sym.generators) == 6              # the torus's own generators still hold
+
+
+def test_full_mesh_chips_are_twins_linked_to_each_other():
+    # MI355X's eight GPUs form a full mesh: every GPU is linked to the seven others, so
+    # swapping two keeps the fabric (closed neighbourhoods agree); 28 links, one orbit,
+    # each scenario priced as its own whatif (partial alike: chips do not relay there).
+    s = sweep("mi355x", None, "link", collective="all-reduce", size_bytes=GiB, algorithm="direct")
+    assert s.summary["count"] == 28 and s.summary["orbits"] == 1
+    _check_against_whatif(s, "mi355x", None, draws=3)
+    sym = fabric_symmetry(build("mi355x"), [list(range(8))], "direct")
+    assert sym.generators and {g.family for g in sym.generators} == {"twins"} and not sym.refused
+
+
+def test_a_structure_without_symmetry_says_so():
+    # a full mesh of four chips whose six links all differ: no two chips are interchangeable,
+    # nothing else suggests a generator, and the refusal says why instead of staying silent
+    from fabricsim.topo import builders
+    G = builders.full_mesh(chips=4)
+    for k, (u, v, d) in enumerate(G.edges(data=True)):
+        d["capacity_gbps"] = 100.0 * (k + 1)
+    sym = fabric_symmetry(G, [[0, 1, 2, 3]], "direct")
+    assert not sym.generators
+    assert [why for _, why in sym.refused if "suggests none" in why], sym.refused
+    # and with equal links the same mesh folds by its twins
+    assert fabric_symmetry(builders.full_mesh(chips=4), [[0, 1, 2, 3]], "direct").generators

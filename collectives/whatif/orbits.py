@@ -29,7 +29,9 @@ How generators are built (:func:`candidate_generators`)
   neighbours over links with equal attributes) are interchangeable: per class one
   transposition and one cycle (together they span every permutation of the class).
   A Jalapeño rack's chips and its local switches, a rail's switches (and those of the
-  other rail of the same leaf), NVL72's GPUs and switch chips.
+  other rail of the same leaf), NVL72's GPUs and switch chips.  Nodes linked to each
+  other with equal closed neighbourhoods (each one's neighbours and itself) likewise:
+  the GPUs of a full mesh (MI355X's eight).
 * label permutations: the nodes carrying ``rack`` / ``cube`` / ``group`` / ``plane`` /
   ``rail`` / ``tray`` / ``switch_tray`` / ``column`` value ``a`` are matched, in graph order,
   with those carrying value ``b`` (a transposition of two values and a cycle of all):
@@ -195,15 +197,21 @@ def _twins(ix: _Index, read: Sequence[str]) -> list[Generator]:
     classes: dict[tuple, list[int]] = {}
     lab = [ix.labels[a] for a in read if a in ix.labels]
     for i in range(ix.n):
-        key = (int(ix.node_sig[i]), tuple(int(x[i]) for x in lab), tuple(sorted(nbr[i])))
-        classes.setdefault(key, []).append(i)
+        attrs = (int(ix.node_sig[i]), tuple(int(x[i]) for x in lab))
+        classes.setdefault((*attrs, "open", tuple(sorted(nbr[i]))), []).append(i)
+        # linked to each other as well: equal closed neighbourhoods (a full mesh of chips);
+        # a sketch key (neighbour ids and link kinds apart), the verification decides
+        closed = (tuple(sorted({w for w, _ in nbr[i]} | {i})), tuple(sorted(x for _, x in nbr[i])))
+        if nbr[i]:
+            classes.setdefault((*attrs, "closed", closed), []).append(i)
     out = []
-    for members in classes.values():
+    for key, members in classes.items():
         if len(members) < 2:
             continue
         d0 = ix.G.nodes[ix.nodes[members[0]]]
         what = f"{d0['role']} switch" if d0.get("role") else str(d0.get(KIND, "node"))
-        label = f"{len(members)} interchangeable {what}s like {ix.nodes[members[0]]}"
+        mesh = ", linked to each other" if key[2] == "closed" else ""
+        label = f"{len(members)} interchangeable {what}s{mesh} like {ix.nodes[members[0]]}"
         out.append(Generator(f"twins: swap {ix.nodes[members[0]]}, {ix.nodes[members[1]]} ({label})", "twins",
                              _swap_perm(ix.n, [members[0]], [members[1]])))
         if len(members) > 2:
@@ -535,6 +543,10 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
         else:
             ok.append(g)
     refused += [nw for a, nw in alt_why.items() if a not in alt_done]
+    if not cands and not refused:
+        refused.append(("every generator", "the fabric's structure suggests none: no torus axes, no rack / rail / "
+                        "tray / group labels whose values could be permuted, no interchangeable nodes and no "
+                        "symmetry annotation (G.graph['symmetry'])"))
     return Symmetry(tuple(ok), tuple(refused), conditional if any(not g.positional for g in ok) else "", ix)
 
 
