@@ -326,3 +326,18 @@ def test_every_nccl_tests_collective_gets_its_section(nvl72):
         assert f.protocol == "ll128" and f.nranks == (4,)
         assert f.rms_error_pct <= f.default_rms_error_pct
     assert set(res.calibration.sections) == {"all-gather", "all-to-all"}
+
+
+def test_latency_fitted_only_from_large_sizes_is_flagged_as_an_intercept():
+    # CoreWeave's NVL72 log runs 512 MiB - 8 GiB: the base latency it fits (hundreds of us)
+    # is where the bandwidth curve meets zero, not NCCL's small-message latency; the fit
+    # and the file say so, with the measured range. A log with small sizes is not flagged.
+    res = calibrate_logs(build("nvl72"), [NVL72_LOG])
+    (fit,) = res.fits
+    note = [n for n in fit.notes if "intercept" in n]
+    assert note and "512 MiB - 8 GiB" in note[0] and "base_latency_us" in note[0]
+    assert fit.params["base_latency_us"] > 100      # the figure the note is about
+    assert "measured 512 MiB - 8 GiB" in res.header and "intercept" in res.header
+    small = calibrate_logs(build("nvl72"), [DATA / "gb200_4gpu_azure_ring.log"])
+    assert not any("intercept" in n for f in small.fits for n in f.notes)
+    assert min(p.size_bytes for f in small.fits for p in f.points) < 2 ** 20

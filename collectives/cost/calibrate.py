@@ -300,7 +300,35 @@ def _fit_series(G, s: _Series, names: tuple[str, ...]):
     if gap > _DECOMP_TOL:
         s.notes.append(f"the engine's time differs from L0 + B/efficiency + k*latency by up to {gap * 100:.3g}% "
                        f"(pipelined phases); fitted by {how}")
+    _note_extrapolated_latency(s, names, best_x, combos, measured)
     return _params(names, best_x), names, best_t
+
+
+_EXTRAPOLATED = "an intercept of the bandwidth curve rather than a small-message latency"
+
+
+def _note_extrapolated_latency(s: _Series, names, x, combos, measured) -> None:
+    """Say so when the fitted latencies are less than half of even the smallest point's time:
+    there they are the intercept of the bandwidth curve, not a small-message latency."""
+    lat = [j for j, n in enumerate(names) if n != "efficiency"]
+    if not lat:
+        return
+    sizes = np.array([p.size_bytes for p, _, _ in s.items])
+    i = int(np.argmin(sizes))
+    c = int(np.argmin([L0[i] + C[i] @ x for _, _, L0, C in combos]))
+    share = float(combos[c][3][i, lat] @ x[lat]) / measured[i]
+    if share < 0.5:
+        fitted = ", ".join(f"{names[j]} = {x[j]:.4g}" for j in lat)
+        s.notes.append(f"{fitted}: fitted from {_size(sizes.min())} - {_size(sizes.max())} only, where latency is "
+                       f"{share * 100:.0f}% of the time at most: {_EXTRAPOLATED}; prices of smaller sizes with "
+                       f"this file extrapolate it (log small sizes too, e.g. nccl-tests -b 8)")
+
+
+def _size(b: float) -> str:
+    for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if b >= k:
+            return f"{b / k:g} {unit}"
+    return f"{b:g} B"
 
 
 def _params(names, x) -> dict[str, float]:
@@ -411,6 +439,10 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
             f"{f.section} {'/'.join(map(str, f.nranks))}" for f in fits),
         "fit: least squares on relative time error; " + "; ".join(
             f"[{f.section}] rms {f.rms_error_pct:.2f}% (default model {f.default_rms_error_pct:.1f}%)" for f in fits),
+        # what a reader of the file must know before pricing other sizes with it
+        *(f"[{f.section}] measured {_size(min(p.size_bytes for p in f.points))} - "
+          f"{_size(max(p.size_bytes for p in f.points))}" for f in fits if f.points),
+        *(f"[{f.section}] {n}" for f in fits for n in f.notes if _EXTRAPOLATED in n),
     ])
     return CalibrationResult(fits=tuple(fits), calibration=cal, fabric=fabric, logs=tuple(logs), header=header)
 
