@@ -1150,13 +1150,22 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
     from .collectives.whatif.dask_runner import sweep_runner
     from .collectives.whatif import sweep
     from .topo.errors import BadInput
+    from .topo.failures import domains
     explain = bool(opts.pop("explain", False))
-    G = load_fabric(fabric, sets)   # checks the fabric and --set before any work is shipped
+    size_bytes = parse_size(opts["size"])
+    _check_algorithm(collective, opts["algorithm"])
+    G = load_fabric(fabric, sets, hint="--fabric")   # checks the fabric and --set before any work is shipped
+    try:
+        k = len(domains(G, [failure_class])[failure_class])
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--class") from None
+    if samples is not None and samples >= math.comb(k, n):
+        _progress(f"--samples {samples} >= the {math.comb(k, n):,} scenarios: all of them run")
     groups = None
     if opts["mesh"] is not None or opts["groups_file"] is not None or opts["count"] or opts["over"] is not None:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
-    options = _options(opts, size=False)
+    options = _options(opts, collective, size=False)
 
     progress = SweepProgress()
     try:
@@ -1167,11 +1176,15 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
         _progress(f"connected to {scheduler}")
     try:
         s = sweep(fabric, _parse_sets(sets), failure_class, n=n, samples=samples, seed=seed, collective=collective,
-                  size_bytes=parse_size(opts["size"]), group_size=None if groups else opts["group_size"],
+                  size_bytes=size_bytes, group_size=None if groups else opts["group_size"],
                   placement=opts["placement"],
                   groups=groups, runner=runner, progress=progress, fold=fold, **options.price_kwargs())
     except BadInput as exc:
-        raise click.BadParameter(str(exc), param_hint="options") from None
+        msg = str(exc)
+        hint = ("--class" if msg.startswith(f"{failure_class!r}") or "failure class" in msg else
+                "--samples" if "samples" in msg else
+                "--group-size" if msg.startswith("group size") else _price_hint(msg, opts))
+        raise click.BadParameter(msg, param_hint=hint) from None
     finally:
         progress.close()
         getattr(runner, "close", lambda: None)()
@@ -1269,11 +1282,24 @@ def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json):
 
 
 # --------------------------------------------------------------------------- step (issue 15)
-def _step_one(fabric_spec, sets, model, mesh, opts, verbose):
+def _step_hint(msg: str, opts) -> str:
+    """The step option a library error is about, told by what the message names."""
+    for start, hint in (("compute", "--compute-us"), ("dispatch dtype", "--dispatch-dtype"),
+                        ("combine dtype", "--combine-dtype"), ("moe skew", "--skew"), ("seed", "--seed"),
+                        ("mesh", "--mesh"), ("tp=", "--mesh"), ("ep=", "--mesh")):
+        if msg.startswith(start):
+            return hint
+    if opts["skew"] not in ("balanced", "uniform") and msg.startswith(f"{opts['skew']}:"):
+        return "--skew"     # a per-expert weights file
+    if "tokens do not split evenly" in msg:
+        return "--batch/--mesh"
+    return "options"
+
+
+def _step_one(G, fabric_spec, model, mesh, opts, verbose):
     from .collectives.jobs.step import step
     from .collectives.placement import chip_ranks
     from .topo.errors import BadInput
-    G = load_fabric(fabric_spec, sets)
     # progress on stderr where the work is long: several fabrics, or a big one
     progress = (lambda msg: _progress(f"{fabric_spec}: {msg}")) if verbose or len(chip_ranks(G)) > 512 else None
     try:
@@ -1281,7 +1307,7 @@ def _step_one(fabric_spec, sets, model, mesh, opts, verbose):
                     compute_us=opts["compute_us"], dispatch_dtype=opts["dispatch_dtype"],
                     combine_dtype=opts["combine_dtype"], skew=opts["skew"], seed=opts["seed"], progress=progress)
     except BadInput as exc:
-        raise click.BadParameter(f"{fabric_spec}: {exc}", param_hint="options") from None
+        raise click.BadParameter(f"{fabric_spec}: {exc}", param_hint=_step_hint(str(exc), opts)) from None
 
 
 def _format_step(r) -> str:
@@ -1324,6 +1350,9 @@ def _format_step(r) -> str:
     return "\n".join(out)
 
 
+_DTYPES = ("fp8", "bf16", "fp16", "fp32")   # collectives.traffic.moe.DTYPE_BYTES (a test checks they agree)
+
+
 @main.command("step")
 @click.option("--model", "model", required=True, help="A catalog model (deepseek-r1, kimi-k2, gpt-oss-120b) or "
               "a model .toml file (format in README).")
@@ -1336,11 +1365,12 @@ def _format_step(r) -> str:
               help="decode: one token per sequence; prefill: seq tokens per sequence.")
 @click.option("--batch", type=int, default=1, show_default=True, help="Sequences in the step, over the whole mesh.")
 @click.option("--seq", type=int, help="Prefill: prompt tokens per sequence.")
-@click.option("--compute-us", "compute_us", type=float, help="Compute per layer in microseconds, added in series "
+@click.option("--compute-us", "compute_us", type=_Number(0.0, 1e300, unit=" us"), help="Compute per layer in microseconds, added in series "
               "(default: compute not modelled).")
-@click.option("--dispatch-dtype", default="fp8", show_default=True,
+@click.option("--dispatch-dtype", type=click.Choice(_DTYPES), default="fp8", show_default=True,
               help="MoE dispatch elements: fp8, bf16, fp16, fp32.")
-@click.option("--combine-dtype", default="bf16", show_default=True, help="MoE combine elements: fp8, bf16, fp16, fp32.")
+@click.option("--combine-dtype", type=click.Choice(_DTYPES), default="bf16", show_default=True,
+              help="MoE combine elements: fp8, bf16, fp16, fp32.")
 @click.option("--skew", default="balanced", show_default=True, help="Router: balanced (uniform expectation), "
               "uniform (one sample), zipf:A (hot experts) or a file of per-expert weights.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
@@ -1364,7 +1394,8 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     """
     from .collectives.jobs.models import load_model
     from .collectives.jobs.step import PLOT_SUFFIXES, _check_mesh, step_tokens
-    from .collectives.placement import parse_mesh
+    from .collectives.placement import chip_ranks, parse_mesh
+    from .collectives.traffic.moe import _parse_skew
     from .topo.errors import BadInput
     if bool(fabric) == bool(fabric_list):
         raise click.UsageError("give --fabric F or --fabrics a,b,c (one of them)")
@@ -1385,15 +1416,27 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
         step_tokens(opts["phase"], opts["batch"], opts["seq"])
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--batch/--seq") from None
+    try:
+        _parse_skew(opts["skew"])
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--skew") from None
     names = [fabric] if fabric else [f.strip() for f in fabric_list.split(",") if f.strip()]
     if not names:
         raise click.BadParameter("no fabrics given", param_hint="--fabrics")
     if sets and len(names) > 1:
         raise click.UsageError("--set applies to one --fabric, not to --fabrics")
+    graphs = []
+    for name in names:     # every fabric is built and the mesh checked against it before any is priced
+        G = load_fabric(name, sets, hint="--fabric" if fabric else "--fabrics")
+        chips, need = len(chip_ranks(G)), math.prod(mesh_d.values())
+        if need > chips:
+            raise click.BadParameter(f"mesh {mesh} needs {need:,} chips but {name!r} has {chips:,}",
+                                     param_hint="--mesh")
+        graphs.append(G)
     results = []
-    for name in names:
+    for name, G in zip(names, graphs):
         t0 = time.perf_counter()
-        results.append(_step_one(name, sets, m, mesh_d, opts, len(names) > 1))
+        results.append(_step_one(G, name, m, mesh_d, opts, len(names) > 1))
         if time.perf_counter() - t0 > 2:
             _progress(f"{name}: priced in {time.perf_counter() - t0:.1f} s")
     if plot:

@@ -100,3 +100,47 @@ def test_audit_of_a_directory_says_directory(tmp_path):
     d = tmp_path / "some_dir.toml"
     d.mkdir()
     refused("audit", d, hint="FABRIC", match="is a directory")
+
+
+# --------------------------------------------------------------------------- sweep, step, whatif
+SWEEP = ("sweep", "all-reduce", "--fabric", "jalapeno-rack", "--size", "1MiB")
+
+
+def test_sweep_bad_class_names_class():
+    refused(*SWEEP, "--class", "rial", hint="--class", match="did you mean")
+
+
+def test_sweep_samples_over_the_scenarios_says_so():
+    res = CliRunner().invoke(main, [*SWEEP, "--class", "local-switch", "--samples", "100", "--json"])
+    assert res.exit_code == 0, res.output
+    assert "--samples 100 >= the 6 scenarios: all of them run" in res.stderr
+
+
+STEP = ("step", "--model", "deepseek-r1", "--fabric", "jalapeno-rack", "--mesh", "ep=128", "--batch", "1024")
+
+
+def test_step_errors_name_their_option():
+    refused(*STEP, "--skew", "zipf", hint="--skew", match="zipf:A")
+    refused(*STEP, "--skew", "zipf:-1", hint="--skew", match="exponent")
+    res, errors = run(*STEP, "--compute-us", "-1")
+    assert res.exit_code == 2 and "'--compute-us'" in errors[0], res.output
+    res, errors = run(*STEP, "--dispatch-dtype", "fp9")
+    assert res.exit_code == 2 and "'--dispatch-dtype'" in errors[0], res.output
+
+
+def test_step_mesh_too_large_for_one_of_the_fabrics_names_mesh_before_pricing():
+    res = refused("step", "--model", "deepseek-r1", "--fabrics", "jalapeno-rack,nvl72", "--mesh", "ep=128",
+                  "--batch", "1024", hint="--mesh", match="'nvl72' has 72")
+    assert "priced" not in res.output
+
+
+def test_step_dtypes_match_the_library():
+    from fabricsim.cli import _DTYPES
+    from fabricsim.collectives.traffic.moe import DTYPE_BYTES
+    assert set(_DTYPES) == set(DTYPE_BYTES)
+
+
+def test_whatif_fail_with_two_specs_in_one_value_says_repeat():
+    refused("whatif", "all-reduce", "--fabric", "jalapeno-rack", "--group-size", "8", "--size", "64MiB",
+            "--fail", "node:r00/lsw0,node:r00/lsw1", hint="--fail",
+            match="--fail node:r00/lsw0 --fail node:r00/lsw1")
