@@ -88,19 +88,32 @@ def _parse_sets(sets: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def load_fabric(spec: str, sets: tuple[str, ...] = ()):
-    """A catalog name or a file (.toml, .graphml, .json) -> graph; bad input -> exit 2 with one line."""
+def load_fabric(spec: str, sets: tuple[str, ...] = (), hint: str = "FABRIC"):
+    """A catalog name or a file (.toml, .graphml, .json) -> graph; bad input -> exit 2 with one line.
+
+    ``hint`` names the argument or option the spec came from in an error (FABRIC, --fabric ...).
+    """
     params = _parse_sets(sets)
+    if spec not in _fabrics.FABRICS and _is_dir(spec):
+        raise click.BadParameter(f"{spec!r} is a directory; give a fabric file (.toml, .graphml, .json) "
+                                 f"or a catalog name", param_hint=hint)
     try:
         if spec.endswith(FILE_SUFFIXES) or _is_file(spec):
             from .fabrics.userfile import load_fabric as load_file
             return load_file(spec, **params)
         return _fabrics.build(spec, **params)
     except FabricError as exc:
-        raise click.BadParameter(str(exc), param_hint="FABRIC") from None
-    except ValueError as exc:
-        hint = "--set" if params and spec in _fabrics.FABRICS else "FABRIC"
         raise click.BadParameter(str(exc), param_hint=hint) from None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--set" if params and spec in _fabrics.FABRICS
+                                 else hint) from None
+
+
+def _is_dir(spec: str) -> bool:
+    try:
+        return Path(spec).is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def _is_file(spec: str) -> bool:
@@ -211,6 +224,10 @@ def list_cmd(as_json):
 def params_cmd(fabric):
     """Show a catalog fabric's parameters, their defaults and valid values."""
     from .fabrics.registry import _describe
+    if fabric not in _fabrics.FABRICS and (fabric.endswith(FILE_SUFFIXES) or _is_file(fabric) or _is_dir(fabric)):
+        raise click.BadParameter(f"{fabric!r}: params takes a catalog name only (a fabric file's parameters "
+                                 f"are in the file); choose one of: {', '.join(sorted(_fabrics.FABRICS))}",
+                                 param_hint="FABRIC")
     try:
         specs = _fabrics.param_specs(fabric)
     except ValueError as exc:
@@ -384,17 +401,22 @@ def parse_size(text: str) -> float:
     a buffer size is not given in, so it is refused rather than read as bytes.
     """
     import re
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
-    unit = m[2].lower() if m else ""
-    if m and m[2].endswith("b"):
+    m = re.fullmatch(r"\s*(-?)([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    if m and m[1]:
+        raise click.BadParameter(f"{text!r}: the size must be positive (e.g. 64MiB)", param_hint="--size")
+    number, unit = (m[2], m[3]) if m else ("", "")
+    if unit.endswith("b"):
         raise click.BadParameter(f"{text!r}: a lower-case b is bits; --size takes bytes, spelled with B "
-                                 f"(e.g. {m[1]}{m[2][:-1].upper().replace('I', 'i')}B)", param_hint="--size")
-    if not m or (unit and unit not in _UNITS):
-        raise click.BadParameter(f"{text!r} is not a size; use a number with B, KiB, MiB, GiB, KB, MB or GB "
-                                 f"(e.g. 64MiB)", param_hint="--size")
-    value = float(m[1]) * _UNITS.get(unit, 1)
+                                 f"(e.g. {number}{unit[:-1].upper().replace('I', 'i')}B)", param_hint="--size")
+    if not m or (unit and unit.lower() not in _UNITS):
+        raise click.BadParameter(f"{text!r} is not a size; use a number with B, KiB, MiB, GiB, TiB, KB, MB, GB "
+                                 f"or TB (e.g. 64MiB)", param_hint="--size")
+    value = float(number) * _UNITS.get(unit.lower(), 1)
     if not math.isfinite(value) or value < 1:
         raise click.BadParameter(f"{text!r}: the size must be a finite number of bytes >= 1 B", param_hint="--size")
+    if value != math.floor(value):
+        raise click.BadParameter(f"{text!r} is {value:g} bytes; a size is a whole number of bytes",
+                                 param_hint="--size")
     return value
 
 
@@ -459,9 +481,33 @@ def _calibration(efficiency, step_latency_us, calibration):
     return (None if eff is None else float(eff)), (None if step is None else float(step) * 1000.0), cal
 
 
-def _options(opts, size=True):
+def _check_algorithm(collective: str, algorithm: str) -> None:
+    """An --algorithm the collective does not have is refused before any work."""
+    from .collectives import ALGORITHMS
+    from .topo.errors import close_matches
+    algos = ALGORITHMS.get(collective, {})
+    if algorithm != "auto" and algorithm not in algos:
+        raise click.BadParameter(f"unknown algorithm {algorithm!r} for {collective}"
+                                 f"{close_matches(algorithm, algos)}; choose one of: auto, {', '.join(algos)}",
+                                 param_hint="--algorithm")
+
+
+def _price_hint(msg: str, opts, default: str = "options") -> str:
+    """The option a pricing error is about: --protocol, --algorithm or --groups where the message tells."""
+    if msg.startswith("protocol"):
+        return "--protocol"
+    if opts.get("algorithm", "auto") != "auto" and opts["algorithm"] in msg:
+        return "--algorithm"
+    if opts.get("groups_file") and "groups" in msg:
+        return "--groups"
+    return default
+
+
+def _options(opts, collective=None, size=True):
     """The one PriceOptions the price/compare/whatif/sweep options describe."""
     from .collectives import PriceOptions
+    if collective is not None:
+        _check_algorithm(collective, opts["algorithm"])
     eff, step_ns, cal = _calibration(opts["efficiency"], opts["step_latency_us"], opts["calibration"])
     return PriceOptions(size_bytes=parse_size(opts["size"]) if size else None, algorithm=opts["algorithm"],
                         protocol=opts["protocol"], calibration=cal, split=opts["split"], tiers=opts["tiers"],
@@ -477,30 +523,42 @@ def _groups_for(G, group_size, placement, mesh, over, groups_file, count=None):
         raise click.UsageError("give one of --group-size, --mesh or --groups")
     if over is not None and mesh is None:
         raise click.UsageError("--over DIM needs --mesh (e.g. --mesh tp=8,ep=16 --over ep)")
-    try:
-        if mesh is not None:
-            if not over:
-                raise click.UsageError("--mesh needs --over DIM (which dimension's groups communicate)")
+    if mesh is not None:
+        if not over:
+            raise click.UsageError("--mesh needs --over DIM (which dimension's groups communicate)")
+        try:
             return C.by_mesh(G, C.parse_mesh(mesh), over)
-        if groups_file is not None:
+        except BadInput as exc:
+            raise click.BadParameter(str(exc), param_hint="--over" if str(exc).startswith("--over")
+                                     else "--mesh") from None
+    if groups_file is not None:
+        try:
             return C.from_file(G, groups_file)
-        size = len(C.placement.chip_ranks(G)) if group_size is None else group_size
+        except BadInput as exc:
+            raise click.BadParameter(str(exc), param_hint="--groups") from None
+    try:
+        C.parse_placement(placement)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--placement") from None
+    size = len(C.placement.chip_ranks(G)) if group_size is None else group_size
+    try:
         return C.by_size(G, size, placement, count=count)
     except BadInput as exc:
-        raise click.BadParameter(str(exc), param_hint="placement") from None
+        raise click.BadParameter(str(exc), param_hint="--count" if str(exc).startswith("count ")
+                                 else "--group-size") from None
 
 
 def _price(G, collective, opts, groups=None):
     from . import collectives as C
     from .topo.errors import BadInput
-    options = _options(opts)
+    options = _options(opts, collective)
     if groups is None:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
     try:
         return C.price(G, collective, groups=groups, options=options)
     except BadInput as exc:
-        raise click.BadParameter(str(exc), param_hint="options") from None
+        raise click.BadParameter(str(exc), param_hint=_price_hint(str(exc), opts)) from None
 
 
 MAX_TIME_S = 1e15   # ~30 million years: past it (or inf/NaN) a priced time is an overflow, not a result (I)
@@ -596,7 +654,8 @@ def price_cmd(collective, fabric, sets, as_json, plot, traffic_path=None, moe_sp
     Time = bandwidth (flow-level max-min with contention between all groups, event by
     event) + latency (per step: slowest route's link and switch latency + overhead).
     """
-    G = load_fabric(fabric, sets)
+    _options(opts, collective, size=opts["size"] is not None)   # the options are checked before the fabric is built
+    G = load_fabric(fabric, sets, hint="--fabric")
     t0 = time.perf_counter()
     summary = None
     if traffic_path or moe_spec:
@@ -651,7 +710,7 @@ def _price_traffic(G, collective, opts, traffic_path, moe_spec):
     if collective != "all-to-all":
         raise click.UsageError(f"--{'traffic' if traffic_path else 'moe'} is an all-to-all-v; "
                                f"{collective} takes --size")
-    options = _options(opts, size=False)
+    options = _options(opts, collective, size=False)
     groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                          opts["groups_file"], opts["count"])
     n = len(groups[0])
@@ -689,23 +748,34 @@ def compare_cmd(collective, fabric_list, as_json, plot, **opts):
     """Price the same collective on several fabrics, one table.
 
     The same group size, size and algorithm choice apply on every fabric (auto picks
-    per fabric).  A group size that does not divide a fabric's chips is an error for
-    that fabric.
+    per fabric).  Every fabric, option and placement is checked before anything is
+    priced: a group size that does not divide some fabric's chips stops the run with
+    an error naming that fabric (with --count N, N groups run on every fabric and the
+    group size need not divide).
 
     \b
-    Example:
-      fabricsim compare all-reduce --fabrics jalapeno-rack,nvl72,torus --group-size 64 --size 256MiB
+    Examples:
+      fabricsim compare all-reduce --fabrics jalapeno-rack,nvl72,torus --group-size 8 --size 256MiB
+      fabricsim compare all-reduce --fabrics jalapeno-rack,nvl72,torus --group-size 64 --count 1 --size 256MiB
     """
     names = [f.strip() for f in fabric_list.split(",") if f.strip()]
     if names == ["all"]:
         names = sorted(_fabrics.FABRICS)
     if not names:
         raise click.BadParameter("no fabrics given", param_hint="--fabrics")
+    _options(opts, collective)
+    for name in names:     # every name before any fabric is built
+        if name not in _fabrics.FABRICS and not name.endswith(FILE_SUFFIXES) and not _is_file(name):
+            load_fabric(name, hint="--fabrics")    # raises: unknown fabric, with the catalog
+    jobs = []
+    for name in names:     # then every fabric's groups before any is priced
+        G = load_fabric(name, hint="--fabrics")
+        jobs.append((name, G, _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
+                                          opts["groups_file"], opts["count"])))
     reports = []
-    for name in names:
+    for name, G, groups in jobs:
         _progress(f"pricing on {name} ...")
-        G = load_fabric(name)
-        reports.append(_finite(_price(G, collective, opts)))
+        reports.append(_finite(_price(G, collective, opts, groups)))
     if plot:
         from .collectives.plots import plot_compare
         try:
@@ -775,6 +845,18 @@ _fail_option = click.option("--fail", "fails", multiple=True, metavar="SPEC",
                             "(see `fabricsim domains FABRIC`).")
 
 
+def _check_fails(fails) -> None:
+    """``--fail node:a,node:b`` is two failures in one value: refuse it and say to repeat --fail."""
+    import re
+    from .topo.failures import _FIXED
+    for spec in fails:
+        for prefix in re.findall(r",\s*([A-Za-z][\w-]*):", spec):
+            if prefix in _FIXED or prefix.endswith("-switch"):
+                parts = ' '.join(f'--fail {p.strip()}' for p in spec.split(',') if p.strip())
+                raise click.BadParameter(f"{spec!r} holds several failures; repeat --fail for each "
+                                         f"({parts})", param_hint="--fail")
+
+
 @main.command("whatif")
 @_collective_arg
 @click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
@@ -802,15 +884,17 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     explain = bool(opts.pop("explain", False))
     if not fails:
         raise click.UsageError("give at least one --fail SPEC (see `fabricsim domains FABRIC`)")
-    G = load_fabric(fabric, sets)
+    _check_fails(fails)
+    size_bytes = parse_size(opts["size"])
+    options = _options(opts, collective, size=False)
+    G = load_fabric(fabric, sets, hint="--fabric")
     groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"], opts["groups_file"],
                          opts["count"])
-    options = _options(opts, size=False)
     try:
-        w = whatif(G, list(fails), collective, groups=groups, size_bytes=parse_size(opts["size"]),
+        w = whatif(G, list(fails), collective, groups=groups, size_bytes=size_bytes,
                    explain=explain, **options.price_kwargs())
     except BadInput as exc:
-        raise click.BadParameter(str(exc), param_hint="--fail") from None
+        raise click.BadParameter(str(exc), param_hint=_price_hint(str(exc), opts, "--fail")) from None
     _finite(w.baseline)
     if as_json:
         _emit_json(w.as_dict())
@@ -1067,13 +1151,22 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
     from .collectives.whatif.dask_runner import sweep_runner
     from .collectives.whatif import sweep
     from .topo.errors import BadInput
+    from .topo.failures import domains
     explain = bool(opts.pop("explain", False))
-    G = load_fabric(fabric, sets)   # checks the fabric and --set before any work is shipped
+    size_bytes = parse_size(opts["size"])
+    _check_algorithm(collective, opts["algorithm"])
+    G = load_fabric(fabric, sets, hint="--fabric")   # checks the fabric and --set before any work is shipped
+    try:
+        k = len(domains(G, [failure_class])[failure_class])
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--class") from None
+    if samples is not None and samples >= math.comb(k, n):
+        _progress(f"--samples {samples} >= the {math.comb(k, n):,} scenarios: all of them run")
     groups = None
     if opts["mesh"] is not None or opts["groups_file"] is not None or opts["count"] or opts["over"] is not None:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
-    options = _options(opts, size=False)
+    options = _options(opts, collective, size=False)
 
     progress = SweepProgress()
     try:
@@ -1084,11 +1177,15 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
         _progress(f"connected to {scheduler}")
     try:
         s = sweep(fabric, _parse_sets(sets), failure_class, n=n, samples=samples, seed=seed, collective=collective,
-                  size_bytes=parse_size(opts["size"]), group_size=None if groups else opts["group_size"],
+                  size_bytes=size_bytes, group_size=None if groups else opts["group_size"],
                   placement=opts["placement"],
                   groups=groups, runner=runner, progress=progress, fold=fold, **options.price_kwargs())
     except BadInput as exc:
-        raise click.BadParameter(str(exc), param_hint="options") from None
+        msg = str(exc)
+        hint = ("--class" if msg.startswith(f"{failure_class!r}") or "failure class" in msg else
+                "--samples" if "samples" in msg else
+                "--group-size" if msg.startswith("group size") else _price_hint(msg, opts))
+        raise click.BadParameter(msg, param_hint=hint) from None
     finally:
         progress.close()
         getattr(runner, "close", lambda: None)()
@@ -1186,11 +1283,24 @@ def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json):
 
 
 # --------------------------------------------------------------------------- step (issue 15)
-def _step_one(fabric_spec, sets, model, mesh, opts, verbose):
+def _step_hint(msg: str, opts) -> str:
+    """The step option a library error is about, told by what the message names."""
+    for start, hint in (("compute", "--compute-us"), ("dispatch dtype", "--dispatch-dtype"),
+                        ("combine dtype", "--combine-dtype"), ("moe skew", "--skew"), ("seed", "--seed"),
+                        ("mesh", "--mesh"), ("tp=", "--mesh"), ("ep=", "--mesh")):
+        if msg.startswith(start):
+            return hint
+    if opts["skew"] not in ("balanced", "uniform") and msg.startswith(f"{opts['skew']}:"):
+        return "--skew"     # a per-expert weights file
+    if "tokens do not split evenly" in msg:
+        return "--batch/--mesh"
+    return "options"
+
+
+def _step_one(G, fabric_spec, model, mesh, opts, verbose):
     from .collectives.jobs.step import step
     from .collectives.placement import chip_ranks
     from .topo.errors import BadInput
-    G = load_fabric(fabric_spec, sets)
     # progress on stderr where the work is long: several fabrics, or a big one
     progress = (lambda msg: _progress(f"{fabric_spec}: {msg}")) if verbose or len(chip_ranks(G)) > 512 else None
     try:
@@ -1198,7 +1308,7 @@ def _step_one(fabric_spec, sets, model, mesh, opts, verbose):
                     compute_us=opts["compute_us"], dispatch_dtype=opts["dispatch_dtype"],
                     combine_dtype=opts["combine_dtype"], skew=opts["skew"], seed=opts["seed"], progress=progress)
     except BadInput as exc:
-        raise click.BadParameter(f"{fabric_spec}: {exc}", param_hint="options") from None
+        raise click.BadParameter(f"{fabric_spec}: {exc}", param_hint=_step_hint(str(exc), opts)) from None
 
 
 def _format_step(r) -> str:
@@ -1241,6 +1351,9 @@ def _format_step(r) -> str:
     return "\n".join(out)
 
 
+_DTYPES = ("fp8", "bf16", "fp16", "fp32")   # collectives.traffic.moe.DTYPE_BYTES (a test checks they agree)
+
+
 @main.command("step")
 @click.option("--model", "model", required=True, help="A catalog model (deepseek-r1, kimi-k2, gpt-oss-120b) or "
               "a model .toml file (format in README).")
@@ -1253,11 +1366,12 @@ def _format_step(r) -> str:
               help="decode: one token per sequence; prefill: seq tokens per sequence.")
 @click.option("--batch", type=int, default=1, show_default=True, help="Sequences in the step, over the whole mesh.")
 @click.option("--seq", type=int, help="Prefill: prompt tokens per sequence.")
-@click.option("--compute-us", "compute_us", type=float, help="Compute per layer in microseconds, added in series "
+@click.option("--compute-us", "compute_us", type=_Number(0.0, 1e300, unit=" us"), help="Compute per layer in microseconds, added in series "
               "(default: compute not modelled).")
-@click.option("--dispatch-dtype", default="fp8", show_default=True,
+@click.option("--dispatch-dtype", type=click.Choice(_DTYPES), default="fp8", show_default=True,
               help="MoE dispatch elements: fp8, bf16, fp16, fp32.")
-@click.option("--combine-dtype", default="bf16", show_default=True, help="MoE combine elements: fp8, bf16, fp16, fp32.")
+@click.option("--combine-dtype", type=click.Choice(_DTYPES), default="bf16", show_default=True,
+              help="MoE combine elements: fp8, bf16, fp16, fp32.")
 @click.option("--skew", default="balanced", show_default=True, help="Router: balanced (uniform expectation), "
               "uniform (one sample), zipf:A (hot experts) or a file of per-expert weights.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
@@ -1281,7 +1395,8 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     """
     from .collectives.jobs.models import load_model
     from .collectives.jobs.step import PLOT_SUFFIXES, _check_mesh, step_tokens
-    from .collectives.placement import parse_mesh
+    from .collectives.placement import chip_ranks, parse_mesh
+    from .collectives.traffic.moe import _parse_skew
     from .topo.errors import BadInput
     if bool(fabric) == bool(fabric_list):
         raise click.UsageError("give --fabric F or --fabrics a,b,c (one of them)")
@@ -1302,15 +1417,27 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
         step_tokens(opts["phase"], opts["batch"], opts["seq"])
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--batch/--seq") from None
+    try:
+        _parse_skew(opts["skew"])
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--skew") from None
     names = [fabric] if fabric else [f.strip() for f in fabric_list.split(",") if f.strip()]
     if not names:
         raise click.BadParameter("no fabrics given", param_hint="--fabrics")
     if sets and len(names) > 1:
         raise click.UsageError("--set applies to one --fabric, not to --fabrics")
+    graphs = []
+    for name in names:     # every fabric is built and the mesh checked against it before any is priced
+        G = load_fabric(name, sets, hint="--fabric" if fabric else "--fabrics")
+        chips, need = len(chip_ranks(G)), math.prod(mesh_d.values())
+        if need > chips:
+            raise click.BadParameter(f"mesh {mesh} needs {need:,} chips but {name!r} has {chips:,}",
+                                     param_hint="--mesh")
+        graphs.append(G)
     results = []
-    for name in names:
+    for name, G in zip(names, graphs):
         t0 = time.perf_counter()
-        results.append(_step_one(name, sets, m, mesh_d, opts, len(names) > 1))
+        results.append(_step_one(G, name, m, mesh_d, opts, len(names) > 1))
         if time.perf_counter() - t0 > 2:
             _progress(f"{name}: priced in {time.perf_counter() - t0:.1f} s")
     if plot:

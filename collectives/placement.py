@@ -65,10 +65,13 @@ def by_size(G: nx.Graph, group_size: int, placement: str = "packed", *,
     n = _n_chips(G)
     if group_size < 2:
         raise BadInput(f"group size {group_size} must be at least 2")
+    if group_size > n:
+        raise BadInput(f"group size {group_size} is larger than the {n:,} chips of "
+                       f"{G.graph.get('name', 'this fabric')!r}")
     if count is not None and not 1 <= count <= n // max(group_size, 1):
         raise BadInput(f"count {count} groups of {group_size} do not fit the {n:,} chips of "
                        f"{G.graph.get('name', 'this fabric')!r}; at most {n // max(group_size, 1)}")
-    if group_size > n or (count is None and n % group_size):
+    if count is None and n % group_size:
         raise BadInput(f"group size {group_size} does not divide the {n:,} chips of "
                        f"{G.graph.get('name', 'this fabric')!r}; divisors near it: "
                        f"{', '.join(map(str, _near_divisors(n, group_size)))}")
