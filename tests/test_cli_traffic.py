@@ -179,6 +179,8 @@ def test_mix_moe_and_traffic_jobs(tmp_path):
     (MIX.replace("group_size = 128", "group_size = 7", 1), "group size 7 does not divide"),
     (MIX.replace("group_size = 128", "groups = [[0, 3, 3]]", 1), "job 'a': group 0 lists chip rank 3 twice"),
     (MIX.replace("group_size = 128", "groups = [[0, 999]]", 1), "chip rank 999 does not exist"),
+    (MIX.replace("group_size = 128", "groups = [[0, 1], [1, 2]]", 1),
+     "job 'a': chip rank 1 appears twice (groups 0 and 1)"),
 ])
 def test_mix_spec_errors_are_one_line(tmp_path, body, words):
     p = tmp_path / "mix.toml"
