@@ -1360,8 +1360,9 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
               help="ECMP split over next hops: equal, or weighted by surviving capacity.")
 @click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
               help="rule: the fabric's tier rules; any: every shortest path.")
-@click.option("--efficiency", type=float, default=None, help="Fraction of line rate the links deliver (0-1]. "
-              "Default 1.")
+@click.option("--efficiency", type=float, default=None, help="Fraction of line rate the links deliver (0-1], "
+              "for every job. Default: each job is priced at the fabric family's figure, as price does "
+              "(ideal fabrics: 1).")
 @click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
               "(default: the fabric's, else 1 us).")
 @click.option("--json", "as_json", is_flag=True, help="Print the mix result as JSON (schema in README).")
