@@ -128,3 +128,10 @@ def test_whatif_counts_a_cut_off_chip():
                                     "--size", "64MiB", *fails])
     assert res.exit_code == 0, res.output
     assert "after 57 at 600, 6 at 500, 1 at 0" in res.output and "cut off 1" in res.output
+
+
+def test_explain_spells_plurals():
+    res = CliRunner().invoke(main, ["whatif", "all-reduce", "--fabric", "jalapeno-rack", "--group-size", "8",
+                                    "--size", "64MiB", "--fail", "chip:r00/xpu003", "--explain"])
+    assert res.exit_code == 0, res.output
+    assert "interchangeable local switches like" in res.output and "switchs" not in res.output
