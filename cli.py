@@ -904,26 +904,40 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
             click.echo(_format_whatif_method(w.method))
 
 
+def _gbps(v) -> str:
+    return f"{v:,.1f}" if v is not None and math.isfinite(v) else "n/a"
+
+
 def _format_whatif(w) -> str:
     b, d = w.baseline, w.degraded
+    priced = math.isfinite(d.time_s)
     out = ["failed: " + "; ".join(f"{f['spec']} ({_removed(f)})" for f in w.failed),
            _table([["time", _us(b.time_s), _us(d.time_s)],
                    ["bandwidth", _us(b.bandwidth_time_s), _us(d.bandwidth_time_s)],
                    ["latency", _us(b.latency_s), _us(d.latency_s)],
-                   ["busbw GB/s", f"{b.busbw_GBps:,.1f}", f"{d.busbw_GBps:,.1f}"],
-                   ["algorithm", b.algorithm, d.algorithm],
-                   ["protocol", b.protocol, d.protocol]], ["", "baseline", "degraded"]),
-           f"slowdown x{w.slowdown:.6g} (bandwidth x{w.bandwidth_slowdown:.6g})" + ("   PARTIAL" if w.partial else "")]
+                   ["busbw GB/s", _gbps(b.busbw_GBps), _gbps(d.busbw_GBps)],
+                   ["algorithm", b.algorithm, d.algorithm if priced else "n/a"],
+                   ["protocol", b.protocol, d.protocol if priced else "n/a"]], ["", "baseline", "degraded"])]
+    if priced:
+        out.append(f"slowdown {_x(w.slowdown)} (bandwidth {_x(w.bandwidth_slowdown)})"
+                   + ("   PARTIAL: over what could be priced only" if w.partial else ""))
+    else:
+        lost_all = d.broken_groups.get("count", 0) == d.groups
+        out.append("slowdown n/a: " + ("every group lost a chip" if lost_all else "no group could be priced")
+                   + ", nothing was priced after the failures")
     ac = w.affected_chips
-    out.append(f"affected chips: {ac.get('count', 0):,} (lost {ac.get('lost', 0):,}, tier bandwidth changed "
-               f"{ac.get('tier_bandwidth_changed', 0):,}, in slowed groups {ac.get('in_slowed_groups', 0):,})")
+    out.append(f"affected chips: {ac.get('count', 0):,} (lost {ac.get('lost', 0):,}, cut off {ac.get('cut_off', 0):,}"
+               f", tier bandwidth changed {ac.get('tier_bandwidth_changed', 0):,}, in slowed groups "
+               f"{ac.get('in_slowed_groups', 0):,})")
+    n_lost = w.tier_bandwidth.get("chips_lost", 0)
     for tier, hist in w.tier_bandwidth.get("by_tier", {}).items():
         before, after = hist.get("before", {}), hist.get("after", {})
-        out.append(f"  {tier} GB/s per chip: before {_hist(before)}  after {_hist(after)}")
+        gone = ", ".join(x for x in (_hist(after, empty=""), f"{n_lost:,} lost" if n_lost else "") if x) or "-"
+        out.append(f"  {tier} GB/s per chip: before {_hist(before)}  after {gone}")
     if w.affected_groups:
         worst = w.affected_groups[:3]
         out.append(f"affected groups: {len(w.affected_groups):,}, e.g. " + "; ".join(
-            f"group {g['group']}: " + ("broken" if g.get("broken") else f"x{g['slowdown']:.6g}") for g in worst))
+            f"group {g['group']}: " + ("broken" if g.get("broken") else _x(g["slowdown"])) for g in worst))
     if w.new_bottlenecks:
         out.append("new bottlenecks: " + "; ".join(f"{x['link']} {x['utilization']:.0%}" for x in w.new_bottlenecks[:3]))
     out.extend(f"note: {n}" for n in w.notes)
@@ -942,8 +956,8 @@ def _removed(f: dict) -> str:
     return ", ".join(parts) or "nothing"
 
 
-def _hist(h: dict) -> str:
-    return ", ".join(f"{v:,} at {k}" for k, v in h.items()) or "-"
+def _hist(h: dict, empty: str = "-") -> str:
+    return ", ".join(f"{v:,} at {k}" for k, v in h.items()) or empty
 
 
 # --------------------------------------------------------------------------- sweep/whatif: progress, --explain
@@ -1202,10 +1216,11 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
     sm = s.summary
     click.echo(f"{s.collective} on {s.fabric}, {sm['count']:,} scenarios of {s.n} x {s.failure_class}, "
                f"algorithm {s.algorithm}; baseline {_us(s.baseline.time_s)}")
-    click.echo(f"slowdown: min x{_x(sm.get('min'))}  median x{_x(sm.get('median'))}  p90 x{_x(sm.get('p90'))}  "
-               f"max x{_x(sm.get('max'))}  ({sm.get('distinct', 0)} distinct; {sm.get('partial', 0)} partial)")
+    click.echo(f"slowdown: min {_x(sm.get('min'))}  median {_x(sm.get('median'))}  p90 {_x(sm.get('p90'))}  "
+               f"max {_x(sm.get('max'))}  ({sm.get('distinct', 0)} distinct; {sm.get('partial', 0)} partial"
+               + (f"; {sm['unpriced']} with nothing priced" if sm.get("unpriced") else "") + ")")
     folded = bool(s.scenarios) and "orbit" in s.scenarios[0]
-    click.echo(_table([["; ".join(sc["failed"]), f"x{_x(sc['slowdown'])}", _us(sc.get("time_s"))]
+    click.echo(_table([["; ".join(sc["failed"]), _x(sc['slowdown']), _us(sc.get("time_s"))]
                        + ([f"{sc['orbit']:,}", f"{sc['orbit_size']:,}"] if folded else [])
                        + ["PARTIAL" if sc.get("partial") else ""] for sc in s.scenarios[:top]],
                       ["failed", "slowdown", "time"] + (["orbit", "orbit size"] if folded else []) + [""]))
@@ -1216,7 +1231,8 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
 
 
 def _x(v) -> str:
-    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.6g}"
+    """A slowdown as ``x1.2``; ``n/a`` (no ``x``) when there is none (nothing priced)."""
+    return "n/a" if v is None or not math.isfinite(v) else f"x{v:.6g}"
 
 
 # --------------------------------------------------------------------------- calibrate (issue 13)
@@ -1472,8 +1488,9 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
               help="ECMP split over next hops: equal, or weighted by surviving capacity.")
 @click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
               help="rule: the fabric's tier rules; any: every shortest path.")
-@click.option("--efficiency", type=float, default=None, help="Fraction of line rate the links deliver (0-1]. "
-              "Default 1.")
+@click.option("--efficiency", type=float, default=None, help="Fraction of line rate the links deliver (0-1], "
+              "for every job. Default: each job is priced at the fabric family's figure, as price does "
+              "(ideal fabrics: 1).")
 @click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
               "(default: the fabric's, else 1 us).")
 @click.option("--json", "as_json", is_flag=True, help="Print the mix result as JSON (schema in README).")

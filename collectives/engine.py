@@ -267,7 +267,7 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
     if not live:
         nan = float("nan")
         return CostReport(collective, opts.algorithm, G.graph.get("name", "?"), n, len(groups), float(size_bytes),
-                          nan, nan, nan, nan, 0.0, 0.0, (), (), {"count": 0, "examples": []}, broken_info,
+                          nan, nan, nan, nan, nan, nan, (), (), {"count": 0, "examples": []}, broken_info,
                           True, "none", ("every group lost a chip: nothing to price",),
                           protocol=opts.protocol, method={"path": "none", "quotient_size": 0, "flows": 0,
                                                           "refused": []})

@@ -17,7 +17,7 @@ import numpy as np
 from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput, close_matches
 
-__all__ = ["PLACEMENTS", "MESH_ORDER", "chip_ranks", "by_size", "by_mesh", "from_file", "parse_mesh",
+__all__ = ["PLACEMENTS", "MESH_ORDER", "chip_ranks", "by_size", "by_mesh", "from_file", "check_groups", "parse_mesh",
            "parse_placement"]
 
 PLACEMENTS = ("packed", "spread", "random")
@@ -152,25 +152,40 @@ def from_file(G: nx.Graph, path: str | Path) -> tuple[tuple[int, ...], ...]:
         raise BadInput(f"{path}: nested too deeply to be a groups file (a list of lists)") from None
     if not isinstance(data, list) or not data or not all(isinstance(g, list) for g in data):
         raise BadInput(f"{path}: expected a JSON list of groups, each a list of chip ranks or ids")
+    return check_groups(G, data, where=str(path))
+
+
+def check_groups(G: nx.Graph, data: Sequence[Sequence], where: str | None = None) -> tuple[tuple[int, ...], ...]:
+    """Groups as given (lists of chip ranks or node ids) -> rank tuples, checked.
+
+    Every chip must exist, every group hold 2+ chips and no chip appear twice (in
+    one group or in two): a chip belongs to one group of a collective.  ``where``
+    (a file name, say) starts each error message.  :func:`from_file` (``price
+    --groups``) and ``mix``'s inline ``groups`` both check by this.
+    """
+    at = f"{where}: " if where else ""
     by_id = {str(n): d[RANK] for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}
     valid = set(by_id.values())
     seen: dict[int, int] = {}
     groups = []
     for gi, g in enumerate(data):
         if len(g) < 2:
-            raise BadInput(f"{path}: group {gi} has {len(g)} chip(s); a collective needs at least 2")
+            raise BadInput(f"{at}group {gi} has {len(g)} chip(s); a collective needs at least 2")
         out = []
         for c in g:
             if isinstance(c, int) and not isinstance(c, bool):
                 r = c
                 if r not in valid:
-                    raise BadInput(f"{path}: group {gi}: chip rank {r} does not exist (ranks 0..{max(valid)})")
+                    raise BadInput(f"{at}group {gi}: chip rank {r} does not exist (ranks 0..{max(valid)})")
             elif isinstance(c, str) and c in by_id:
                 r = by_id[c]
             else:
-                raise BadInput(f"{path}: group {gi}: unknown chip {c!r}{close_matches(str(c), by_id)}")
+                raise BadInput(f"{at}group {gi}: unknown chip {c!r}{close_matches(str(c), by_id)}")
             if r in seen:
-                raise BadInput(f"{path}: chip {c!r} appears twice (groups {seen[r]} and {gi})")
+                what = f"chip rank {r}" if isinstance(c, int) else f"chip {c!r}"
+                if seen[r] == gi:
+                    raise BadInput(f"{at}group {gi} lists {what} twice")
+                raise BadInput(f"{at}{what} appears twice (groups {seen[r]} and {gi})")
             seen[r] = gi
             out.append(int(r))
         groups.append(tuple(out))

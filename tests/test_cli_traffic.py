@@ -179,6 +179,8 @@ def test_mix_moe_and_traffic_jobs(tmp_path):
     (MIX.replace("group_size = 128", "group_size = 7", 1), "group size 7 does not divide"),
     (MIX.replace("group_size = 128", "groups = [[0, 3, 3]]", 1), "job 'a': group 0 lists chip rank 3 twice"),
     (MIX.replace("group_size = 128", "groups = [[0, 999]]", 1), "chip rank 999 does not exist"),
+    (MIX.replace("group_size = 128", "groups = [[0, 1], [1, 2]]", 1),
+     "job 'a': chip rank 1 appears twice (groups 0 and 1)"),
 ])
 def test_mix_spec_errors_are_one_line(tmp_path, body, words):
     p = tmp_path / "mix.toml"
@@ -187,3 +189,16 @@ def test_mix_spec_errors_are_one_line(tmp_path, body, words):
     assert res.exit_code == 2, res.output
     err = [ln for ln in res.output.splitlines() if ln.startswith("Error")]
     assert len(err) == 1 and words in err[0], res.output
+
+
+def test_mix_efficiency_help_says_the_default_is_the_familys(tmp_path):
+    """Without --efficiency a mix job costs what price says on the fabric (its family's efficiency),
+    and --help says so (it used to say "Default 1.")."""
+    help_text = " ".join(run("mix", "--help").output.split())
+    assert "Default 1." not in help_text and "fabric family's figure" in help_text
+    p = tmp_path / "mix.toml"
+    p.write_text('[[job]]\nname = "a"\ncollective = "all-reduce"\nsize = "64MiB"\ngroup_size = 8\n')
+    d = json.loads(run("mix", p, "--fabric", "mi355x", "--json").output)
+    G = build("mi355x")
+    assert d["makespan_s"] == pytest.approx(price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2**26).time_s,
+                                            rel=1e-9)

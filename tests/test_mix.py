@@ -116,6 +116,9 @@ def test_traffic_job(rack):
     ([Job("a", "all-to-all", ((0, 1),), 1e6, after=("a",))], "comes after itself"),
     ([Job("a", "all-to-all", ((0, 1),), 1e6, algorithm="ring")], "job 'a': unknown algorithm 'ring'"),
     ([], "no jobs"),
+    # overlapping groups: refused as price --groups refuses them (placement.check_groups)
+    ([Job("a", "all-reduce", ((0, 1), (1, 2)), 1e6)], r"job 'a': chip rank 1 appears twice \(groups 0 and 1\)"),
+    ([Job("a", "all-reduce", ((0, 1, 1),), 1e6)], "job 'a': group 0 lists chip rank 1 twice"),
 ])
 def test_bad_jobs(rack, jobs, match):
     with pytest.raises(BadInput, match=match):

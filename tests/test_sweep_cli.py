@@ -101,3 +101,37 @@ def test_whatif_explain_gives_refusal_reasons():
                                     "--algorithm", "direct", "--json", "--explain"])
     sym = json.loads(res.stdout)["method"]["symmetry"]
     assert any("relay" in r["reason"] for r in sym["refused"])
+
+
+def test_whatif_and_sweep_with_nothing_priced_print_no_nan():
+    """The whole fabric failed: every figure of the degraded side is n/a, never nan or 0."""
+    r = CliRunner()
+    base = ["--fabric", "jalapeno-rack", "--group-size", "8", "--size", "64MiB"]
+    res = r.invoke(main, ["whatif", "all-reduce", *base, "--fail", "rack:0"])
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert "nan" not in out and "xn/a" not in out
+    assert "slowdown n/a: every group lost a chip" in out
+    assert next(ln for ln in out.splitlines() if ln.startswith("busbw")).split()[-1] == "n/a"
+    assert "algorithm changed" not in out
+    assert "before 128 at 600  after 128 lost" in out
+    res = r.invoke(main, ["sweep", "all-reduce", *base, "--class", "rack"])
+    assert res.exit_code == 0, res.output
+    assert "nan" not in res.output and "xn/a" not in res.output
+    assert "1 with nothing priced" in res.output
+
+
+def test_whatif_counts_a_cut_off_chip():
+    fails = [a for n in ("c01.00.00", "c03.00.00", "c00.01.00", "c00.03.00", "c00.00.01", "c00.00.03")
+             for a in ("--fail", f"link:c00.00.00--{n}")]
+    res = CliRunner().invoke(main, ["whatif", "all-reduce", "--fabric", "torus", "--set", "dims=4x4x4",
+                                    "--size", "64MiB", *fails])
+    assert res.exit_code == 0, res.output
+    assert "after 57 at 600, 6 at 500, 1 at 0" in res.output and "cut off 1" in res.output
+
+
+def test_explain_spells_plurals():
+    res = CliRunner().invoke(main, ["whatif", "all-reduce", "--fabric", "jalapeno-rack", "--group-size", "8",
+                                    "--size", "64MiB", "--fail", "chip:r00/xpu003", "--explain"])
+    assert res.exit_code == 0, res.output
+    assert "interchangeable local switches like" in res.output and "switchs" not in res.output

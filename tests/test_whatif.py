@@ -110,7 +110,10 @@ def test_static_per_port_failures_relay_through_the_racks(spec, cut_per_rack):
     racks = 4
     G = build("jalapeno-pod", racks=racks, leaf="static", rail_wiring="per-port")
     w = _a2a(G, [spec])
-    assert w.tier_bandwidth["by_tier"]["global"]["after"] == {"200": (128 - cut_per_rack) * racks}
+    # the chips with no global link left count at 0 GB/s: the counts after add up to every chip
+    assert w.tier_bandwidth["by_tier"]["global"]["after"] == {"200": (128 - cut_per_rack) * racks,
+                                                              "0": cut_per_rack * racks}
+    assert w.affected_chips["cut_off"] == 0        # they keep their local links
     assert w.affected_chips["tier_bandwidth_changed"] == cut_per_rack * racks
     assert w.degraded.unreachable_pairs["count"] == 0 and not w.partial
     assert w.bandwidth_slowdown > 1.0
@@ -169,7 +172,29 @@ def test_disconnected_chip_is_a_result(rack):
     specs = [f"link:r00/xpu005--r00/lsw{s}" for s in range(6)]
     w = whatif(rack, specs, "all-to-all", groups=by_size(rack, 128), size_bytes=GiB, algorithm="direct")
     assert w.partial and w.degraded.unreachable_pairs["count"] == 2 * 127
+    assert w.tier_bandwidth["by_tier"]["local"]["after"] == {"600": 127, "0": 1}
+    assert w.tier_bandwidth["chips_cut_off"] == 1 and w.affected_chips["cut_off"] == 1
+
+
+def test_a_chip_with_no_link_left_is_counted_cut_off():
+    """A torus chip with its six links failed: present but cut off, at 0 GB/s, in every count."""
+    G = build("torus", dims="4x4x4")
+    specs = [f"link:c00.00.00--{n}" for n in ("c01.00.00", "c03.00.00", "c00.01.00", "c00.03.00", "c00.00.01",
+                                             "c00.00.03")]
+    w = whatif(G, specs, "all-reduce", groups=by_size(G, 64), size_bytes=2**26)
+    after = w.tier_bandwidth["by_tier"]["ici"]["after"]
+    assert after == {"600": 57, "500": 6, "0": 1} and sum(after.values()) == 64
+    c0 = next(c for c in w.affected_chips["chips"] if c["rank"] == 0)
+    assert c0["cut_off"] and not c0["lost"] and c0["tier_GBps_after"] == {"ici": 0.0}
+    assert w.affected_chips["cut_off"] == 1 and w.tier_bandwidth["chips_cut_off"] == 1
+    d = json.loads(json.dumps(w.as_dict(), allow_nan=False))
+    assert d["tier_bandwidth"]["by_tier"]["ici"]["after"]["0"] == 1
+
+
+def test_lost_chips_complete_the_tier_counts(rack):
+    w = whatif(rack, ["chip:r00/xpu011"], "all-reduce", groups=by_size(rack, 8), size_bytes=GiB)
     assert w.tier_bandwidth["by_tier"]["local"]["after"] == {"600": 127}
+    assert w.tier_bandwidth["chips_lost"] == 1 and w.tier_bandwidth["chips_cut_off"] == 0
 
 
 def test_everything_lost_gives_null_slowdown(rack):
@@ -177,6 +202,23 @@ def test_everything_lost_gives_null_slowdown(rack):
     assert math.isnan(w.slowdown) and w.partial
     d = json.loads(json.dumps(w.as_dict(), allow_nan=False))
     assert d["slowdown"] is None and len(d["affected_groups"]) == 16
+    # nothing priced: no algorithm-changed note, busbw null (not 0), the note says so
+    assert not any("algorithm changed" in n for n in w.notes)
+    assert any("nothing could be priced" in n for n in w.notes)
+    assert d["degraded"]["busbw_GBps"] is None and d["degraded"]["algbw_GBps"] is None
+
+
+def test_unreachable_pairs_on_a_fabric_that_does_not_relay_say_why():
+    G = build("mi355x")
+    w = whatif(G, ["link:gpu0--gpu1"], "all-reduce", groups=by_size(G, 8), size_bytes=2**26)
+    assert w.partial and w.degraded.unreachable_pairs["count"] == 2
+    note = next(n for n in w.notes if n.startswith("PARTIAL"))
+    assert "chips do not forward" in note and "covers only what could be priced" in note
+    # a fabric with switches: unreachable pairs are not blamed on the chips
+    rack = build("jalapeno-rack")
+    w = whatif(rack, [f"link:r00/xpu005--r00/lsw{s}" for s in range(6)], "all-to-all", groups=by_size(rack, 128),
+               size_bytes=GiB, algorithm="direct")
+    assert not any("chips do not forward" in n for n in w.notes)
 
 
 def test_as_dict_has_the_documented_keys(rack):

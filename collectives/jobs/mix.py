@@ -173,16 +173,17 @@ def _job_key(job: Job, algorithm: str) -> tuple:
 
 def _plan(G, job: Job, view, price_kwargs, cache: dict, cap_raw: np.ndarray) -> _Plan:
     from ..algorithms import phases as phases_of
+    from ..placement import check_groups
     from ..price import price
     if (job.size_bytes is None) == (job.traffic is None):
         raise BadInput(f"job {job.name!r}: give a size or a traffic matrix (exactly one)")
     groups = [tuple(int(r) for r in g) for g in job.groups]
     if not groups:
         raise BadInput(f"job {job.name!r}: no groups")
-    for k, g in enumerate(groups):
-        if len(set(g)) != len(g):
-            dup = next(r for r in g if g.count(r) > 1)
-            raise BadInput(f"job {job.name!r}: group {k} lists chip rank {dup} twice")
+    try:
+        check_groups(G, groups)      # as price --groups: chips exist, none twice (in a group or across groups)
+    except BadInput as exc:
+        raise BadInput(f"job {job.name!r}: {exc}") from None
     key0 = _job_key(job, job.algorithm)
     if key0 in cache:
         rep = cache[key0]
@@ -706,14 +707,9 @@ def _job_groups(t: dict, G, PL, base) -> tuple:
         if isinstance(g, str):
             from pathlib import Path
             return PL.from_file(G, g if Path(g).is_absolute() else base / g)
-        ranks = set(int(r) for r in PL.chip_ranks(G))
         if not (isinstance(g, list) and g and all(isinstance(x, list) and len(x) >= 2 for x in g)):
             raise BadInput("groups must be a list of rank lists (2+ ranks each) or a JSON groups file")
-        for x in g:
-            for r in x:
-                if isinstance(r, bool) or not isinstance(r, int) or r not in ranks:
-                    raise BadInput(f"groups: chip rank {r!r} does not exist (ranks 0..{max(ranks)})")
-        return tuple(tuple(x) for x in g)
+        return PL.check_groups(G, g)    # as price --groups: chips exist, none twice (in a group or across)
     size = t.get("group_size", len(PL.chip_ranks(G)))
     if isinstance(size, bool) or not isinstance(size, int):
         raise BadInput(f"group_size {size!r} must be an integer")

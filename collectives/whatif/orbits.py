@@ -188,6 +188,11 @@ def _swap_perm(n: int, a: list[int], b: list[int]) -> np.ndarray:
     return perm
 
 
+def _plural(word: str) -> str:
+    """``switch`` -> ``switches``, ``chip`` -> ``chips``."""
+    return word + ("es" if word.endswith(("s", "sh", "ch", "x")) else "s")
+
+
 def _twins(ix: _Index, read: Sequence[str]) -> list[Generator]:
     nbr: dict[int, list] = {i: [] for i in range(ix.n)}
     for e, (u, v) in enumerate(zip(ix.eu.tolist(), ix.ev.tolist())):
@@ -211,7 +216,7 @@ def _twins(ix: _Index, read: Sequence[str]) -> list[Generator]:
         d0 = ix.G.nodes[ix.nodes[members[0]]]
         what = f"{d0['role']} switch" if d0.get("role") else str(d0.get(KIND, "node"))
         mesh = ", linked to each other" if key[2] == "closed" else ""
-        label = f"{len(members)} interchangeable {what}s{mesh} like {ix.nodes[members[0]]}"
+        label = f"{len(members)} interchangeable {_plural(what)}{mesh} like {ix.nodes[members[0]]}"
         out.append(Generator(f"twins: swap {ix.nodes[members[0]]}, {ix.nodes[members[1]]} ({label})", "twins",
                              _swap_perm(ix.n, [members[0]], [members[1]])))
         if len(members) > 2:

@@ -29,7 +29,7 @@ import networkx as nx
 import numpy as np
 
 from ...topo import routing as _routing
-from ...topo.contract import CHIP, KIND, RANK
+from ...topo.contract import CHIP, FORWARDS, KIND, RANK
 from ...topo.errors import BadInput
 from ...topo.failures import apply_failures, chip_tier_bandwidth
 from ..placement import chip_ranks
@@ -79,17 +79,22 @@ class WhatIf:
     partial : bool
         The degraded price left out broken groups or pairs without a route.
     affected_chips : dict
-        ``count``, ``lost``, ``tier_bandwidth_changed``, ``in_slowed_groups`` and
-        ``chips``: one entry per affected chip (``chip``, ``rank``, ``lost``,
-        ``tier_GBps_before``, ``tier_GBps_after``, ``group``, ``group_slowdown``),
-        by rank.  A chip is affected if it was lost, its link capacity on some tier
-        changed, or its group's time changed.
+        ``count``, ``lost``, ``cut_off``, ``tier_bandwidth_changed``, ``in_slowed_groups``
+        and ``chips``: one entry per affected chip (``chip``, ``rank``, ``lost``,
+        ``cut_off``, ``tier_GBps_before``, ``tier_GBps_after``, ``group``,
+        ``group_slowdown``), by rank.  A chip is affected if it was lost, its link
+        capacity on some tier changed, or its group's time changed.  A lost chip (failed
+        itself) has ``tier_GBps_after`` None; a chip that is present but has no link left
+        is ``cut_off`` and shows 0 GB/s on each of its tiers.
     affected_groups : tuple of dict
         ``{group, slowdown, time_s, baseline_time_s}`` for groups whose time changed
         by more than 1e-9 relative, and ``{group, broken: True, lost}`` for groups
         that lost a chip; broken first, then worst first.
     tier_bandwidth : dict
-        Per tier, how many chips have each link capacity (GB/s) before and after.
+        ``chips_lost``, ``chips_cut_off`` and ``by_tier``: per tier, how many chips
+        have each link capacity (GB/s) before and after; after, a chip that lost every
+        link of a tier counts at ``"0"`` and lost chips are not counted (``chips_lost``),
+        so after + lost = before.
     new_bottlenecks : tuple of dict
         Links among the busiest after the failures (utilization within 1e-6 of the
         degraded maximum) whose load, bytes / capacity, grew: they took diverted traffic
@@ -235,10 +240,14 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
     for i, g in enumerate(groups):
         for r in g:
             group_of.setdefault(r, i)
-    chips, n_lost, n_bw, n_slow = [], 0, 0, 0
+    # a chip still present keeps every tier it had, at 0 GB/s where no link of that tier is left, so the
+    # per-tier counts after the failures add up: present chips (cut off ones at 0) + lost chips = all chips
+    tb1 = {r: {**{t: 0.0 for t in tb0.get(r, {})}, **v} for r, v in tb1.items()}
+    chips, n_lost, n_cut, n_bw, n_slow = [], 0, 0, 0, 0
     for r, before in tb0.items():
         lost = r not in tb1
         after = tb1.get(r)
+        cut_off = not lost and bool(before) and not any(v > 0 for v in after.values())
         changed = not lost and (set(before) != set(after) or any(
             abs(before[t] - after[t]) > REL_TOL * max(before[t], 1.0) for t in before))
         gi = group_of.get(r)
@@ -248,31 +257,41 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
         if not (lost or changed or slowed):
             continue
         n_lost += lost
+        n_cut += cut_off
         n_bw += changed
         n_slow += slowed
-        chips.append({"chip": str(node_of.get(r, r)), "rank": int(r), "lost": lost, "tier_GBps_before": before,
-                      "tier_GBps_after": after, "group": gi, "group_slowdown": gs})
-    affected_chips = {"count": len(chips), "lost": n_lost, "tier_bandwidth_changed": n_bw,
+        chips.append({"chip": str(node_of.get(r, r)), "rank": int(r), "lost": lost, "cut_off": cut_off,
+                      "tier_GBps_before": before, "tier_GBps_after": after, "group": gi, "group_slowdown": gs})
+    affected_chips = {"count": len(chips), "lost": n_lost, "cut_off": n_cut, "tier_bandwidth_changed": n_bw,
                       "in_slowed_groups": n_slow, "chips": chips}
     tiers = {}
     h0, h1 = _tier_hist(tb0, tb0), _tier_hist(tb1, tb1)
     for t in sorted(set(h0) | set(h1)):
         tiers[t] = {"before": h0.get(t, {}), "after": h1.get(t, {})}
-    tiers_out = {"chips_lost": n_lost, "by_tier": tiers}
+    tiers_out = {"chips_lost": n_lost, "chips_cut_off": n_cut, "by_tier": tiers}
 
     new_bn = _new_bottlenecks(G, H, base, deg)
 
     notes = []
     partial = bool(deg.partial)
-    if partial:
+    priced = math.isfinite(deg.time_s)
+    n_broken = deg.broken_groups.get("count", 0)
+    if not priced:
+        why = (f"every group lost a chip ({n_broken:,} of {len(groups):,})" if n_broken == len(groups)
+               else "no group could be priced")
+        notes.append(f"PARTIAL: nothing could be priced after the failures: {why}; no slowdown")
+    elif partial:
+        n_pairs = deg.unreachable_pairs.get("count", 0)
+        why = ""
+        if n_pairs and not any(d.get(FORWARDS) for _, d in H.nodes(data=True)):
+            why = (" (nothing on this fabric relays traffic: chips do not forward and there are no switches, "
+                   "so a pair whose direct links failed is unreachable)")
         notes.append("PARTIAL: the degraded price leaves out "
                      + " and ".join(x for x in (
-                         f"{deg.broken_groups.get('count', 0):,} broken group(s)" if deg.broken_groups.get("count")
-                         else "",
-                         f"{deg.unreachable_pairs.get('count', 0):,} pair(s) without a route"
-                         if deg.unreachable_pairs.get("count") else "") if x)
-                     + "; the slowdown covers what was priced")
-    if deg.algorithm != base.algorithm:
+                         f"{n_broken:,} broken group(s)" if n_broken else "",
+                         f"{n_pairs:,} chip pair(s) without a route{why}" if n_pairs else "") if x)
+                     + "; the slowdown covers only what could be priced")
+    if priced and deg.algorithm != base.algorithm:
         notes.append(f"the algorithm changed: {base.algorithm} on the intact fabric, {deg.algorithm} degraded")
     method: dict = {}
     for name, rep in (("baseline", base), ("degraded", deg)):

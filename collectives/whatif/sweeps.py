@@ -493,5 +493,8 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     if summary["partial"]:
         notes.append(f"{summary['partial']} scenario(s) are PARTIAL (broken groups or pairs without a route): "
                      f"their slowdown covers what could be priced")
+    if summary["unpriced"]:
+        notes.append(f"{summary['unpriced']} scenario(s) priced nothing (every group lost a chip, or nothing could "
+                     f"be priced): slowdown n/a, left out of the distribution")
     return Sweep(fabric, json.loads(params_json), failure_class, n, samples, seed, collective, base.algorithm,
                  base, tuple(scen), summary, tuple(notes), method)
