@@ -259,10 +259,14 @@ def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection):
 
 
 def _format_audit(a, show_all: bool) -> str:
+    # a figure the audit skipped is None: say so, never print it as 0
+    hops = ("hop diameter, mean hops, relayed and unreachable pairs: not computed (--no-hops)"
+            if a.diameter_hops is None
+            else f"hop diameter {a.diameter_hops}   mean hops {a.mean_hops:.3f}")
     out = [f"{a.fabric}  " + " ".join(f"{k}={v}" for k, v in a.params.items()),
-           f"chips {a.chips:,}   switch ASICs {a.switches:,}   hop diameter {a.diameter_hops}   "
-           f"mean hops {a.mean_hops:.3f}",
-           f"bisection {a.bisection_GBps:,.1f} GB/s per direction  (halves: {a.bisection_halves})"]
+           f"chips {a.chips:,}   switch ASICs {a.switches:,}   {hops}",
+           "bisection not computed (--no-bisection)" if a.bisection_GBps is None
+           else f"bisection {a.bisection_GBps:,.1f} GB/s per direction  (halves: {a.bisection_halves})"]
     if a.relay_pairs:
         out.append(f"{a.relay_pairs:,} chip pairs are reachable only by relaying through a chip "
                    f"(rail-only / PXN); hop counts include the relay")

@@ -105,3 +105,22 @@ def test_bisection_says_which_halves():
     b = bisection(build("jalapeno-rack", trays=2))
     assert b.GBps == pytest.approx(8 * 600)
     assert b.halves.startswith("ranks 0-7")
+
+
+def test_skipped_figures_are_none_not_zero():
+    """hops=False / bisect=False leave their figures None: a 0 would read like a result
+    (a static-leaf pod relays 3,440,640 pairs; 0 relayed pairs would be a wrong figure)."""
+    G = build("jalapeno-pod", leaf="static")
+    a = audit(G, hops=False, bisect=False)
+    skipped = ("diameter_hops", "mean_hops", "hop_histogram", "relay_pairs", "unreachable_pairs",
+               "bisection_GBps", "bisection_halves")
+    for key in skipped:
+        assert getattr(a, key) is None, key
+        assert a.as_dict()[key] is None, key
+    assert a.ok and a.chips == 2048                    # the budgets are still there
+    # skipping one keeps the other's figures
+    only_hops = audit(build("jalapeno-rack"), bisect=False)
+    assert (only_hops.diameter_hops, only_hops.mean_hops, only_hops.relay_pairs) == (2, 2.0, 0)
+    assert only_hops.bisection_GBps is None and only_hops.bisection_halves is None
+    only_bisection = audit(build("jalapeno-rack"), hops=False)
+    assert only_bisection.bisection_GBps == pytest.approx(38400.0) and only_bisection.diameter_hops is None

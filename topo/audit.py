@@ -367,17 +367,21 @@ def bisection(G: nx.Graph) -> Bisection:
 
 @dataclass(frozen=True)
 class Audit:
+    """An audit's figures.  Hop figures are ``None`` when hops were not computed
+    (``hops=False``), bisection figures ``None`` when the bisection was not (``bisect=False``):
+    a figure not computed is never a 0 that reads like a result."""
+
     fabric: str
     params: dict
     chips: int
     switches: int
-    diameter_hops: int
-    mean_hops: float
-    hop_histogram: dict
-    relay_pairs: int
-    unreachable_pairs: int
-    bisection_GBps: float
-    bisection_halves: str
+    diameter_hops: int | None
+    mean_hops: float | None
+    hop_histogram: dict | None
+    relay_pairs: int | None
+    unreachable_pairs: int | None
+    bisection_GBps: float | None
+    bisection_halves: str | None
     totals: dict
     per_rack: dict
     findings: tuple
@@ -390,7 +394,8 @@ class Audit:
     def as_dict(self) -> dict[str, Any]:
         return {"fabric": self.fabric, "params": self.params, "chips": self.chips, "switches": self.switches,
                 "diameter_hops": self.diameter_hops, "mean_hops": self.mean_hops,
-                "hop_histogram": {str(k): v for k, v in self.hop_histogram.items()},
+                "hop_histogram": (None if self.hop_histogram is None
+                                  else {str(k): v for k, v in self.hop_histogram.items()}),
                 "relay_pairs": self.relay_pairs, "unreachable_pairs": self.unreachable_pairs,
                 "bisection_GBps": self.bisection_GBps, "bisection_halves": self.bisection_halves,
                 "totals": self.totals, "per_rack": self.per_rack,
@@ -400,6 +405,9 @@ class Audit:
 def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool = True,
           bisect: bool = True) -> Audit:
     """Audit ``G``: budgets, totals (fabric and per rack), hop distances, bisection.
+
+    ``hops=False`` skips the hop statistics and ``bisect=False`` the bisection; their
+    figures are then ``None`` (JSON ``null``), not 0.
 
     Examples
     --------
@@ -432,10 +440,16 @@ def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool =
             if all(per_rack[str(r)].get(k) == val for r in racks):
                 tot[f"{k}_per_rack"] = val
     tot.update(chip_bandwidth(G))
-    hs = hop_stats(G) if hops else HopStats(0, 0.0, {}, 0, 0)
-    bi = bisection(G) if bisect else Bisection(0.0, "not computed")
+    # a figure not computed is None, never a 0 that reads like a result
+    hop_figures = dict.fromkeys(("diameter_hops", "mean_hops", "hop_histogram", "relay_pairs",
+                                 "unreachable_pairs"))
+    if hops:
+        hs = hop_stats(G)
+        hop_figures.update(diameter_hops=hs.diameter_hops, mean_hops=hs.mean_hops, hop_histogram=hs.histogram,
+                           relay_pairs=hs.relay_pairs, unreachable_pairs=hs.unreachable_pairs)
+    bi = bisection(G) if bisect else None
     return Audit(fabric=G.graph.get("name", "?"), params=params_of(G), chips=int(tot["chips"]),
-                 switches=int(tot["switch_asics"]), diameter_hops=hs.diameter_hops, mean_hops=hs.mean_hops,
-                 hop_histogram=hs.histogram, relay_pairs=hs.relay_pairs, unreachable_pairs=hs.unreachable_pairs,
-                 bisection_GBps=bi.GBps, bisection_halves=bi.halves, totals=tot, per_rack=per_rack,
+                 switches=int(tot["switch_asics"]), **hop_figures,
+                 bisection_GBps=None if bi is None else bi.GBps, bisection_halves=None if bi is None else bi.halves,
+                 totals=tot, per_rack=per_rack,
                  findings=findings, inferred=str(G.graph.get("inferred", "")))
