@@ -185,13 +185,14 @@ def main():
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
 def list_cmd(as_json):
     """List the catalog: name, chips, switches, description, source."""
-    from .topo.contract import CHIP, KIND
+    from .topo.contract import CHIP, KIND, SWITCH, asics_of
     rows = []
     for name in sorted(_fabrics.FABRICS):
         fab = _fabrics.FABRICS[name]
         G = _fabrics.build(name)
         n_chips = sum(1 for _, d in G.nodes(data=True) if d.get(KIND) == CHIP)
-        rows.append({"name": name, "chips": n_chips, "switches": G.number_of_nodes() - n_chips,
+        n_asics = sum(asics_of(d) for _, d in G.nodes(data=True) if d.get(KIND) == SWITCH)   # physical switches
+        rows.append({"name": name, "chips": n_chips, "switches": n_asics,
                      "description": fab.description, "source": fab.source,
                      "inferred": str(G.graph.get("inferred", "")),
                      "params": {k: p.default for k, p in _fabrics.param_specs(name).items()}})
@@ -264,7 +265,9 @@ def _format_audit(a, show_all: bool) -> str:
             if a.diameter_hops is None
             else f"hop diameter {a.diameter_hops}   mean hops {a.mean_hops:.3f}")
     out = [f"{a.fabric}  " + " ".join(f"{k}={v}" for k, v in a.params.items()),
-           f"chips {a.chips:,}   switch ASICs {a.switches:,}   {hops}",
+           f"chips {a.chips:,}   switch ASICs {a.switches:,}"
+           + (f" ({a.totals['switch_nodes']:,} graph nodes: a grouped node stands for several)"
+              if "switch_nodes" in a.totals else "") + f"   {hops}",
            "bisection not computed (--no-bisection)" if a.bisection_GBps is None
            else f"bisection {a.bisection_GBps:,.1f} GB/s per direction  (halves: {a.bisection_halves})"]
     if a.relay_pairs:

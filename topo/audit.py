@@ -16,7 +16,7 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from .contract import (CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, MEDIUM, MODEL, PORT_GBPS,
-                       RANK, ROLE, SWITCH, TIER, chips, forwarding_graph, params_of, validate)
+                       RANK, ROLE, SWITCH, TIER, asics_of, chips, forwarding_graph, params_of, validate)
 from .devices import DEVICES, Device
 from .errors import BadInput
 
@@ -106,7 +106,9 @@ def budget_findings(G: nx.Graph, *, devices: dict[str, Device] | None = None) ->
         note = ""
         if d[KIND] == SWITCH and gbps < dev.capacity_gbps:
             spare = dev.capacity_gbps - gbps
-            note = f"{spare / 1000:g} Tb/s ({spare / dev.capacity_gbps:.0%}) of the switch unused"
+            group = asics_of(d)
+            note = (f"{spare / 1000:g} Tb/s ({spare / dev.capacity_gbps:.0%}) of the "
+                    + ("switch" if group == 1 else f"{group} switches the node stands for") + " unused")
         out.append(Finding(str(n), f"{d[KIND]} bandwidth", gbps, dev.capacity_gbps, "Gb/s",
                            gbps <= dev.capacity_gbps * (1 + 1e-12), note))
         if d[KIND] == CHIP and dev.lanes_by_tier:
@@ -138,6 +140,10 @@ def budget_findings(G: nx.Graph, *, devices: dict[str, Device] | None = None) ->
 def totals(G: nx.Graph, *, devices: dict[str, Device] | None = None, nodes=None) -> dict[str, float]:
     """Counts and sums over ``nodes`` (all by default): chips, ASICs, pairs, optics, tier capacities.
 
+    Switch counts are physical ASICs: a node with ``asics=k`` (a modelling group of k
+    switches) counts k, and ``switch_nodes`` / ``<role>_switch_nodes`` give the node
+    counts where they differ from the ASIC counts.
+
     An edge belongs to the set when either end does (a rack's optical uplinks count
     for the rack); differential pairs are two per lane (TX and RX).
     """
@@ -145,7 +151,12 @@ def totals(G: nx.Graph, *, devices: dict[str, Device] | None = None, nodes=None)
     nodes = set(G) if nodes is None else set(nodes)
     chip_nodes = [n for n in nodes if G.nodes[n].get(KIND) == CHIP]
     sw_nodes = [n for n in nodes if G.nodes[n].get(KIND) == SWITCH]
-    t: dict[str, float] = {"chips": len(chip_nodes), "switch_asics": len(sw_nodes)}
+    # a node may stand for several physical switches (``asics``): count ASICs, and give the
+    # node count alongside only where the two differ
+    asics = {n: asics_of(G.nodes[n]) for n in sw_nodes}
+    t: dict[str, float] = {"chips": len(chip_nodes), "switch_asics": sum(asics.values())}
+    if t["switch_asics"] != len(sw_nodes):
+        t["switch_nodes"] = len(sw_nodes)
     t["chip_diff_pairs"] = sum(devices[G.nodes[n][MODEL]].lanes * devices[G.nodes[n][MODEL]].pairs_per_lane
                                for n in chip_nodes if G.nodes[n][MODEL] in devices)
     copper_pairs = optical_links = optical_ports = optical_lanes = 0
@@ -168,7 +179,10 @@ def totals(G: nx.Graph, *, devices: dict[str, Device] | None = None, nodes=None)
              optical_ports=optical_ports)
     roles = Counter(G.nodes[n].get(ROLE) for n in sw_nodes)
     for role, count in sorted(roles.items()):
-        t[f"{role}_switches"] = count
+        role_asics = sum(asics[n] for n in sw_nodes if G.nodes[n].get(ROLE) == role)
+        t[f"{role}_switches"] = role_asics
+        if role_asics != count:
+            t[f"{role}_switch_nodes"] = count
         cap = sum(devices[G.nodes[n][MODEL]].capacity_gbps for n in sw_nodes
                   if G.nodes[n].get(ROLE) == role and G.nodes[n][MODEL] in devices)
         t[f"{role}_switch_capacity_Tbps"] = cap / 1000
