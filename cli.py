@@ -277,6 +277,7 @@ def _format_audit(a, show_all: bool) -> str:
         out.append(f"PARTIAL: {a.unreachable_pairs:,} chip pairs have no path at all")
     if a.inferred:
         out.append(f"inferred (I, not published): {a.inferred}")
+    out.extend(f"note: {n}" for n in a.notes)
     out.append("")
     per_rack = {k[:-len("_per_rack")] for k in a.totals if k.endswith("_per_rack")}
     rows = [[k, v, a.totals.get(f"{k}_per_rack", "")] for k, v in a.totals.items()

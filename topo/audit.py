@@ -104,7 +104,7 @@ def budget_findings(G: nx.Graph, *, devices: dict[str, Device] | None = None) ->
             out.append(Finding(str(n), f"{d[KIND]} ports {speed / 1000:g}T", used, float(int(avail)), "ports",
                                used <= avail))
         note = ""
-        if d[KIND] == SWITCH and gbps < dev.capacity_gbps:
+        if d[KIND] == SWITCH and gbps < dev.capacity_gbps and not dev.placeholder:
             spare = dev.capacity_gbps - gbps
             group = asics_of(d)
             note = (f"{spare / 1000:g} Tb/s ({spare / dev.capacity_gbps:.0%}) of the "
@@ -145,7 +145,9 @@ def totals(G: nx.Graph, *, devices: dict[str, Device] | None = None, nodes=None)
     counts where they differ from the ASIC counts.
 
     An edge belongs to the set when either end does (a rack's optical uplinks count
-    for the rack); differential pairs are two per lane (TX and RX).
+    for the rack); differential pairs are two per lane (TX and RX).  ``chip_diff_pairs``
+    counts each chip device's lanes, wired or not; for a placeholder device
+    (``generic-chip``) it counts the lanes wired to the chip.
     """
     devices = DEVICES if devices is None else devices
     nodes = set(G) if nodes is None else set(nodes)
@@ -157,8 +159,15 @@ def totals(G: nx.Graph, *, devices: dict[str, Device] | None = None, nodes=None)
     t: dict[str, float] = {"chips": len(chip_nodes), "switch_asics": sum(asics.values())}
     if t["switch_asics"] != len(sw_nodes):
         t["switch_nodes"] = len(sw_nodes)
-    t["chip_diff_pairs"] = sum(devices[G.nodes[n][MODEL]].lanes * devices[G.nodes[n][MODEL]].pairs_per_lane
-                               for n in chip_nodes if G.nodes[n][MODEL] in devices)
+    # a chip's SerDes pairs: the device's lanes (wired or not); a placeholder device has no real
+    # lane count, so its chips count the lanes actually wired to them
+    chip_pairs = 0
+    for n in chip_nodes:
+        dev = devices.get(G.nodes[n][MODEL])
+        if dev is not None:
+            lanes = sum(G.edges[n, m][LANES] for m in G[n]) if dev.placeholder else dev.lanes
+            chip_pairs += lanes * dev.pairs_per_lane
+    t["chip_diff_pairs"] = chip_pairs
     copper_pairs = optical_links = optical_ports = optical_lanes = 0
     seen = set()
     for n in nodes:
@@ -400,6 +409,7 @@ class Audit:
     per_rack: dict
     findings: tuple
     inferred: str = ""       # the graph's ``inferred`` note: which figures are inferred, not published
+    notes: tuple = ()        # how to read figures that are not what they seem (placeholder devices)
 
     @property
     def ok(self) -> bool:
@@ -413,7 +423,8 @@ class Audit:
                 "relay_pairs": self.relay_pairs, "unreachable_pairs": self.unreachable_pairs,
                 "bisection_GBps": self.bisection_GBps, "bisection_halves": self.bisection_halves,
                 "totals": self.totals, "per_rack": self.per_rack,
-                "findings": [f.as_dict() for f in self.findings], "inferred": self.inferred, "ok": self.ok}
+                "findings": [f.as_dict() for f in self.findings], "inferred": self.inferred,
+                "notes": list(self.notes), "ok": self.ok}
 
 
 def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool = True,
@@ -462,8 +473,16 @@ def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool =
         hop_figures.update(diameter_hops=hs.diameter_hops, mean_hops=hs.mean_hops, hop_histogram=hs.histogram,
                            relay_pairs=hs.relay_pairs, unreachable_pairs=hs.unreachable_pairs)
     bi = bisection(G) if bisect else None
+    devs = DEVICES if devices is None else devices
+    placeholders = sorted({d[MODEL] for _, d in G.nodes(data=True) if devs[d[MODEL]].placeholder})
+    notes = ()
+    if placeholders:
+        notes = (f"placeholder device(s) {', '.join(placeholders)}: budget-free stand-ins, not parts; their "
+                 f"lane and capacity budgets (the checks against them, switch capacities) describe nothing "
+                 f"real and chip_diff_pairs counts their chips' wired lanes; pass chip_model= / "
+                 f"switch_model= for a real budget",)
     return Audit(fabric=G.graph.get("name", "?"), params=params_of(G), chips=int(tot["chips"]),
                  switches=int(tot["switch_asics"]), **hop_figures,
                  bisection_GBps=None if bi is None else bi.GBps, bisection_halves=None if bi is None else bi.halves,
                  totals=tot, per_rack=per_rack,
-                 findings=findings, inferred=str(G.graph.get("inferred", "")))
+                 findings=findings, inferred=str(G.graph.get("inferred", "")), notes=notes)
