@@ -198,13 +198,14 @@ def main():
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
 def list_cmd(as_json):
     """List the catalog: name, chips, switches, description, source."""
-    from .topo.contract import CHIP, KIND
+    from .topo.contract import CHIP, KIND, SWITCH, asics_of
     rows = []
     for name in sorted(_fabrics.FABRICS):
         fab = _fabrics.FABRICS[name]
         G = _fabrics.build(name)
         n_chips = sum(1 for _, d in G.nodes(data=True) if d.get(KIND) == CHIP)
-        rows.append({"name": name, "chips": n_chips, "switches": G.number_of_nodes() - n_chips,
+        n_asics = sum(asics_of(d) for _, d in G.nodes(data=True) if d.get(KIND) == SWITCH)   # physical switches
+        rows.append({"name": name, "chips": n_chips, "switches": n_asics,
                      "description": fab.description, "source": fab.source,
                      "inferred": str(G.graph.get("inferred", "")),
                      "params": {k: p.default for k, p in _fabrics.param_specs(name).items()}})
@@ -276,10 +277,16 @@ def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection):
 
 
 def _format_audit(a, show_all: bool) -> str:
+    # a figure the audit skipped is None: say so, never print it as 0
+    hops = ("hop diameter, mean hops, relayed and unreachable pairs: not computed (--no-hops)"
+            if a.diameter_hops is None
+            else f"hop diameter {a.diameter_hops}   mean hops {a.mean_hops:.3f}")
     out = [f"{a.fabric}  " + " ".join(f"{k}={v}" for k, v in a.params.items()),
-           f"chips {a.chips:,}   switch ASICs {a.switches:,}   hop diameter {a.diameter_hops}   "
-           f"mean hops {a.mean_hops:.3f}",
-           f"bisection {a.bisection_GBps:,.1f} GB/s per direction  (halves: {a.bisection_halves})"]
+           f"chips {a.chips:,}   switch ASICs {a.switches:,}"
+           + (f" ({a.totals['switch_nodes']:,} graph nodes: a grouped node stands for several)"
+              if "switch_nodes" in a.totals else "") + f"   {hops}",
+           "bisection not computed (--no-bisection)" if a.bisection_GBps is None
+           else f"bisection {a.bisection_GBps:,.1f} GB/s per direction  (halves: {a.bisection_halves})"]
     if a.relay_pairs:
         out.append(f"{a.relay_pairs:,} chip pairs are reachable only by relaying through a chip "
                    f"(rail-only / PXN); hop counts include the relay")
@@ -287,6 +294,7 @@ def _format_audit(a, show_all: bool) -> str:
         out.append(f"PARTIAL: {a.unreachable_pairs:,} chip pairs have no path at all")
     if a.inferred:
         out.append(f"inferred (I, not published): {a.inferred}")
+    out.extend(f"note: {n}" for n in a.notes)
     out.append("")
     per_rack = {k[:-len("_per_rack")] for k in a.totals if k.endswith("_per_rack")}
     rows = [[k, v, a.totals.get(f"{k}_per_rack", "")] for k, v in a.totals.items()

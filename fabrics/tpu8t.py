@@ -42,7 +42,7 @@ import math
 
 import networkx as nx
 
-from ..topo.contract import CHIP, SWITCH, bundle_attrs
+from ..topo.contract import ASICS, CHIP, SWITCH, bundle_attrs
 from ..topo.devices import Device, device, register_device
 from .registry import register
 from .torus import ironwood
@@ -167,7 +167,8 @@ def tpu8t_virgo(*, superpods: int = SUPERPODS, planes: int = 4, plane_gbps: floa
     -------
     networkx.Graph
         Chips ``v000123`` (``superpod``, ``cube``, ``forwards=False``), leaves ``p2/leaf017``
-        or leaf groups ``p2/pod05`` (role ``leaf``, ``plane``, ``superpod``), spines
+        or leaf groups ``p2/pod05`` (role ``leaf``, ``plane``, ``superpod``; a group has
+        ``asics=20``, the physical leaves it stands for), spines
         ``p2/spine101`` (role ``spine``); tiers ``virgo`` (chip--leaf) and ``virgo-spine``;
         ``routing="ecmp"``; graph ``inferred``.
 
@@ -207,6 +208,8 @@ def tpu8t_virgo(*, superpods: int = SUPERPODS, planes: int = 4, plane_gbps: floa
             lid = f"p{p}/pod{k:02d}" if leaf_groups else f"p{p}/leaf{k:03d}"
             G.add_node(lid, kind=SWITCH, model=leaf_dev.name, role="leaf", forwards=True, plane=p,
                        superpod=k * chips_per_node // SUPERPOD, latency_ns=sw.latency_ns)
+            if leaf_groups:
+                G.nodes[lid][ASICS] = per_pod     # the node stands for 20 physical leaf switches
             G.add_edges_from(((cid, lid, dict(down)) for cid in ids[k * chips_per_node:(k + 1) * chips_per_node]))
             G.add_edges_from(((lid, s, dict(up)) for s in spines))
     G.graph["inferred"] = (f"Virgo wiring inferred: {planes} planes x {plane_gbps:g}G per chip, {LEAF_CHIPS}-chip "

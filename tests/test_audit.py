@@ -105,3 +105,50 @@ def test_bisection_says_which_halves():
     b = bisection(build("jalapeno-rack", trays=2))
     assert b.GBps == pytest.approx(8 * 600)
     assert b.halves.startswith("ranks 0-7")
+
+
+def test_skipped_figures_are_none_not_zero():
+    """hops=False / bisect=False leave their figures None: a 0 would read like a result
+    (a static-leaf pod relays 3,440,640 pairs; 0 relayed pairs would be a wrong figure)."""
+    G = build("jalapeno-pod", leaf="static")
+    a = audit(G, hops=False, bisect=False)
+    skipped = ("diameter_hops", "mean_hops", "hop_histogram", "relay_pairs", "unreachable_pairs",
+               "bisection_GBps", "bisection_halves")
+    for key in skipped:
+        assert getattr(a, key) is None, key
+        assert a.as_dict()[key] is None, key
+    assert a.ok and a.chips == 2048                    # the budgets are still there
+    # skipping one keeps the other's figures
+    only_hops = audit(build("jalapeno-rack"), bisect=False)
+    assert (only_hops.diameter_hops, only_hops.mean_hops, only_hops.relay_pairs) == (2, 2.0, 0)
+    assert only_hops.bisection_GBps is None and only_hops.bisection_halves is None
+    only_bisection = audit(build("jalapeno-rack"), hops=False)
+    assert only_bisection.bisection_GBps == pytest.approx(38400.0) and only_bisection.diameter_hops is None
+
+
+def test_placeholder_chips_count_wired_pairs_and_say_so(tmp_path):
+    """generic-chip's 4,096 lanes are a stand-in: chip_diff_pairs counts the lanes wired, with a note."""
+    import json
+
+    from click.testing import CliRunner
+
+    from fabricsim.cli import main
+    from fabricsim.fabrics.userfile import load_fabric
+    from fabricsim.topo.builders import leaf_spine
+
+    recipe = tmp_path / "t16.toml"
+    recipe.write_text('builder = "torus"\n[params]\ndims = [4, 4]\nlanes_per_link = 2\n')
+    a = audit(load_fabric(recipe))
+    t = a.totals
+    # 16 chips x 4 links x 2 lanes x 2 pairs at each chip; each copper lane has two chip ends
+    assert t["chip_diff_pairs"] == 16 * 4 * 2 * 2 == 2 * t["copper_diff_pairs"] == 256
+    assert len(a.notes) == 1 and "generic-chip" in a.notes[0] and "wired lanes" in a.notes[0]
+    res = CliRunner().invoke(main, ["audit", str(recipe), "--json"])
+    got = json.loads(res.output)
+    assert got["totals"]["chip_diff_pairs"] == 256 and got["notes"] == list(a.notes)
+    assert "note: placeholder device(s) generic-chip" in CliRunner().invoke(main, ["audit", str(recipe)]).output
+    # a placeholder switch's spare capacity is no finding worth a note
+    ls = audit(leaf_spine(leaves=2, chips_per_leaf=4, spines=2), hops=False, bisect=False)
+    assert not [f for f in ls.findings if "unused" in f.note] and "generic-switch" in ls.notes[0]
+    # real devices keep their package figure and get no note
+    assert audit(build("jalapeno-rack"), hops=False, bisect=False).notes == ()

@@ -252,3 +252,36 @@ def test_bad_parameters_are_one_line_refusals(name, params, message):
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 2 and res.exception is None or isinstance(res.exception, SystemExit)
     assert "Traceback" not in res.output and res.output.strip().splitlines()[-1].startswith("Error:")
+
+
+def test_virgo_leaf_groups_count_physical_asics(tmp_path):
+    """A leaf group stands for 20 leaves (``asics=20``): the audit counts ASICs, as the split graph does."""
+    kw = dict(superpods=2, planes=1)
+    grouped, split = build("tpu8t-virgo", **kw), build("tpu8t-virgo", leaf_groups=False, **kw)
+    tg = audit(grouped, hops=False, bisect=False).totals
+    ts = audit(split, hops=False, bisect=False).totals
+    for key in ("switch_asics", "leaf_switches", "spine_switches", "leaf_switch_capacity_Tbps",
+                "leaf_switch_wired_Tbps", "spine_switch_capacity_Tbps"):
+        assert tg[key] == ts[key], key
+    assert (tg["switch_asics"], tg["leaf_switches"], tg["spine_switches"]) == (40 + 160, 40, 160)
+    # the node counts are there too, and only where they differ from the ASIC counts
+    assert (tg["switch_nodes"], tg["leaf_switch_nodes"]) == (2 + 160, 2)
+    assert "spine_switch_nodes" not in tg and "switch_nodes" not in ts and "leaf_switch_nodes" not in ts
+    assert tg["leaf_switch_capacity_Tbps"] / tg["leaf_switches"] == pytest.approx(102.4)   # one 102.4T ASIC
+    # the attribute survives export and load, and a bad value is a contract violation
+    for suffix in (".json", ".graphml"):
+        H = load_fabric(export_fabric(grouped, tmp_path / f"virgo{suffix}"))
+        assert H.nodes["p0/pod00"]["asics"] == 20, suffix
+    grouped.nodes["p0/pod00"]["asics"] = 0
+    assert any("asics" in v.problem for v in validate(grouped))
+
+
+def test_virgo_default_counts_1120_leaves_and_640_spines():
+    res = CliRunner().invoke(main, ["list", "--json"])
+    assert {r["name"]: r for r in json.loads(res.output)}["tpu8t-virgo"]["switches"] == 1120 + 640
+    res = CliRunner().invoke(main, ["audit", "tpu8t-virgo", "--no-hops", "--no-bisection"])
+    assert res.exit_code == 0, res.output
+    assert "switch ASICs 1,760 (696 graph nodes" in res.output
+    rows = dict(line.split()[:2] for line in res.output.splitlines() if line.startswith(("leaf_", "spine_")))
+    assert (rows["leaf_switches"], rows["leaf_switch_nodes"], rows["spine_switches"]) == ("1,120", "56", "640")
+    assert rows["leaf_switch_capacity_Tbps"] == "114,688"        # 1,120 x 102.4T: 102.4 Tb/s per ASIC

@@ -32,6 +32,24 @@ def test_audit_json_equals_the_library_result():
     assert got["params"]["racks"] == 2
 
 
+def test_audit_skipped_figures_read_not_computed_and_are_null_in_json():
+    res = run("audit", "jalapeno-rack", "--no-hops", "--no-bisection")
+    assert res.exit_code == 0
+    head = "\n".join(res.output.splitlines()[:3])
+    assert "not computed (--no-hops)" in head and "bisection not computed (--no-bisection)" in head
+    assert "hop diameter 0" not in head and "mean hops 0" not in head and "0.0 GB/s" not in head
+    res = run("audit", "jalapeno-pod", "--set", "leaf=static", "--no-hops", "--no-bisection", "--json")
+    assert res.exit_code == 0
+    got = json.loads(res.output)
+    for key in ("diameter_hops", "mean_hops", "hop_histogram", "relay_pairs", "unreachable_pairs",
+                "bisection_GBps", "bisection_halves"):
+        assert key in got and got[key] is None, key
+    assert got["chips"] == 2048 and got["totals"]["chips"] == 2048
+    # hops computed, bisection skipped: the hop figures print, the bisection does not
+    res = run("audit", "jalapeno-rack", "--no-bisection")
+    assert "hop diameter 2   mean hops 2.000" in res.output and "bisection not computed" in res.output
+
+
 def test_failed_budget_exits_1_and_shows_findings():
     res = run("audit", "jalapeno-rack", "--set", "local_switch=BCM78910")
     assert res.exit_code == 1

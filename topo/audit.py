@@ -16,7 +16,7 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from .contract import (CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, MEDIUM, MODEL, PORT_GBPS,
-                       RANK, ROLE, SWITCH, TIER, chips, forwarding_graph, params_of, validate)
+                       RANK, ROLE, SWITCH, TIER, asics_of, chips, forwarding_graph, params_of, validate)
 from .devices import DEVICES, Device
 from .errors import BadInput
 
@@ -104,9 +104,11 @@ def budget_findings(G: nx.Graph, *, devices: dict[str, Device] | None = None) ->
             out.append(Finding(str(n), f"{d[KIND]} ports {speed / 1000:g}T", used, float(int(avail)), "ports",
                                used <= avail))
         note = ""
-        if d[KIND] == SWITCH and gbps < dev.capacity_gbps:
+        if d[KIND] == SWITCH and gbps < dev.capacity_gbps and not dev.placeholder:
             spare = dev.capacity_gbps - gbps
-            note = f"{spare / 1000:g} Tb/s ({spare / dev.capacity_gbps:.0%}) of the switch unused"
+            group = asics_of(d)
+            note = (f"{spare / 1000:g} Tb/s ({spare / dev.capacity_gbps:.0%}) of the "
+                    + ("switch" if group == 1 else f"{group} switches the node stands for") + " unused")
         out.append(Finding(str(n), f"{d[KIND]} bandwidth", gbps, dev.capacity_gbps, "Gb/s",
                            gbps <= dev.capacity_gbps * (1 + 1e-12), note))
         if d[KIND] == CHIP and dev.lanes_by_tier:
@@ -138,16 +140,34 @@ def budget_findings(G: nx.Graph, *, devices: dict[str, Device] | None = None) ->
 def totals(G: nx.Graph, *, devices: dict[str, Device] | None = None, nodes=None) -> dict[str, float]:
     """Counts and sums over ``nodes`` (all by default): chips, ASICs, pairs, optics, tier capacities.
 
+    Switch counts are physical ASICs: a node with ``asics=k`` (a modelling group of k
+    switches) counts k, and ``switch_nodes`` / ``<role>_switch_nodes`` give the node
+    counts where they differ from the ASIC counts.
+
     An edge belongs to the set when either end does (a rack's optical uplinks count
-    for the rack); differential pairs are two per lane (TX and RX).
+    for the rack); differential pairs are two per lane (TX and RX).  ``chip_diff_pairs``
+    counts each chip device's lanes, wired or not; for a placeholder device
+    (``generic-chip``) it counts the lanes wired to the chip.
     """
     devices = DEVICES if devices is None else devices
     nodes = set(G) if nodes is None else set(nodes)
     chip_nodes = [n for n in nodes if G.nodes[n].get(KIND) == CHIP]
     sw_nodes = [n for n in nodes if G.nodes[n].get(KIND) == SWITCH]
-    t: dict[str, float] = {"chips": len(chip_nodes), "switch_asics": len(sw_nodes)}
-    t["chip_diff_pairs"] = sum(devices[G.nodes[n][MODEL]].lanes * devices[G.nodes[n][MODEL]].pairs_per_lane
-                               for n in chip_nodes if G.nodes[n][MODEL] in devices)
+    # a node may stand for several physical switches (``asics``): count ASICs, and give the
+    # node count alongside only where the two differ
+    asics = {n: asics_of(G.nodes[n]) for n in sw_nodes}
+    t: dict[str, float] = {"chips": len(chip_nodes), "switch_asics": sum(asics.values())}
+    if t["switch_asics"] != len(sw_nodes):
+        t["switch_nodes"] = len(sw_nodes)
+    # a chip's SerDes pairs: the device's lanes (wired or not); a placeholder device has no real
+    # lane count, so its chips count the lanes actually wired to them
+    chip_pairs = 0
+    for n in chip_nodes:
+        dev = devices.get(G.nodes[n][MODEL])
+        if dev is not None:
+            lanes = sum(G.edges[n, m][LANES] for m in G[n]) if dev.placeholder else dev.lanes
+            chip_pairs += lanes * dev.pairs_per_lane
+    t["chip_diff_pairs"] = chip_pairs
     copper_pairs = optical_links = optical_ports = optical_lanes = 0
     seen = set()
     for n in nodes:
@@ -168,7 +188,10 @@ def totals(G: nx.Graph, *, devices: dict[str, Device] | None = None, nodes=None)
              optical_ports=optical_ports)
     roles = Counter(G.nodes[n].get(ROLE) for n in sw_nodes)
     for role, count in sorted(roles.items()):
-        t[f"{role}_switches"] = count
+        role_asics = sum(asics[n] for n in sw_nodes if G.nodes[n].get(ROLE) == role)
+        t[f"{role}_switches"] = role_asics
+        if role_asics != count:
+            t[f"{role}_switch_nodes"] = count
         cap = sum(devices[G.nodes[n][MODEL]].capacity_gbps for n in sw_nodes
                   if G.nodes[n].get(ROLE) == role and G.nodes[n][MODEL] in devices)
         t[f"{role}_switch_capacity_Tbps"] = cap / 1000
@@ -367,21 +390,26 @@ def bisection(G: nx.Graph) -> Bisection:
 
 @dataclass(frozen=True)
 class Audit:
+    """An audit's figures.  Hop figures are ``None`` when hops were not computed
+    (``hops=False``), bisection figures ``None`` when the bisection was not (``bisect=False``):
+    a figure not computed is never a 0 that reads like a result."""
+
     fabric: str
     params: dict
     chips: int
     switches: int
-    diameter_hops: int
-    mean_hops: float
-    hop_histogram: dict
-    relay_pairs: int
-    unreachable_pairs: int
-    bisection_GBps: float
-    bisection_halves: str
+    diameter_hops: int | None
+    mean_hops: float | None
+    hop_histogram: dict | None
+    relay_pairs: int | None
+    unreachable_pairs: int | None
+    bisection_GBps: float | None
+    bisection_halves: str | None
     totals: dict
     per_rack: dict
     findings: tuple
     inferred: str = ""       # the graph's ``inferred`` note: which figures are inferred, not published
+    notes: tuple = ()        # how to read figures that are not what they seem (placeholder devices)
 
     @property
     def ok(self) -> bool:
@@ -390,16 +418,21 @@ class Audit:
     def as_dict(self) -> dict[str, Any]:
         return {"fabric": self.fabric, "params": self.params, "chips": self.chips, "switches": self.switches,
                 "diameter_hops": self.diameter_hops, "mean_hops": self.mean_hops,
-                "hop_histogram": {str(k): v for k, v in self.hop_histogram.items()},
+                "hop_histogram": (None if self.hop_histogram is None
+                                  else {str(k): v for k, v in self.hop_histogram.items()}),
                 "relay_pairs": self.relay_pairs, "unreachable_pairs": self.unreachable_pairs,
                 "bisection_GBps": self.bisection_GBps, "bisection_halves": self.bisection_halves,
                 "totals": self.totals, "per_rack": self.per_rack,
-                "findings": [f.as_dict() for f in self.findings], "inferred": self.inferred, "ok": self.ok}
+                "findings": [f.as_dict() for f in self.findings], "inferred": self.inferred,
+                "notes": list(self.notes), "ok": self.ok}
 
 
 def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool = True,
           bisect: bool = True) -> Audit:
     """Audit ``G``: budgets, totals (fabric and per rack), hop distances, bisection.
+
+    ``hops=False`` skips the hop statistics and ``bisect=False`` the bisection; their
+    figures are then ``None`` (JSON ``null``), not 0.
 
     Examples
     --------
@@ -432,10 +465,24 @@ def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool =
             if all(per_rack[str(r)].get(k) == val for r in racks):
                 tot[f"{k}_per_rack"] = val
     tot.update(chip_bandwidth(G))
-    hs = hop_stats(G) if hops else HopStats(0, 0.0, {}, 0, 0)
-    bi = bisection(G) if bisect else Bisection(0.0, "not computed")
+    # a figure not computed is None, never a 0 that reads like a result
+    hop_figures = dict.fromkeys(("diameter_hops", "mean_hops", "hop_histogram", "relay_pairs",
+                                 "unreachable_pairs"))
+    if hops:
+        hs = hop_stats(G)
+        hop_figures.update(diameter_hops=hs.diameter_hops, mean_hops=hs.mean_hops, hop_histogram=hs.histogram,
+                           relay_pairs=hs.relay_pairs, unreachable_pairs=hs.unreachable_pairs)
+    bi = bisection(G) if bisect else None
+    devs = DEVICES if devices is None else devices
+    placeholders = sorted({d[MODEL] for _, d in G.nodes(data=True) if devs[d[MODEL]].placeholder})
+    notes = ()
+    if placeholders:
+        notes = (f"placeholder device(s) {', '.join(placeholders)}: budget-free stand-ins, not parts; their "
+                 f"lane and capacity budgets (the checks against them, switch capacities) describe nothing "
+                 f"real and chip_diff_pairs counts their chips' wired lanes; pass chip_model= / "
+                 f"switch_model= for a real budget",)
     return Audit(fabric=G.graph.get("name", "?"), params=params_of(G), chips=int(tot["chips"]),
-                 switches=int(tot["switch_asics"]), diameter_hops=hs.diameter_hops, mean_hops=hs.mean_hops,
-                 hop_histogram=hs.histogram, relay_pairs=hs.relay_pairs, unreachable_pairs=hs.unreachable_pairs,
-                 bisection_GBps=bi.GBps, bisection_halves=bi.halves, totals=tot, per_rack=per_rack,
-                 findings=findings, inferred=str(G.graph.get("inferred", "")))
+                 switches=int(tot["switch_asics"]), **hop_figures,
+                 bisection_GBps=None if bi is None else bi.GBps, bisection_halves=None if bi is None else bi.halves,
+                 totals=tot, per_rack=per_rack,
+                 findings=findings, inferred=str(G.graph.get("inferred", "")), notes=notes)

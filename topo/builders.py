@@ -55,11 +55,11 @@ NODE_BYTES, LINK_BYTES = 600, 550
 
 # Placeholder devices (I): budget-free stand-ins, not real parts.
 GENERIC_CHIP = register_device(Device(
-    name="generic-chip", kind="chip", lanes=4096, lane_gbps=800.0,
+    name="generic-chip", kind="chip", lanes=4096, lane_gbps=800.0, placeholder=True,
     description="placeholder chip with an unlimited-in-practice lane budget (4,096 lanes x 800G)",
     source="fabricsim placeholder (I): pass chip_model= for a real budget"))
 GENERIC_SWITCH = register_device(Device(
-    name="generic-switch", kind="switch", lanes=4096, lane_gbps=800.0, latency_ns=300.0,
+    name="generic-switch", kind="switch", lanes=4096, lane_gbps=800.0, latency_ns=300.0, placeholder=True,
     description="placeholder switch with an unlimited-in-practice lane budget (4,096 lanes x 800G)",
     source="fabricsim placeholder (I): pass switch_model= for a real budget"))
 

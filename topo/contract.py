@@ -33,6 +33,10 @@ model : str
     A key in the device catalog (:mod:`fabricsim.topo.devices`).
 role : str (switches)
     ``local``, ``leaf``, ``rail``, ``nvlink``, ``ualink``, ``spine``, ``router`` ...
+asics : int (switches, optional)
+    Physical switch ASICs the node stands for, 1 when absent.  A builder that
+    collapses several switches into one node (Virgo's ``leaf_groups``: a plane's 20
+    leaves of a superpod) says so here, and the audit counts ASICs with it.
 reduces : bool (switches, optional)
     The switch reduces in the network (NVLink SHARP); enables the ``nvls`` algorithm.
 forwards : bool
@@ -93,12 +97,13 @@ import networkx as nx
 __all__ = [
     "KIND", "MODEL", "ROLE", "FORWARDS", "PATCH", "RANK", "LANES", "LANE_GBPS", "PORT_GBPS",
     "CAPACITY_GBPS", "MEDIUM", "TIER", "LATENCY_NS", "CHIP", "SWITCH", "MEDIA", "DOMAIN_TAGS",
-    "Violation", "validate", "chips", "switches", "params_of", "forwarding_graph",
+    "ASICS", "Violation", "validate", "chips", "switches", "asics_of", "params_of", "forwarding_graph",
     "add_bundle",
 ]
 
 # Node attribute names
 KIND, MODEL, ROLE, FORWARDS, PATCH, RANK = "kind", "model", "role", "forwards", "patch", "rank"
+ASICS = "asics"   # physical switch ASICs a switch node stands for (absent: 1)
 CHIP, SWITCH = "chip", "switch"
 # Edge attribute names
 LANES, LANE_GBPS, PORT_GBPS, CAPACITY_GBPS = "lanes", "lane_gbps", "port_gbps", "capacity_gbps"
@@ -157,6 +162,11 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def asics_of(d: dict) -> int:
+    """Physical switch ASICs a switch node (its attribute dict ``d``) stands for: ``asics``, else 1."""
+    return d.get(ASICS, 1)
+
+
 def validate(G: nx.Graph, *, devices=None) -> list[Violation]:
     """Check ``G`` against the contract; return every violation (empty when valid).
 
@@ -194,6 +204,8 @@ def validate(G: nx.Graph, *, devices=None) -> list[Violation]:
             out.append(Violation(str(n), "forwards must be a bool"))
         if kind == SWITCH and not isinstance(d.get(ROLE), str):
             out.append(Violation(str(n), "switch has no role"))
+        if ASICS in d and (kind != SWITCH or not _is_int(d[ASICS]) or d[ASICS] < 1):
+            out.append(Violation(str(n), f"asics {d[ASICS]!r} is not a positive integer on a switch"))
         if kind == CHIP:
             if not _is_int(d.get(RANK)):
                 out.append(Violation(str(n), f"chip rank {d.get(RANK)!r} is not an integer"))

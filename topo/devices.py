@@ -27,6 +27,9 @@ class Device:
     can_reduce : switch can reduce in the network (NVLink SHARP).
     latency_ns : port-to-port latency of a switch (0 for chips).
     pairs_per_lane : differential pairs per lane (TX + RX).
+    placeholder : a budget-free stand-in (``generic-chip``, ``generic-switch``), not a part:
+        its lanes and capacity describe nothing real, so the audit does not report them as a
+        part's figures.
     source : where the figures come from; tag F / F2 / I as in FACTS.md.
     """
 
@@ -40,6 +43,7 @@ class Device:
     can_reduce: bool = False
     latency_ns: float = 0.0
     pairs_per_lane: int = 2
+    placeholder: bool = False
     description: str = ""
     source: str = ""
 
