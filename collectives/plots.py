@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from .cost.calibrate import size_text as _size_text
 from .price import CostReport
 
 __all__ = ["plot_price", "plot_compare", "plot_sweep", "link_utilization"]
@@ -51,13 +52,6 @@ def _save(fig: Figure, path) -> Path:
 
 def _us(t: float) -> float:
     return t * 1e6
-
-
-def _size_text(b: float) -> str:
-    for unit, k in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
-        if b >= k:
-            return f"{b / k:g} {unit}"
-    return f"{b:g} B"
 
 
 def link_utilization(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size_bytes: float,

@@ -319,12 +319,13 @@ def _note_extrapolated_latency(s: _Series, names, x, combos, measured) -> None:
     share = float(combos[c][3][i, lat] @ x[lat]) / measured[i]
     if share < 0.5:
         fitted = ", ".join(f"{names[j]} = {x[j]:.4g}" for j in lat)
-        s.notes.append(f"{fitted}: fitted from {_size(sizes.min())} - {_size(sizes.max())} only, where latency is "
-                       f"{share * 100:.0f}% of the time at most: {_EXTRAPOLATED}; prices of smaller sizes with "
+        s.notes.append(f"{fitted}: fitted from {size_text(sizes.min())} - {size_text(sizes.max())} only, where "
+                       f"latency is {share * 100:.0f}% of the time at most: {_EXTRAPOLATED}; prices of smaller sizes with "
                        f"this file extrapolate it (log small sizes too, e.g. nccl-tests -b 8)")
 
 
-def _size(b: float) -> str:
+def size_text(b: float) -> str:
+    """Bytes as the largest binary unit they reach: ``536870912`` -> ``512 MiB``."""
     for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if b >= k:
             return f"{b / k:g} {unit}"
@@ -440,8 +441,8 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
         "fit: least squares on relative time error; " + "; ".join(
             f"[{f.section}] rms {f.rms_error_pct:.2f}% (default model {f.default_rms_error_pct:.1f}%)" for f in fits),
         # what a reader of the file must know before pricing other sizes with it
-        *(f"[{f.section}] measured {_size(min(p.size_bytes for p in f.points))} - "
-          f"{_size(max(p.size_bytes for p in f.points))}" for f in fits if f.points),
+        *(f"[{f.section}] measured {size_text(min(p.size_bytes for p in f.points))} - "
+          f"{size_text(max(p.size_bytes for p in f.points))}" for f in fits if f.points),
         *(f"[{f.section}] {n}" for f in fits for n in f.notes if _EXTRAPOLATED in n),
     ])
     return CalibrationResult(fits=tuple(fits), calibration=cal, fabric=fabric, logs=tuple(logs), header=header)
