@@ -261,7 +261,7 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
     live = [groups[i] for i in ok_idx]
     if traffic is not None and traffic.ndim == 3 and len(traffic) == len(groups):
         traffic = traffic[ok_idx]            # one matrix per group: keep the priced groups'
-    model = _Model(G, collective, opts)
+    model = _Model(G, collective, opts, float(size_bytes), len(groups[0]))
     ctx_ref = reference if (opts.bound_only and opts.symmetry and not broken) else None
     n = len(groups[0])
     if not live:
@@ -278,7 +278,8 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
         cands = [opts.algorithm]
     trials = {}
     for a in cands:
-        solved = _solve(G, collective, a, live, size_bytes, view, by_rank, opts, ctx_ref, traffic)
+        solved = _solve(G, collective, a, live, size_bytes, view, by_rank, opts, ctx_ref, traffic,
+                        model.link_efficiency())
         for p in model.protocols(a):
             trials[(a, p)] = (solved, model.time(solved, a, p, len(live)))
     if not trials:
@@ -301,7 +302,7 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
         per_proto = sorted(((t.time_s, p) for (a, p), (_, t) in trials.items() if a == best[0]))
         notes += ("protocol auto picked " + best[1] + ": " +
                   ", ".join(f"{p} {t * 1e6:,.1f} us" for t, p in per_proto),)
-    notes = notes + tuple(solved.notes) + tuple(timed.notes)
+    notes = notes + tuple(solved.notes) + tuple(timed.notes) + model.families.notes()
     t = timed.time_s
     algbw = size_bytes / t / 1e9 if t > 0 else float("inf")
     partial = bool(broken) or solved.unreachable["count"] > 0
@@ -338,6 +339,8 @@ class _Solved:
     link_bytes: Any
     link_utilization: Any
     method: dict
+    tiers: tuple = ()            # per phase: the link tiers its flows cross
+    per_link_efficiency: bool = False   # the solve's capacities carry each tier's delivered fraction
 
 
 @dataclass(frozen=True)
@@ -354,12 +357,21 @@ class _Timed:
 
 
 class _Model:
-    """The step model's parameters for one price: options, calibration and the fabric family."""
+    """The step model's parameters for one price: options, calibration and the fabric's families."""
 
-    def __init__(self, G: nx.Graph, collective: str, opts: PriceOptions):
-        from .cost.family import family_of
+    def __init__(self, G: nx.Graph, collective: str, opts: PriceOptions, size_bytes: float = 0.0,
+                 group_size: int = 2):
+        from .cost.family import families_of
         self.G, self.collective, self.opts = G, collective, opts
-        self.family = family_of(G)
+        self.size_bytes, self.group_size = size_bytes, group_size
+        self.families = families_of(G)
+        self.family = self.families.primary
+
+    def link_efficiency(self):
+        """Per-tier delivered fractions for the solve where tiers differ, else None (one scale after)."""
+        if self.opts.protocol == "ideal" or self.opts.efficiency is not None or not self.families.mixed:
+            return None
+        return {t: f.efficiency for t, f in self.families.by_tier.items()}
 
     def protocols(self, algorithm: str) -> tuple[str, ...]:
         p = self.opts.protocol
@@ -414,53 +426,78 @@ class _Model:
                       tuple(group_t.tolist()))
 
     def _protocol(self, s: _Solved, algorithm: str, protocol: str) -> _Timed:
-        """NCCL-style: base latency + per phase chunked pipelining at the protocol's delivered rate."""
-        o, fam = self.opts, self.family
+        """NCCL-style: launch + base latency + per phase the family's time model at the protocol's rate.
+
+        ``additive`` (NCCL's tuner): each step costs its latency plus its transfer; ``pipelined``:
+        chunks overlap them.  The transfer runs on the channels NCCL opens for a call of this size.
+        """
+        o, fams = self.opts, self.families
+        fam = fams.primary
         cal = self._cal(algorithm, protocol)
-        eff = o.efficiency if o.efficiency is not None else float(cal.get("efficiency", fam.efficiency))
+        given = o.efficiency if o.efficiency is not None else cal.get("efficiency")
+        if s.per_link_efficiency:
+            # the solve ran each tier at its family's delivered rate; a given efficiency replaces the primary's
+            eff_scale = 1.0 if given is None else fam.efficiency / float(given)
+        else:
+            eff_scale = s.solve_efficiency / float(given if given is not None else fam.efficiency)
         # the family's NVLS bound goes with the family's efficiency; a measured (calibrated or
         # given) efficiency is already all the in-network kernels deliver
-        in_net = fam.in_network_efficiency if o.efficiency is None and "efficiency" not in cal else 1.0
+        in_net = fam.in_network_for(self.group_size) if given is None else 1.0
         frac = fam.bw_fraction[protocol]
-        if o.step_overhead_ns is not None:
-            step_s = o.step_overhead_ns * 1e-9
-        else:
-            step_s = float(cal.get("step_latency_us", fam.step_latency_us(algorithm, protocol))) * 1e-6
-        base_s = float(cal.get("base_latency_us", fam.base_latency_us(algorithm, protocol))) * 1e-6
+        channels = fam.channels_for(algorithm, protocol, self.size_bytes, self.group_size)
         if o.message_overhead_ns is not None:
             message_s = o.message_overhead_ns * 1e-9
         else:
             message_s = float(self.G.graph.get("message_overhead_ns", fam.message_overhead_us * 1e3)) * 1e-9
         chunk = fam.chunk_bytes[protocol] * fam.channels
-        group_t = np.full(s.n_groups, base_s)
-        total = base_s
+        base_s = float(cal.get("base_latency_us", fam.base_latency_us(algorithm, protocol))) * 1e-6
+        launch_s = fam.launch_us * 1e-6 if "base_latency_us" not in cal else 0.0
+        group_t = np.full(s.n_groups, base_s + launch_s)
+        total = base_s + launch_s
         bw_total = bound_total = 0.0
         reports = []
         notes = []
-        for ph, st, messages in zip(s.plist, s.steps, s.messages):
-            scale = s.solve_efficiency / (eff * frac)
+        tiers = s.tiers or ((),) * len(s.plist)
+        for ph, st, messages, crossed in zip(s.plist, s.steps, s.messages, tiers):
+            scale = eff_scale / frac
             if ph.in_network:
                 scale /= in_net
+            elif channels < fam.channels:
+                scale *= fam.channels / channels
             step_bw, step_bound, g_fin = st.time_s * scale, st.bound_s * scale, st.group_finish_s * scale
+            if o.step_overhead_ns is not None:
+                step_s = o.step_overhead_ns * 1e-9
+            elif "step_latency_us" in cal:
+                step_s = float(cal["step_latency_us"]) * 1e-6
+            else:
+                # the slowest tier the phase crosses sets its step latency (NCCL: NVLINK vs NET rows)
+                step_s = max([fams.of(t).step_latency_us(algorithm, protocol) for t in crossed
+                              if protocol in fams.of(t).protocols_for(algorithm)] or
+                             [fam.step_latency_us(algorithm, protocol)]) * 1e-6
             # per-peer messages run over the channels in parallel (NCCL p2p), not in series
             peers = max(messages - 1, 0)
             step_lat = st.latency_ns * 1e-9 + step_s + math.ceil(peers / fam.channels) * message_s
             r = ph.repeat
-            if r > 1:
+            if fam.time_model == "additive" or r == 1:
+                ph_t = r * (step_bw + step_lat)
+                g_t = r * (g_fin + step_lat)
+            else:
                 k = max(1, math.ceil(ph.flow_bytes / chunk))
                 ph_t = max((r + k - 1) * step_lat, r * step_bw)
                 g_t = np.maximum((r + k - 1) * step_lat, r * g_fin)
-            else:
-                ph_t = step_bw + step_lat
-                g_t = g_fin + step_lat
             group_t += g_t
             total += ph_t
             bw_total += r * step_bw
             bound_total += r * step_bound
             reports.append(_phase_report(ph, st, step_bw, step_lat, step_bound, ph_t))
         if any(ph.in_network for ph in s.plist) and in_net != 1.0:
-            notes.append(f"in-network reduction delivers {in_net:g} x the {fam.name} transport rate (family "
-                         f"file, derived from measured NVLS; an efficiency you give or calibrate replaces both)")
+            notes.append(f"in-network reduction delivers {in_net:.3g} x the {fam.name} transport rate for "
+                         f"{self.group_size} ranks (family file; an efficiency you give or calibrate replaces both)")
+        if channels < fam.channels and not all(ph.in_network for ph in s.plist):
+            notes.append(f"{protocol} at this size runs on {channels} of {fam.channels} channels (NCCL opens "
+                         f"fewer channels for small calls): transfer at {channels}/{fam.channels} of the rate")
+        if launch_s:
+            notes.append(f"adds {fam.launch_us:g} us per call for the launch ({fam.name} family file)")
         lat = total - bw_total
         return _Timed(total, bw_total, lat, bound_total + lat, tuple(reports), tuple(group_t.tolist()),
                       tuple(notes))
@@ -472,12 +509,18 @@ def _phase_report(ph: Phase, st, step_bw: float, step_lat: float, step_bound: fl
 
 
 def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: PriceOptions, reference,
-           traffic=None) -> _Solved:
+           traffic=None, link_efficiency: dict | None = None) -> _Solved:
     from ..topo import routing
     plist = phases(collective, algorithm, groups, size_bytes, view, traffic=traffic)
     table = routing.link_table(G)
     solve_eff = opts.efficiency if opts.efficiency is not None else 1.0
-    cap = np.asarray(table.capacity_Bps, dtype=np.float64) * solve_eff
+    raw = np.asarray(table.capacity_Bps, dtype=np.float64)
+    tier_of = np.asarray(table.tier).astype(str)
+    if link_efficiency:
+        # tiers of different families: each link runs at its own family's delivered fraction
+        cap = raw * np.array([link_efficiency.get(t, 1.0) for t in tier_of.tolist()])
+    else:
+        cap = raw * solve_eff
     link_bytes = np.zeros(len(cap))
     notes = []
     bw_total = 0.0
@@ -488,9 +531,10 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
     sym_notes: set[str] = set()
     ctx = _Ctx(G, table, cap, len(groups), opts.split, opts.tiers, opts.bound_only, opts.memory_limit_bytes,
                opts.symmetry, reference)
-    steps, messages = [], []
+    steps, messages, crossed = [], [], []
     for ph in plist:
         st = _price_phase(ph, ctx)
+        crossed.append(tuple(sorted(set(tier_of[np.asarray(st.link_bytes) > 0].tolist()))))
         if st.note:
             sym_notes.add(st.note)
         n_unreachable += st.unreachable
@@ -532,7 +576,8 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
                     "capacity_GBps": float(cap[i] / 1e9)} for i in top if util[i] > 0]
     return _Solved(tuple(plist), tuple(steps), tuple(messages), solve_eff, len(groups), tuple(bottlenecks),
                    {"count": n_unreachable, "examples": _examples(unreachable_pairs, by_rank)},
-                   tuple(notes), _frozen(link_bytes), _frozen(util), _method(plist, steps, opts))
+                   tuple(notes), _frozen(link_bytes), _frozen(util), _method(plist, steps, opts),
+                   tuple(crossed), bool(link_efficiency))
 
 
 # which fold is the most telling when phases differ: the costliest path wins the headline

@@ -12,7 +12,9 @@ its source and a found / derived / inferred label.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+import json
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -23,25 +25,40 @@ except ModuleNotFoundError:  # Python 3.10
 
 from ...topo.errors import BadInput
 
-__all__ = ["Family", "FAMILIES", "PROTOCOLS", "load_family", "family_of"]
+__all__ = ["Family", "Families", "FAMILIES", "PROTOCOLS", "TIME_MODELS", "load_family", "family_of", "families_of"]
 
 HERE = Path(__file__).parent / "families"
 FAMILIES = tuple(sorted(p.stem for p in HERE.glob("*.toml")))
 PROTOCOLS = ("ll", "ll128", "simple")
 TIER_FAMILY = {"nvlink": "nvlink5", "ici": "tpu-ici", "ualink": "ualink", "xgmi": "infinity-fabric"}
 DEFAULT_FAMILY = "tomahawk-ethernet"
+# how a phase's latency and transfer combine (see the engine's step model)
+TIME_MODELS = ("additive", "pipelined")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Family:
     name: str
     efficiency: float                      # fraction of raw line rate the transport delivers
     channels: int                          # parallel channels (chunks in flight, p2p peers at once)
     message_overhead_us: float             # per message beyond the first, before the channel spread
-    in_network_efficiency: float           # in-switch reduction's achieved fraction (NVLS)
+    in_network_efficiency: float           # in-switch reduction's achieved fraction (NVLS), at the largest group listed
     bw_fraction: Mapping[str, float]       # protocol -> fraction of the delivered rate
     chunk_bytes: Mapping[str, float]       # protocol -> data bytes per channel per pipeline slot
     algorithms: Mapping[str, Mapping]      # algorithm -> {"protocols", "base_latency_us", "step_latency_us"}
+    # "additive": a phase costs its steps' latency plus its transfer (NCCL's tuner:
+    # time = latency + bytes / bandwidth); "pipelined": chunks overlap latency and transfer
+    time_model: str = "pipelined"
+    launch_us: float = 0.0                 # per call, beyond the modelled latencies (host launch, nccl-tests loop)
+    # NCCL's channel count by size: a call of B bytes runs on the most channels c <= channels
+    # with B >= c x threads x thread_threshold_bytes (x ranks where threshold_per_rank lists it)
+    threads: Mapping[str, int] = field(default_factory=dict)
+    thread_threshold_bytes: Mapping[str, float] = field(default_factory=dict)
+    threshold_per_rank: tuple = ()         # "algorithm.protocol" keys whose threshold scales with ranks
+    in_network_by_ranks: tuple = ()        # ((ranks, efficiency), ...) ascending; empty: in_network_efficiency
+
+    def __repr__(self) -> str:
+        return f"Family({self.name!r}, efficiency={self.efficiency:g}, time_model={self.time_model!r})"
 
     def _algo(self, algorithm: str) -> Mapping:
         # an algorithm the file does not list is priced with the ring's constants
@@ -56,6 +73,70 @@ class Family:
     def step_latency_us(self, algorithm: str, protocol: str) -> float:
         return float(self._algo(algorithm)["step_latency_us"][protocol])
 
+    def channels_for(self, algorithm: str, protocol: str, nbytes: float, ranks: int) -> int:
+        """Channels NCCL runs a call of ``nbytes`` on (``enqueue.cc``'s per-size reduction).
+
+        Without thread figures for the protocol every channel runs (the family's count).
+
+        >>> f = load_family("nvlink5")
+        >>> f.channels_for("ring", "simple", 128 * 1024, 8), f.channels_for("ring", "simple", 2**30, 8)
+        (4, 16)
+        """
+        nt = self.threads.get(protocol)
+        thr = self.thread_threshold_bytes.get(protocol)
+        if not nt or not thr:
+            return self.channels
+        if f"{algorithm}.{protocol}" in self.threshold_per_rank:
+            thr = thr * ranks
+        per_channel = nt * thr
+        return int(max(1, min(self.channels, nbytes // per_channel)))
+
+    def in_network_for(self, ranks: int) -> float:
+        """In-network reduction's delivered fraction for a group of ``ranks`` (log-linear between rows)."""
+        rows = self.in_network_by_ranks
+        if not rows:
+            return self.in_network_efficiency
+        if ranks <= rows[0][0]:
+            return rows[0][1]
+        for (n0, e0), (n1, e1) in zip(rows, rows[1:]):
+            if ranks <= n1:
+                t = (math.log(ranks) - math.log(n0)) / (math.log(n1) - math.log(n0))
+                return e0 + t * (e1 - e0)
+        return rows[-1][1]
+
+
+@dataclass(frozen=True)
+class Families:
+    """The cost family of every link tier of a fabric, and the one that runs the collective.
+
+    ``primary`` (the ``family`` graph attribute, else the scale-up tier's) gives the
+    protocols, base latency, channels and launch cost; each tier's family gives the
+    delivered fraction of its links and the step latency of a phase whose flows cross it.
+    ``defaulted`` names tiers the fabric's ``families`` attribute does not cover.
+    """
+
+    primary: Family
+    by_tier: Mapping[str, Family]
+    defaulted: tuple = ()
+
+    def __repr__(self) -> str:
+        tiers = ", ".join(f"{t}: {f.name}" for t, f in sorted(self.by_tier.items()))
+        return f"Families(primary={self.primary.name!r}, {{{tiers}}})"
+
+    @property
+    def mixed(self) -> bool:
+        """Tiers deliver different fractions of their line rate."""
+        return len({f.efficiency for f in self.by_tier.values()} | {self.primary.efficiency}) > 1
+
+    def of(self, tier: str) -> Family:
+        return self.by_tier.get(tier, self.primary)
+
+    def notes(self) -> tuple[str, ...]:
+        if not self.defaulted:
+            return ()
+        return (f"tier{'s' if len(self.defaulted) > 1 else ''} {', '.join(self.defaulted)} not named in the "
+                f"fabric's families: priced with the {self.primary.name} family",)
+
 
 @functools.lru_cache(maxsize=None)
 def load_family(name: str) -> Family:
@@ -64,12 +145,22 @@ def load_family(name: str) -> Family:
         raise BadInput(f"unknown fabric family {name!r}; choose one of: {', '.join(FAMILIES)}")
     d = tomllib.loads((HERE / f"{name}.toml").read_text(encoding="utf-8"))
     protos = d["protocols"]
+    time_model = str(d.get("time_model", "pipelined"))
+    if time_model not in TIME_MODELS:
+        raise BadInput(f"family {name!r}: time_model {time_model!r}; choose one of: {', '.join(TIME_MODELS)}")
+    by_ranks = d.get("in_network_by_ranks", {})
     return Family(name=name, efficiency=float(d["efficiency"]), channels=int(d["channels"]),
                   message_overhead_us=float(d["message_overhead_us"]),
                   in_network_efficiency=float(d["in_network_efficiency"]),
                   bw_fraction={p: float(v["bw_fraction"]) for p, v in protos.items()},
                   chunk_bytes={p: float(v["chunk_bytes"]) for p, v in protos.items()},
-                  algorithms=d["algorithms"])
+                  algorithms=d["algorithms"], time_model=time_model,
+                  launch_us=float(d.get("launch_us", 0.0)),
+                  threads={p: int(v["threads"]) for p, v in protos.items() if "threads" in v},
+                  thread_threshold_bytes={p: float(v["thread_threshold_bytes"]) for p, v in protos.items()
+                                          if "thread_threshold_bytes" in v},
+                  threshold_per_rank=tuple(d.get("threshold_per_rank", ())),
+                  in_network_by_ranks=tuple(sorted((int(k), float(v)) for k, v in by_ranks.items())))
 
 
 def family_of(G) -> Family:
@@ -79,3 +170,25 @@ def family_of(G) -> Family:
         tiers = {d.get("tier") for *_, d in G.edges(data=True)}
         name = next((f for t, f in TIER_FAMILY.items() if t in tiers), DEFAULT_FAMILY)
     return load_family(str(name))
+
+
+def families_of(G) -> Families:
+    """Each link tier's family: the ``families`` graph attribute (a JSON object tier -> family).
+
+    A tier the attribute does not name takes the fabric's family (:func:`family_of`) and
+    the report says so; a fabric without the attribute is one family throughout.
+    """
+    primary = family_of(G)
+    raw = G.graph.get("families")
+    tiers = sorted({str(d.get("tier")) for *_, d in G.edges(data=True)})
+    if not raw:
+        return Families(primary, {t: primary for t in tiers})
+    try:
+        named = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    except (ValueError, TypeError):
+        raise BadInput(f"graph attribute families {str(raw)[:80]!r} must be a JSON object tier -> family, "
+                       f'e.g. {{"nvlink": "nvlink4", "rail": "infiniband"}}') from None
+    if not isinstance(named, dict):
+        raise BadInput(f"graph attribute families must be a JSON object tier -> family, not {type(named).__name__}")
+    by_tier = {t: load_family(str(named[t])) if t in named else primary for t in tiers}
+    return Families(primary, by_tier, tuple(t for t in tiers if t not in named))
