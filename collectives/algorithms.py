@@ -332,6 +332,51 @@ def _regroup(p: Phase, g: int, sub: int) -> Phase:
     return p.with_(row_group=p.row_group // sub)
 
 
+# ----------------------------------------------------------------------------- rail rings (NCCL multi-node)
+def _zigzag_paths(m: int) -> np.ndarray:
+    """``m`` orders of ``0..m-1``: Walecki's m/2 edge-disjoint Hamiltonian paths of the complete
+    graph K_m and their reverses (an odd ``m`` gets the rotations instead).
+
+    Path k starts at member k and ends at k + m/2, so over the m orders every member
+    starts one and ends one: each chip is where exactly one channel enters its domain and
+    one leaves it.  On a full mesh (xGMI) the paths share no link, so the channels use
+    every link once; behind a switch the order is immaterial.
+    """
+    if m % 2:
+        return np.stack([(np.arange(m) + c) % m for c in range(m)])
+    zig = [0]
+    for i in range(1, m):
+        zig.append((i + 1) // 2 if i % 2 else m - i // 2)
+    base = np.asarray(zig)
+    fwd = np.stack([(base + k) % m for k in range(m // 2)])
+    return np.concatenate([fwd, fwd[:, ::-1]])
+
+
+def _rail_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    """NCCL's ring across domains: one ring (channel) per chip of a domain, each over all ranks.
+
+    Channel c runs through every domain along an order of its members (see
+    :func:`_zigzag_paths`) and domains alternate direction, so the ring leaves a domain
+    and enters the next at chips of the same position (the same rail) and the m channels
+    leave each domain at m different chips: every NIC carries one channel's crossing, as
+    NCCL binds channels to NICs.  The tiers overlap (one pipeline, not a node phase and a
+    network phase one after the other).  Each channel carries S/m.
+    """
+    A, d, m = _domains(G, view)
+    g, n = A.shape[0], d * m
+    orders = _zigzag_paths(m)
+    rows = []
+    for c in range(m):
+        fwd, back = orders[c], orders[c][::-1]
+        per_domain = [A[:, j, fwd if j % 2 == 0 else back] for j in range(d)]
+        rows.append(np.concatenate(per_domain, axis=1))          # (g, n)
+    R = np.stack(rows, axis=1).reshape(g * m, n)
+    steps = {"all-reduce": 2 * (n - 1), "all-gather": n - 1, "reduce-scatter": n - 1}[collective]
+    a = np.arange(n)
+    return [Phase(f"{m} rings over all {n} ranks, one leaving each domain at each chip ({steps} identical steps)",
+                  R, float(S / n / m), np.repeat(np.arange(g), m), steps, pairs=np.stack([a, (a + 1) % n]))]
+
+
 # ----------------------------------------------------------------------------- torus rings
 def _torus_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
     if view.coords is None:
@@ -403,11 +448,12 @@ def _pairwise(collective: str, G: np.ndarray, S: float, view: FabricView, traffi
 AlgorithmFn = Callable[[str, np.ndarray, float, FabricView], list]
 ALGORITHMS: dict[str, dict[str, AlgorithmFn]] = {
     "all-reduce": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
-                   "hierarchical": _hierarchical, "torus-rings": _torus_rings, "nvls": _nvls},
+                   "hierarchical": _hierarchical, "rail-rings": _rail_rings, "torus-rings": _torus_rings,
+                   "nvls": _nvls},
     "reduce-scatter": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
-                       "hierarchical": _hierarchical, "torus-rings": _torus_rings},
+                       "hierarchical": _hierarchical, "rail-rings": _rail_rings, "torus-rings": _torus_rings},
     "all-gather": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
-                   "hierarchical": _hierarchical, "torus-rings": _torus_rings},
+                   "hierarchical": _hierarchical, "rail-rings": _rail_rings, "torus-rings": _torus_rings},
     "all-to-all": {"direct": _direct, "pairwise": _pairwise, "hierarchical": _hierarchical},
 }
 

@@ -340,6 +340,7 @@ class _Solved:
     link_utilization: Any
     method: dict
     tiers: tuple = ()            # per phase: the link tiers its flows cross
+    cross_share: tuple = ()      # per phase: share of its bytes between domains (racks, nodes); None unknown
     per_link_efficiency: bool = False   # the solve's capacities carry each tier's delivered fraction
 
 
@@ -425,6 +426,23 @@ class _Model:
         return _Timed(bw_total + lat_total, bw_total, lat_total, bound_total + lat_total, tuple(reports),
                       tuple(group_t.tolist()))
 
+    def _step_latency_s(self, algorithm: str, protocol: str, crossed, share) -> float:
+        """A step's latency: the primary family's, and another family's on the share of steps that cross it.
+
+        NCCL's tuner charges a ring (nsteps - nInterSteps) x the NVLink latency plus
+        nInterSteps x the network's (tuning.cc); here the network's share is the share of
+        the phase's bytes that cross domains (every step, when the fabric has none).
+        """
+        fams, fam = self.families, self.families.primary
+        intra = fam.step_latency_us(algorithm, protocol)
+        others = [fams.of(t) for t in crossed if fams.of(t) is not fam]
+        others = [f.step_latency_us(algorithm, protocol) for f in others if protocol in f.protocols_for(algorithm)]
+        if not others:
+            return intra * 1e-6
+        inter = max(others)
+        w = 1.0 if share is None else share
+        return ((1 - w) * intra + w * inter) * 1e-6
+
     def _protocol(self, s: _Solved, algorithm: str, protocol: str) -> _Timed:
         """NCCL-style: launch + base latency + per phase the family's time model at the protocol's rate.
 
@@ -458,7 +476,8 @@ class _Model:
         reports = []
         notes = []
         tiers = s.tiers or ((),) * len(s.plist)
-        for ph, st, messages, crossed in zip(s.plist, s.steps, s.messages, tiers):
+        shares = s.cross_share or (None,) * len(s.plist)
+        for ph, st, messages, crossed, share in zip(s.plist, s.steps, s.messages, tiers, shares):
             scale = eff_scale / frac
             if ph.in_network:
                 scale /= in_net
@@ -470,10 +489,7 @@ class _Model:
             elif "step_latency_us" in cal:
                 step_s = float(cal["step_latency_us"]) * 1e-6
             else:
-                # the slowest tier the phase crosses sets its step latency (NCCL: NVLINK vs NET rows)
-                step_s = max([fams.of(t).step_latency_us(algorithm, protocol) for t in crossed
-                              if protocol in fams.of(t).protocols_for(algorithm)] or
-                             [fam.step_latency_us(algorithm, protocol)]) * 1e-6
+                step_s = self._step_latency_s(algorithm, protocol, crossed, share)
             # per-peer messages run over the channels in parallel (NCCL p2p), not in series
             peers = max(messages - 1, 0)
             step_lat = st.latency_ns * 1e-9 + step_s + math.ceil(peers / fam.channels) * message_s
@@ -531,10 +547,13 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
     sym_notes: set[str] = set()
     ctx = _Ctx(G, table, cap, len(groups), opts.split, opts.tiers, opts.bound_only, opts.memory_limit_bytes,
                opts.symmetry, reference)
-    steps, messages, crossed = [], [], []
+    steps, messages, crossed, shares = [], [], [], []
     for ph in plist:
         st = _price_phase(ph, ctx)
         crossed.append(tuple(sorted(set(tier_of[np.asarray(st.link_bytes) > 0].tolist()))))
+        total = ph.n_flows * ph.flow_bytes
+        shares.append(ph.bytes_across(view.domain, st.reach) / total
+                      if view.domain is not None and not ph.in_network and total > 0 else None)
         if st.note:
             sym_notes.add(st.note)
         n_unreachable += st.unreachable
@@ -577,7 +596,7 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
     return _Solved(tuple(plist), tuple(steps), tuple(messages), solve_eff, len(groups), tuple(bottlenecks),
                    {"count": n_unreachable, "examples": _examples(unreachable_pairs, by_rank)},
                    tuple(notes), _frozen(link_bytes), _frozen(util), _method(plist, steps, opts),
-                   tuple(crossed), bool(link_efficiency))
+                   tuple(crossed), tuple(shares), bool(link_efficiency))
 
 
 # which fold is the most telling when phases differ: the costliest path wins the headline
