@@ -648,7 +648,8 @@ def _fmt_bytes(b: float) -> str:
 @click.option("--moe", "moe_spec", metavar="SPEC", help="All-to-all-v of a MoE layer's dispatch/combine, e.g. "
               "experts=256,top_k=8,tokens=1024,hidden=7168[,dtype=fp8|bf16|fp16|fp32][,shared=1]"
               "[,skew=uniform|balanced|zipf:A|FILE][,seed=S][,phase=dispatch|combine]"
-              "[,placement=round-robin|contiguous]; replaces --size.")
+              "[,placement=round-robin|contiguous][,dedup=rank|expert] (rank, the default: one copy per token "
+              "and destination rank, as DeepEP; expert: one per token and expert); replaces --size.")
 def price_cmd(collective, fabric, sets, as_json, plot, traffic_path=None, moe_spec=None, **opts):
     """Price a collective for every group of a placement at once.
 

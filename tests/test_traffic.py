@@ -111,12 +111,12 @@ def test_bad_spec_one_line_naming_the_field(text, match):
 def test_too_many_routing_draws_say_so():
     with pytest.raises(BadInput, match="use skew=balanced"):
         moe_traffic(MoESpec.parse("experts=4096,top_k=8,tokens=10000000,hidden=8"), 8)
-    t = moe_traffic(MoESpec.parse("experts=4096,top_k=8,tokens=10000000,hidden=8,skew=balanced"), 8)
+    t = moe_traffic(MoESpec.parse("experts=4096,top_k=8,tokens=10000000,hidden=8,skew=balanced,dedup=expert"), 8)
     assert t.bytes_total == 10000000 * 8 * 8
 
 
 def test_contiguous_needs_multiple_of_ep():
-    s = MoESpec.parse("experts=12,top_k=2,tokens=64,hidden=8,placement=contiguous")
+    s = MoESpec.parse("experts=12,top_k=2,tokens=64,hidden=8,placement=contiguous,dedup=expert")
     with pytest.raises(BadInput, match="multiple of ep"):
         moe_traffic(s, 8)
     # round-robin takes any count
@@ -127,7 +127,7 @@ def test_contiguous_needs_multiple_of_ep():
 @pytest.mark.parametrize("skew", ["uniform", "balanced", "zipf:1.0", "zipf:2.5"])
 @pytest.mark.parametrize("ep", [8, 128])
 def test_bytes_total_counts_every_copy(skew, ep):
-    t = moe_traffic(MoESpec.parse(f"{BASE},dtype=fp8,skew={skew}"), ep)
+    t = moe_traffic(MoESpec.parse(f"{BASE},dtype=fp8,skew={skew},dedup=expert"), ep)
     assert t.bytes_total == 1024 * 8 * 7168
     assert t.matrix.sum() == pytest.approx(t.bytes_total, rel=1e-12)
     assert t.bytes_local + t.bytes_network == pytest.approx(t.bytes_total, rel=1e-12)
@@ -137,13 +137,13 @@ def test_bytes_total_counts_every_copy(skew, ep):
 
 
 def test_dtype_shared_and_combine():
-    d = moe_traffic(MoESpec.parse(BASE + ",dtype=bf16,shared=1,seed=3"), 16)
+    d = moe_traffic(MoESpec.parse(BASE + ",dtype=bf16,shared=1,seed=3,dedup=expert"), 16)
     assert d.bytes_total == 1024 * (8 + 1) * 7168 * 2
-    c = moe_traffic(MoESpec.parse(BASE + ",dtype=bf16,shared=1,seed=3,phase=combine"), 16)
+    c = moe_traffic(MoESpec.parse(BASE + ",dtype=bf16,shared=1,seed=3,phase=combine,dedup=expert"), 16)
     assert np.array_equal(c.matrix, d.matrix.T)
     assert c.imbalance == d.imbalance
     # the shared expert is on every rank: its copies stay local
-    no_shared = moe_traffic(MoESpec.parse(BASE + ",dtype=bf16,seed=3"), 16)
+    no_shared = moe_traffic(MoESpec.parse(BASE + ",dtype=bf16,seed=3,dedup=expert"), 16)
     assert d.bytes_local - no_shared.bytes_local == pytest.approx(1024 * 7168 * 2)
     assert d.bytes_network == no_shared.bytes_network
 
@@ -175,7 +175,7 @@ def test_weights_file(tmp_path):
     w[:4] = 1.0
     p = tmp_path / "w.csv"
     p.write_text("\n".join(f"{x:g}" for x in w))
-    t = moe_traffic(MoESpec.parse(f"experts=16,top_k=2,tokens=64,hidden=4,skew={p}"), 8)
+    t = moe_traffic(MoESpec.parse(f"experts=16,top_k=2,tokens=64,hidden=4,skew={p},dedup=expert"), 8)
     # only experts 0-3 (ranks 0-3) receive anything
     assert t.matrix[:, 4:].sum() == 0 and t.bytes_total == 64 * 2 * 4
     p.write_text("1\n2\n")

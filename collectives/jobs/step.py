@@ -19,8 +19,9 @@ Model (the README's "Token cost" section repeats it):
   (``dispatch``, fp8 by default, 1 B per element), and the experts' outputs come back
   (``combine``, bf16): all-to-all-v's built by :func:`fabricsim.collectives.traffic.moe_traffic`
   (experts placed round-robin; routing ``balanced`` by default, the expectation of a
-  uniform router).  ``bytes_total`` counts every token-expert copy, local ones
-  included.  With ``tp > 1`` the routed output, split over the TP ranks, is gathered
+  uniform router; one copy per (token, destination rank), fanned out to the rank's
+  experts there, as DeepEP's kernels send it: ``dedup=rank``).  ``bytes_total`` counts
+  every copy, local ones included.  With ``tp > 1`` the routed output, split over the TP ranks, is gathered
   back (``moe-allgather``) and a shared expert, TP-sharded like a dense MLP, reduces
   its output (``shared-allreduce``) *concurrently* with dispatch and combine
   (Megatron-Core's shared-expert overlap): the one place where two collectives of a
@@ -34,7 +35,8 @@ Model (the README's "Token cost" section repeats it):
 * **Compute** is not modelled unless ``compute_us`` is given: that many microseconds
   per layer, added in series with the layer's communication (no overlap assumed).
 * Not modelled: pipeline parallelism, embedding / LM-head collectives, DeepSeek's
-  node-limited routing and per-node deduplication of a token's copies, KV-cache traffic.
+  node-limited routing and per-node deduplication of a token's copies (beyond one per
+  rank), KV-cache traffic.
 """
 from __future__ import annotations
 

@@ -6,6 +6,6 @@ Public names: ``load_matrix``, ``check_matrix``, ``summarize``, ``distinct_flow_
 A matrix feeds ``price(G, "all-to-all", groups=..., traffic=M)``.
 """
 from .matrix import check_matrix, distinct_flow_sizes, load_matrix, summarize
-from .moe import DTYPE_BYTES, MoESpec, MoETraffic, expert_weights, moe_traffic
+from .moe import DEDUPS, DTYPE_BYTES, MoESpec, MoETraffic, expert_weights, moe_traffic, rank_reach_probability
 
-__all__ = ["load_matrix", "check_matrix", "summarize", "distinct_flow_sizes", "MoESpec", "MoETraffic", "moe_traffic", "DTYPE_BYTES", "expert_weights"]
+__all__ = ["load_matrix", "check_matrix", "summarize", "distinct_flow_sizes", "MoESpec", "MoETraffic", "moe_traffic", "DTYPE_BYTES", "DEDUPS", "expert_weights", "rank_reach_probability"]

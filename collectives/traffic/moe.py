@@ -17,13 +17,28 @@ Model (the README repeats it):
   Exp(1) / weight per token (Efraimidis-Spirakis) from ``np.random.default_rng(seed)``.
 * ``shared`` experts are replicated on every rank (as DeepSeek-V3/R1 deployments
   replicate their shared expert), so each token's shared copies stay on its own rank.
-* One token-expert copy is ``hidden x dtype`` bytes (fp8 1 B, bf16/fp16 2 B, fp32 4 B).
+* One copy is ``hidden x dtype`` bytes (fp8 1 B, bf16/fp16 2 B, fp32 4 B).
   ``phase=dispatch`` sends tokens to experts (row = source rank); ``combine`` returns
   them (the transpose).
+* ``dedup`` says what a copy is.  ``rank`` (the default): one copy per (token,
+  destination rank), fanned out to that rank's experts locally, as DeepEP's normal
+  kernels do (deepseek-ai/DeepEP: ``get_dispatch_layout`` gives ``is_token_in_rank``
+  [tokens, ranks], each rank receives a token once with the ``recv_topk_idx`` of its
+  own experts, and combine returns one copy per (token, rank), reduced on the sender).  ``expert``: one copy per (token, expert), a plain
+  all-to-all-v of the router's choices.  Under ``balanced`` routing the rank copies are
+  the exact expectation: a token's top_k distinct experts are a uniform top_k-subset
+  of the E experts, so it reaches rank j (holding n_j experts) with probability
+  ``1 - C(E - n_j, top_k) / C(E, top_k)`` (hypergeometric; for E = 256, top_k = 8, 8
+  ranks of 32: 0.6618 per rank, 5.295 ranks per token, 8 / 5.295 = 1.511x fewer bytes
+  than one copy per expert).  The sampled skews (``uniform``, ``zipf:A``, ``FILE``)
+  keep their method: the same draws as ``dedup=expert``, each token then counted once
+  per distinct rank among its picks.  A token with ``shared`` experts always has a
+  copy on its own rank (its shared experts are there), one copy however many shared
+  and local routed experts it has.
 * ``bytes_total`` counts every copy, local ones included; ``bytes_local`` the copies
-  whose expert is on the token's own rank (the diagonal, shared copies included);
+  whose destination is the token's own rank (the diagonal, shared copies included);
   ``bytes_network`` the rest.  ``imbalance`` is max / mean over ranks of the bytes
-  the ranks' experts receive in dispatch (the experts' load; in combine they send it
+  the ranks receive in dispatch (their experts' load; in combine they send it
   back, so the figure is the same for both phases).
 """
 from __future__ import annotations
@@ -36,12 +51,15 @@ import numpy as np
 
 from ...topo.errors import BadInput
 
-__all__ = ["MoESpec", "MoETraffic", "moe_traffic", "DTYPE_BYTES", "expert_weights"]
+__all__ = ["MoESpec", "MoETraffic", "moe_traffic", "DTYPE_BYTES", "DEDUPS", "expert_weights",
+           "rank_reach_probability"]
 
 # bytes per element of a token's hidden vector
 DTYPE_BYTES = {"fp8": 1, "bf16": 2, "fp16": 2, "fp32": 4}
 PHASES = ("dispatch", "combine")
 PLACEMENTS = ("round-robin", "contiguous")
+# one copy per (token, rank) [DeepEP/pplx-kernels dispatch] or per (token, expert) [plain all-to-all-v]
+DEDUPS = ("rank", "expert")
 _REQUIRED = ("experts", "top_k", "tokens", "hidden")
 _INTS = ("experts", "top_k", "tokens", "hidden", "shared", "seed")
 # Ranges refused in one line rather than overflowing or running for hours (no MoE comes close:
@@ -67,6 +85,7 @@ class MoESpec:
     seed: int = 0
     phase: str = "dispatch"
     placement: str = "round-robin"
+    dedup: str = "rank"
 
     def __post_init__(self):
         for name in _INTS:
@@ -92,6 +111,9 @@ class MoESpec:
             raise BadInput(f"moe phase={self.phase!r}; choose one of: {', '.join(PHASES)}")
         if self.placement not in PLACEMENTS:
             raise BadInput(f"moe placement={self.placement!r}; choose one of: {', '.join(PLACEMENTS)}")
+        if self.dedup not in DEDUPS:
+            raise BadInput(f"moe dedup={self.dedup!r}; choose one of: {', '.join(DEDUPS)} (one copy per "
+                           f"token and destination rank, or per token and expert)")
         _parse_skew(self.skew)
 
     @classmethod
@@ -130,7 +152,7 @@ class MoESpec:
 
     @property
     def copy_bytes(self) -> int:
-        """Bytes of one token-expert copy."""
+        """Bytes of one copy of a token (per expert or per rank, as ``dedup`` says)."""
         return self.hidden * DTYPE_BYTES[self.dtype]
 
 
@@ -240,14 +262,41 @@ def _placement(spec: MoESpec, ep: int) -> np.ndarray:
     return e // (spec.experts // ep)
 
 
+def rank_reach_probability(spec: MoESpec, ep: int) -> np.ndarray:
+    """P(a token's top_k experts include at least one on rank j) under uniform routing, per rank j.
+
+    A uniform router's top_k distinct experts are a uniform top_k-subset of the E experts,
+    so rank j, holding n_j of them, is missed with the hypergeometric probability
+    ``C(E - n_j, top_k) / C(E, top_k) = prod_{i<top_k} (E - n_j - i) / (E - i)``.
+
+    Examples
+    --------
+    >>> p = rank_reach_probability(MoESpec.parse("experts=256,top_k=8,tokens=8,hidden=1"), 8)
+    >>> round(float(p.sum()), 4)       # distinct ranks per token, E=256, top-8, 8 ranks of 32
+    5.2947
+    """
+    E, K = spec.experts, spec.top_k
+    n = np.bincount(_placement(spec, ep), minlength=ep)
+    i = np.arange(K, dtype=np.float64)
+    miss = {}
+    for m in np.unique(n):
+        # the product falls to exactly 0 once E - n_j < top_k (a factor is 0 or the
+        # top_k-subset cannot avoid the rank); factors are in [0, 1], no overflow
+        miss[m] = float(np.prod(np.clip((E - m - i) / (E - i), 0.0, None))) if E - m >= K else 0.0
+    return 1.0 - np.array([miss[m] for m in n])
+
+
 def moe_traffic(spec: MoESpec, ep: int) -> MoETraffic:
     """The ``(ep, ep)`` byte matrix of one MoE dispatch (or combine) and its totals.
 
     Examples
     --------
-    >>> t = moe_traffic(MoESpec.parse("experts=256,top_k=8,tokens=1024,hidden=7168,dtype=fp8"), 128)
-    >>> t.bytes_total == 1024 * 8 * 7168
+    >>> s = "experts=256,top_k=8,tokens=1024,hidden=7168,dtype=fp8,skew=balanced"
+    >>> moe_traffic(MoESpec.parse(s + ",dedup=expert"), 128).bytes_total == 1024 * 8 * 7168
     True
+    >>> t = moe_traffic(MoESpec.parse(s), 8)        # dedup=rank: one copy per (token, rank)
+    >>> round(1024 * 8 * 7168 / t.bytes_total, 4)
+    1.511
     """
     if isinstance(ep, bool) or not isinstance(ep, (int, np.integer)) or ep < 1:
         raise BadInput(f"ep={ep!r} must be a positive number of ranks")
@@ -259,30 +308,49 @@ def moe_traffic(spec: MoESpec, ep: int) -> MoETraffic:
     if kind != "balanced" and spec.tokens * spec.experts > _MAX_DRAWS:
         raise BadInput(f"moe tokens={spec.tokens:,} x experts={spec.experts:,} routing draws exceed {_MAX_DRAWS:,} "
                        f"(hours of sampling); use skew=balanced (the expectation) or fewer tokens")
-    if kind == "balanced":
-        counts = np.outer(per_rank.astype(np.float64), np.full(spec.experts, spec.top_k / spec.experts))
+    eye = np.arange(ep)
+    if spec.dedup == "expert":
+        if kind == "balanced":
+            counts = np.outer(per_rank.astype(np.float64), np.full(spec.experts, spec.top_k / spec.experts))
+        else:
+            counts = _sample_counts(spec, per_rank, expert_weights(spec), home, ep)
+        # copies from each source rank to each destination rank (the experts' homes)
+        C = np.zeros((ep, ep))
+        np.add.at(C.T, home, counts.T)
+        C[eye, eye] += per_rank * spec.shared    # shared experts are on every rank
     else:
-        counts = _sample_counts(spec, per_rank, expert_weights(spec))
-    # copies from each source rank to each destination rank (the experts' homes)
-    C = np.zeros((ep, ep))
-    np.add.at(C.T, home, counts.T)
-    C[np.arange(ep), np.arange(ep)] += per_rank * spec.shared    # shared experts are on every rank
+        if kind == "balanced":
+            C = np.outer(per_rank.astype(np.float64), rank_reach_probability(spec, ep))
+        else:
+            C = _sample_counts(spec, per_rank, expert_weights(spec), home, ep, by_rank=True)
+        if spec.shared:
+            C[eye, eye] = per_rank           # every token has a copy at home, for its shared experts
     M = C * spec.copy_bytes
-    load = M.sum(axis=0)                   # bytes each rank's experts receive in dispatch
-    imbalance = float(load.max() / load.mean())
+    load = M.sum(axis=0)                   # bytes each rank receives in dispatch (its experts' input)
+    # equal loads are balanced exactly (a mean of equal floats can miss the value by an ulp)
+    imbalance = 1.0 if load.max() == load.min() else float(load.max() / load.mean())
     if spec.phase == "combine":
         M = M.T.copy()
     M.flags.writeable = False
     local = float(np.trace(M))
-    total = float(spec.tokens * (spec.top_k + spec.shared) * spec.copy_bytes)
+    # one copy per (token, expert) is a count known in closed form; per (token, rank) it is the matrix's sum
+    total = float(spec.tokens * (spec.top_k + spec.shared) * spec.copy_bytes) if spec.dedup == "expert" \
+        else float(M.sum())
     return MoETraffic(M, total, float(M.sum()) - local, local, imbalance, spec)
 
 
-def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None) -> np.ndarray:
-    """(ep, experts) token-expert copies: each token picks top_k distinct experts."""
+def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None, home: np.ndarray, ep: int,
+                   by_rank: bool = False) -> np.ndarray:
+    """Copies from sampled routing: each token picks top_k distinct experts.
+
+    ``(ep, experts)`` token-expert copies, or with ``by_rank`` ``(ep, ep)`` token-rank
+    copies (a token counted once per distinct rank among its picks).  Both count the
+    same draws, so ``dedup=rank`` and ``dedup=expert`` describe the same routing.
+    """
     rng = np.random.default_rng(spec.seed)
     E, K = spec.experts, spec.top_k
-    counts = np.zeros(len(per_rank) * E)
+    width = ep if by_rank else E
+    counts = np.zeros(len(per_rank) * width)
     src = np.repeat(np.arange(len(per_rank)), per_rank)
     chunk = max(1, _CHUNK_ELEMENTS // E)
     inv_w = None if w is None else np.where(w > 0, 1.0 / np.where(w > 0, w, 1.0), np.inf).astype(np.float32)
@@ -295,5 +363,13 @@ def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None) ->
         if inv_w is not None:
             keys *= inv_w
         pick = np.argpartition(keys, K - 1, axis=1)[:, :K] if K < E else np.broadcast_to(np.arange(E), (len(s), E))
-        counts += np.bincount((s[:, None] * E + pick).ravel(), minlength=counts.size)
-    return counts.reshape(len(per_rank), E)
+        if by_rank:
+            # each token once per distinct destination rank among its picks
+            r = np.sort(home[pick], axis=1)
+            first = np.ones(r.shape, dtype=bool)
+            first[:, 1:] = r[:, 1:] != r[:, :-1]
+            cells = (s[:, None] * ep + r)[first]
+        else:
+            cells = (s[:, None] * E + pick).ravel()
+        counts += np.bincount(cells, minlength=counts.size)
+    return counts.reshape(len(per_rank), width)
