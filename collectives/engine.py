@@ -61,7 +61,7 @@ from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput, TooLarge
 from .algorithms import ALGORITHMS, Phase, algorithms_for, phases, view_of
 
-__all__ = ["CostReport", "PhaseReport", "PriceOptions", "PROTOCOL_CHOICES", "run", "busbw_factor",
+__all__ = ["CostReport", "PhaseReport", "PriceOptions", "PROTOCOL_CHOICES", "run", "busbw_factor", "solve_capacity_Bps",
            "DEFAULT_STEP_OVERHEAD_NS", "DEFAULT_MESSAGE_OVERHEAD_NS", "AUTO_PAIRWISE_MAX"]
 
 # Per-step overhead of the ideal model when a fabric sets none: ~1 us covers a kernel's
@@ -93,6 +93,11 @@ class PhaseReport:
     events: int
     time_s: float                # repeat x (bandwidth + latency); pipelined: see the engine
     saturated_links: int
+    # what the phase's time is made of, for code that re-solves it beside other traffic (mix):
+    # each step is latency_per_step_s then its flows, whose bytes x rate_scale move through
+    # the solve's link capacities (engine.solve_capacity_Bps) in step_bandwidth_s when alone
+    latency_per_step_s: float = 0.0
+    rate_scale: float = 1.0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -129,6 +134,7 @@ class CostReport:
     protocol: str = "ideal"              # the protocol priced: ll | ll128 | simple | ideal (protocol effects off)
     # which fast path priced the phases: {"path", "quotient_size", "flows", "refused": [{"method", "reason"}], "phases"}
     method: dict = field(default_factory=dict, compare=False)
+    base_latency_s: float = 0.0          # per call, before the first step (launch + base latency)
 
     def as_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in (
@@ -320,7 +326,7 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
         partial=partial, mode="link-load bound" if opts.bound_only else "flow-level", notes=notes,
         group_time_s=timed.group_time_s, group_ids=tuple(ok_idx), alternatives=alts,
         link_bytes=solved.link_bytes, link_utilization=solved.link_utilization, protocol=best[1],
-        method=solved.method)
+        method=solved.method, base_latency_s=timed.base_s)
 
 
 # ----------------------------------------------------------------------------- the step model
@@ -355,6 +361,7 @@ class _Timed:
     phases: tuple
     group_time_s: tuple
     notes: tuple = ()
+    base_s: float = 0.0
 
 
 class _Model:
@@ -419,12 +426,13 @@ class _Model:
             bw_total += ph.repeat * step_bw
             lat_total += ph.repeat * step_lat
             bound_total += ph.repeat * step_bound
-            reports.append(_phase_report(ph, st, step_bw, step_lat, step_bound, ph.repeat * (step_bw + step_lat)))
+            reports.append(_phase_report(ph, st, step_bw, step_lat, step_bound, ph.repeat * (step_bw + step_lat),
+                                         step_lat, scale))
         if base_s:
             group_t += base_s
             lat_total += base_s
         return _Timed(bw_total + lat_total, bw_total, lat_total, bound_total + lat_total, tuple(reports),
-                      tuple(group_t.tolist()))
+                      tuple(group_t.tolist()), base_s=base_s)
 
     def _step_latency_s(self, algorithm: str, protocol: str, crossed, share) -> float:
         """A step's latency: the primary family's, and another family's on the share of steps that cross it.
@@ -497,15 +505,18 @@ class _Model:
             if fam.time_model == "additive" or r == 1:
                 ph_t = r * (step_bw + step_lat)
                 g_t = r * (g_fin + step_lat)
+                per_step = step_lat
             else:
                 k = max(1, math.ceil(ph.flow_bytes / chunk))
                 ph_t = max((r + k - 1) * step_lat, r * step_bw)
                 g_t = np.maximum((r + k - 1) * step_lat, r * g_fin)
+                # the pipeline's latency left exposed per step, beyond the transfer
+                per_step = max(ph_t / r - step_bw, 0.0)
             group_t += g_t
             total += ph_t
             bw_total += r * step_bw
             bound_total += r * step_bound
-            reports.append(_phase_report(ph, st, step_bw, step_lat, step_bound, ph_t))
+            reports.append(_phase_report(ph, st, step_bw, step_lat, step_bound, ph_t, per_step, scale))
         if any(ph.in_network for ph in s.plist) and in_net != 1.0:
             notes.append(f"in-network reduction delivers {in_net:.3g} x the {fam.name} transport rate for "
                          f"{self.group_size} ranks (family file; an efficiency you give or calibrate replaces both)")
@@ -516,12 +527,36 @@ class _Model:
             notes.append(f"adds {fam.launch_us:g} us per call for the launch ({fam.name} family file)")
         lat = total - bw_total
         return _Timed(total, bw_total, lat, bound_total + lat, tuple(reports), tuple(group_t.tolist()),
-                      tuple(notes))
+                      tuple(notes), base_s + launch_s)
 
 
-def _phase_report(ph: Phase, st, step_bw: float, step_lat: float, step_bound: float, time_s: float) -> PhaseReport:
+def _capacity(table, solve_eff: float, link_efficiency: dict | None) -> np.ndarray:
+    raw = np.asarray(table.capacity_Bps, dtype=np.float64)
+    if link_efficiency:
+        # tiers of different families: each link runs at its own family's delivered rate
+        tier_of = np.asarray(table.tier).astype(str).tolist()
+        return raw * np.array([link_efficiency.get(t, 1.0) for t in tier_of])
+    return raw * solve_eff
+
+
+def solve_capacity_Bps(G: nx.Graph, opts: PriceOptions, table=None) -> np.ndarray:
+    """Per directed link of ``link_table(G)``: the capacity a price with ``opts`` solves at.
+
+    Raw line rate x the given efficiency (1 when none), or, on a fabric whose tiers have
+    families of different delivered fractions, each tier's fraction (protocol models only).
+    A phase report's ``rate_scale`` is relative to these.
+    """
+    from ..topo import routing
+    table = table if table is not None else routing.link_table(G)
+    model = _Model(G, "all-reduce", opts)
+    return _capacity(table, opts.efficiency if opts.efficiency is not None else 1.0, model.link_efficiency())
+
+
+def _phase_report(ph: Phase, st, step_bw: float, step_lat: float, step_bound: float, time_s: float,
+                  per_step: float, scale: float) -> PhaseReport:
     return PhaseReport(ph.name, ph.repeat, ph.n_flows - st.unreachable, float(ph.flow_bytes), float(step_bw),
-                       float(step_lat), float(step_bound), int(st.events), float(time_s), st.saturated)
+                       float(step_lat), float(step_bound), int(st.events), float(time_s), st.saturated,
+                       float(per_step), float(scale))
 
 
 def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: PriceOptions, reference,
@@ -592,7 +627,7 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
     nodes = table.nodes
     bottlenecks = [{"link": f"{nodes[table.src[i]]} -> {nodes[table.dst[i]]}", "tier": str(table.tier[i]),
                     "utilization": float(util[i]), "bytes": float(link_bytes[i]),
-                    "capacity_GBps": float(cap[i] / 1e9)} for i in top if util[i] > 0]
+                    "capacity_GBps": float(raw[i] / 1e9)} for i in top if util[i] > 0]
     return _Solved(tuple(plist), tuple(steps), tuple(messages), solve_eff, len(groups), tuple(bottlenecks),
                    {"count": n_unreachable, "examples": _examples(unreachable_pairs, by_rank)},
                    tuple(notes), _frozen(link_bytes), _frozen(util), _method(plist, steps, opts),

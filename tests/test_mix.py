@@ -224,7 +224,9 @@ def test_efficiency_applies_alone_and_together(rack, eff):
                                                                           algorithm="direct")], efficiency=eff)
     assert r.makespan_s == pytest.approx(two.time_s, rel=1e-9)
     assert r.jobs[0].solo_s == pytest.approx(solo.time_s, rel=1e-12)
-    assert r.bottlenecks[0]["capacity_GBps"] == pytest.approx(100 * eff)
+    # GB/s is the link's raw line rate in mix as in price (one meaning per column)
+    p = price(rack, "all-to-all", groups=g, size_bytes=S, algorithm="direct", efficiency=eff)
+    assert r.bottlenecks[0]["capacity_GBps"] == p.bottlenecks[0]["capacity_GBps"] == pytest.approx(100)
 
 
 def test_in_network_all_reduces_share_the_switch_links():

@@ -151,7 +151,7 @@ class _Plan:
     step_lat_s: list[float]
     key: tuple                       # identical jobs share a key
     bytes_total: float
-    efficiency: float = 1.0          # fraction of line rate the job's price used
+    rate_scale: list = field(default_factory=list)   # per phase: bytes x this move through the solve capacity
     memory_limit_bytes: int | None = None
     base_s: float = 0.0              # per-call latency before the first step (protocol model)
     flows: dict = field(default_factory=dict)       # phase index -> (P, Q, sizes)
@@ -171,7 +171,7 @@ def _job_key(job: Job, algorithm: str) -> tuple:
     return (job.collective, algorithm, tuple(map(tuple, job.groups)), job.size_bytes, tkey)
 
 
-def _plan(G, job: Job, view, price_kwargs, cache: dict, cap_raw: np.ndarray) -> _Plan:
+def _plan(G, job: Job, view, price_kwargs, cache: dict) -> _Plan:
     from ..algorithms import phases as phases_of
     from ..placement import check_groups
     from ..price import price
@@ -212,51 +212,10 @@ def _plan(G, job: Job, view, price_kwargs, cache: dict, cap_raw: np.ndarray) -> 
         # the shared solve walks these phases with the report's step times: they must agree
         raise RuntimeError(f"job {job.name!r}: price reported phases {[p.name for p in rep.phases]} but "
                            f"{rep.algorithm} builds {[p.name for p in plist]}")
-    lats, base = _step_latencies(rep)
-    return _Plan(job, rep, plist, [p.step_bandwidth_s for p in rep.phases], lats,
-                 _job_key(job, rep.algorithm), total,
-                 _efficiency_of(rep, cap_raw, float(price_kwargs.get("efficiency") or 1.0)),
-                 price_kwargs.get("memory_limit_bytes"), base_s=base)
-
-
-def _step_latencies(rep) -> tuple[list[float], float]:
-    """Per-phase step latency for the shared solve, and the job's base latency (once, first).
-
-    The shared solve runs each step as its latency, then its flows.  Where the price
-    pipelines a phase's steps (the protocol model: a phase of r steps takes
-    max((r + k - 1) x latency, r x bandwidth), not their sum), the step latency is what
-    is left of the phase's time per step after its bandwidth, so a job alone takes
-    exactly its price; beside other jobs that latency stays as priced alone and the
-    transfers slow down.  The base latency (per call) is ``time_s`` less the phases'.
-    """
-    lats = []
-    for p in rep.phases:
-        r, bw, lat = p.repeat, p.step_bandwidth_s, p.step_latency_s
-        if p.time_s == r * (bw + lat):
-            lats.append(lat)                          # steps in series (the ideal model)
-        else:
-            lats.append(max(p.time_s / r - bw, 0.0))  # pipelined: the latency left per step
-    base = rep.time_s - sum(p.time_s for p in rep.phases)
-    return lats, (base if base > 1e-12 * rep.time_s else 0.0)
-
-
-def _efficiency_of(rep, cap_raw: np.ndarray, fallback: float) -> float:
-    """The efficiency the job's price applied, read back from its report.
-
-    Its link utilization is bytes / (capacity x efficiency x bandwidth time), so the
-    ratio gives the efficiency whichever calibration chose it (per collective or
-    algorithm); the shared solve then carries the job's bytes / efficiency at line rate,
-    which max-min scaling makes exactly the job's own price when it runs alone.
-    """
-    lb, u, bw = rep.link_bytes, rep.link_utilization, rep.bandwidth_time_s
-    if lb is None or u is None or not (bw > 0):
-        return fallback
-    lb, u = np.asarray(lb, dtype=np.float64), np.asarray(u, dtype=np.float64)
-    ok = (lb > 0) & (u > 0) & np.isfinite(cap_raw) & (cap_raw > 0)
-    if not ok.any():
-        return fallback
-    eff = float(np.median(lb[ok] / (u[ok] * bw * cap_raw[ok])))
-    return eff if 0 < eff <= 1 + 1e-9 else fallback
+    return _Plan(job, rep, plist, [p.step_bandwidth_s for p in rep.phases],
+                 [p.latency_per_step_s for p in rep.phases], _job_key(job, rep.algorithm), total,
+                 [p.rate_scale for p in rep.phases], price_kwargs.get("memory_limit_bytes"),
+                 base_s=rep.base_latency_s)
 
 
 def _route_phase(G, plan: _Plan, i: int, table, cap: np.ndarray, split: str, tiers: str):
@@ -285,8 +244,8 @@ def _route_phase(G, plan: _Plan, i: int, table, cap: np.ndarray, split: str, tie
         P = sp.csr_array(routes.flow_piece)[np.flatnonzero(ok)]
         Q = sp.csr_array(routes.piece_link)
         sizes = np.asarray(ph.size_bytes, dtype=np.float64)[has[ok]]
-    # line-rate bytes: a job priced at efficiency e moves bytes / e through full-rate links
-    plan.flows[i] = (P, Q, sizes / plan.efficiency)
+    # the price's own scale: bytes x rate_scale through the solve capacities take the step's time alone
+    plan.flows[i] = (P, Q, sizes * plan.rate_scale[i])
     return plan.flows[i]
 
 
@@ -368,10 +327,15 @@ def mix(G: nx.Graph, jobs: Sequence[Job], *, progress: Callable[[str], None] | N
     plans = [None] * len(jobs)
     routed: dict[tuple, dict] = {}
     table = routing.link_table(G)
-    cap = np.asarray(table.capacity_Bps, dtype=np.float64)     # line rate; efficiency is per job
+    from ..engine import PriceOptions, solve_capacity_Bps
+    given = {k: v for k, v in price_kwargs.items() if k != "options"}
+    opts = (price_kwargs.get("options") or PriceOptions()).replace(**given)
+    # the capacities every job's price solved at; each phase's rate_scale is relative to them
+    cap = solve_capacity_Bps(G, opts, table)
+    raw = np.asarray(table.capacity_Bps, dtype=np.float64)
     t_prog = time.perf_counter()
     for k, i in enumerate(order, 1):
-        plans[i] = _plan(G, jobs[i], view, price_kwargs, cache, cap)
+        plans[i] = _plan(G, jobs[i], view, price_kwargs, cache)
         # identical jobs (the same layer's collective repeated) route their phases once
         plans[i].flows = routed.setdefault(plans[i].key, {})
         if progress and time.perf_counter() - t_prog > PROGRESS_EVERY_S:
@@ -536,15 +500,11 @@ def _rest_alone(run: _Run, now: float, G, table, cap, split, tiers) -> float:
 
 
 def _result(G, jobs, plans, start, finish, table, cap, events) -> MixResult:
+    """Utilization is of the capacities the prices solved at, as price reports it; GB/s is raw line rate."""
     makespan = max(finish)
+    raw = np.asarray(table.capacity_Bps, dtype=np.float64)
     link_bytes = np.zeros(len(cap))
     notes = []
-    effs = sorted({round(p.efficiency, 12) for p in plans})
-    if len(effs) == 1:
-        cap = cap * effs[0]           # utilization of what the links deliver, as price reports it
-    else:
-        notes.append("jobs run at different efficiencies (" + ", ".join(f"{e:g}" for e in effs) + "): each job's "
-                     "bytes / efficiency share the links at line rate; utilization is of line rate")
     for p in plans:
         if p.report.link_bytes is not None:
             link_bytes += np.asarray(p.report.link_bytes)
@@ -555,7 +515,7 @@ def _result(G, jobs, plans, start, finish, table, cap, events) -> MixResult:
     nodes = table.nodes
     bottlenecks = tuple({"link": f"{nodes[table.src[i]]} -> {nodes[table.dst[i]]}", "tier": str(table.tier[i]),
                          "utilization": float(util[i]), "bytes": float(link_bytes[i]),
-                         "capacity_GBps": float(cap[i] / 1e9)} for i in top if util[i] > 0)
+                         "capacity_GBps": float(raw[i] / 1e9)} for i in top if util[i] > 0)
     res = tuple(JobResult(p.job.name, p.job.collective, p.report.algorithm, float(start[i]), float(finish[i]),
                           float(p.bytes_total), float(p.report.time_s), p.report.groups, p.report.group_size)
                 for i, p in enumerate(plans))
