@@ -190,7 +190,7 @@ def scale_out(G: nx.Graph, rails: list[list], *, nic_gbps: float, leaf_model: st
         if spine:
             u = per / oversubscription
             if abs(u - round(u)) > 1e-9 or round(u) < 1:
-                valid = [per / q for q in range(1, per + 1) if per % q == 0]
+                valid = sorted(per / q for q in range(1, per + 1) if per % q == 0)
                 raise BadInput(f"spine_oversubscription={oversubscription:g} gives {u:g} up ports per leaf of "
                                f"{per} nodes; it must be whole: valid ratios {', '.join(f'{v:g}' for v in valid)}")
             up = round(u)
