@@ -33,9 +33,12 @@ import networkx as nx
 
 from ..topo.builders import full_mesh
 from ..topo.devices import Device, register_device
+from ..topo.errors import BadInput
+from .devices import gpu_with_nic
+from .hgx import NodeType, check_nics, families_json, nic_rate, scale_out
 from .registry import register
 
-__all__ = ["instinct", "GENERATIONS"]
+__all__ = ["instinct", "instinct_node", "xgmi_node", "GENERATIONS", "NODE_GENERATIONS", "AMD_NODE_TYPES"]
 
 GPUS = 8                  # 8 GPUs per node (F)
 LINKS_PER_GPU = GPUS - 1  # 7 xGMI links to the 7 peers (F)
@@ -47,6 +50,12 @@ GENERATIONS = {
     "mi300x": ("mi300x", 128.0, "F: AMD MI300X data sheet"),
     "mi355x": ("mi355x", 153.6, "F2: AMD MI355X product page via humeconsulting.co"),
 }
+# MI325X: the MI300X's CDNA 3 silicon with HBM3E; the MI325X platform is a drop-in replacement for the
+# MI300X platform with the same seven x16 Infinity Fabric links (F2: AMD MI325X product page via
+# wiaix.com, "Seven Infinity Fabric links", "drop-in replacement for the Instinct MI300X Platform"), so
+# its link keeps MI300X's 128 GB/s bidirectional (I: AMD's MI325X figure not re-read here).
+NODE_GENERATIONS = {**GENERATIONS,
+                    "mi325x": ("mi325x", 128.0, "F2: AMD MI325X platform = MI300X platform's xGMI (wiaix.com)")}
 
 
 def _lane_gbps(bidir_GBps: float) -> float:
@@ -54,7 +63,7 @@ def _lane_gbps(bidir_GBps: float) -> float:
     return bidir_GBps / 2 * 8 / LANES_PER_LINK
 
 
-for _gen, (_dev, _bidir, _tag) in GENERATIONS.items():
+for _gen, (_dev, _bidir, _tag) in NODE_GENERATIONS.items():
     register_device(Device(
         name=_dev, kind="chip", lanes=LINKS_PER_GPU * LANES_PER_LINK, lane_gbps=_lane_gbps(_bidir),
         port_modes=((LINKS_PER_GPU, LANES_PER_LINK * _lane_gbps(_bidir)),),
@@ -92,12 +101,74 @@ def instinct(*, generation: Literal["mi300x", "mi355x"] = "mi355x") -> nx.Graph:
     """
     if generation not in GENERATIONS:
         raise ValueError(f"generation={generation!r}; choose one of: {', '.join(GENERATIONS)}")
-    dev, bidir, _ = GENERATIONS[generation]
+    G = xgmi_node(generation)
+    G.graph.update(generation=generation, family="infinity-fabric",  # collectives/cost/families/infinity-fabric.toml
+                   inferred="link latency inferred (300 ns)")
+    return G
+
+
+def xgmi_node(generation: str) -> nx.Graph:
+    """One 8-GPU xGMI full mesh (no NICs): GPUs ``gpu0``..``gpu7``, ``rack=0``, ``tray=0``."""
+    dev, bidir, _ = NODE_GENERATIONS[generation]
     G = full_mesh(chips=GPUS, lanes_per_link=LANES_PER_LINK, lane_gbps=_lane_gbps(bidir), chip_model=dev,
                   medium="pcb", tier="xgmi", latency_ns=LINK_NS)
     G = nx.relabel_nodes(G, {f"xpu{i:02d}": f"gpu{i}" for i in range(GPUS)})
     for _, d in G.nodes(data=True):
         d.update(rack=0, tray=0)
-    G.graph.update(generation=generation, family="infinity-fabric",  # collectives/cost/families/infinity-fabric.toml
-                   inferred="link latency inferred (300 ns)")
+    return G
+
+
+# Scale-out of an Instinct node: one 400G NIC per GPU (AMD Pensando Pollara 400, F: amd.com product page;
+# ConnectX-7 400G in many MI300X deployments, same rate), RoCE over Ethernet leaves (Broadcom Tomahawk 5,
+# 51.2 Tb/s, I: the switch is the operator's choice).  Scale-up family infinity-fabric, network roce.
+AMD_NODE_TYPES = {g: NodeType(gpu=dev, switch=None, links=(), lanes_per_link=LANES_PER_LINK,
+                              lane_gbps=_lane_gbps(bidir), reduces=False, nic="pollara", leaf="BCM78900",
+                              network="roce", family="infinity-fabric", tier="xgmi")
+                  for g, (dev, bidir, _) in NODE_GENERATIONS.items()}
+
+
+@register("instinct-node", description="AMD Instinct 8-GPU node with scale-out: MI300X / MI325X / MI355X xGMI "
+                                       "full mesh (7 x16 links per GPU) plus one 400G NIC per GPU to 8 rail "
+                                       "leaves (RoCE; link latency inferred)",
+          source="AMD MI300X data sheet (F: 7 x 128 GB/s bidir); MI325X same xGMI F2; MI355X 153.6 GB/s F2; "
+                 "Pensando Pollara 400 (F: 400 Gb/s); one NIC per GPU F2; Tomahawk 5 leaves I; 300 ns link I")
+def instinct_node(*, generation: Literal["mi300x", "mi325x", "mi355x"] = "mi355x", nics: int = 8,
+                  nic_gbps: float = 400.0) -> nx.Graph:
+    """An AMD Instinct 8-GPU node with its scale-out NICs (``mi355x`` is the same node without them).
+
+    Parameters
+    ----------
+    generation : ``"mi300x"`` | ``"mi325x"`` | ``"mi355x"``
+        The GPU: 128 GB/s (MI300X, MI325X) or 153.6 GB/s (MI355X) bidirectional per xGMI link.
+    nics : int
+        0 (no scale-out NICs) or 8 (one per GPU, the default).
+    nic_gbps : float
+        Per-direction rate of each NIC port, Gb/s (Pollara 400: 400).
+
+    Returns
+    -------
+    networkx.Graph
+        The :func:`instinct` mesh (tier ``xgmi``) plus, with NICs, rail leaves ``rail0``..``rail7``
+        each joined to GPU ``r`` (tier ``rail``); ``families`` maps ``xgmi`` to infinity-fabric and
+        ``rail`` to roce.
+
+    Examples
+    --------
+    >>> G = instinct_node(generation="mi325x")
+    >>> G.degree("gpu0"), G.edges["gpu0", "rail0"]["capacity_gbps"]
+    (8, 400.0)
+    """
+    if generation not in NODE_GENERATIONS:
+        raise BadInput(f"generation={generation!r} is not valid: choose one of {', '.join(NODE_GENERATIONS)}")
+    check_nics(nics)
+    t = AMD_NODE_TYPES[generation]
+    rate = nic_rate(nic_gbps, t.nic_gbps)
+    G = xgmi_node(generation)
+    if nics:
+        model = gpu_with_nic(t.gpu, t.nic).name
+        for g in range(GPUS):
+            G.nodes[f"gpu{g}"]["model"] = model
+        scale_out(G, [[f"gpu{g}"] for g in range(GPUS)], nic_gbps=rate, leaf_model=t.leaf)
+    G.graph.update(generation=generation, family=t.family, families=families_json(G, "xgmi", t.family, t.network),
+                   inferred="link latency inferred (300 ns xGMI, 50 ns optics); leaf switch inferred")
     return G

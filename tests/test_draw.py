@@ -22,7 +22,9 @@ FABRIC_PARAMS = [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for
 EXPECTED_LAYOUT = {"jalapeno-rack": "layered", "jalapeno-pod": "layered", "nvl72": "layered", "helios": "layered",
                    "torus": "torus", "ironwood": "torus", "boardfly": "boardfly",
                    "maia200": "layered", "tpu8t-virgo": "layered", "tpu8t": "torus", "groq-lpx": "generic",
-                   "mi355x": "generic"}
+                   "mi355x": "generic", "hgx-a100": "layered", "hgx-h100": "layered", "hgx-b200": "layered",
+                   "hgx-b300": "layered", "instinct-node": "layered", "rail-cluster": "layered",
+                   "nvl72-cluster": "layered"}
 
 
 def _texts(fig) -> list[str]:

@@ -26,6 +26,13 @@ WANT = {
     "tpu8t": ("tpu-ici", {"dims": (4, 4, 8)}),
     "tpu8t-virgo": ("tomahawk-ethernet", {"superpods": 1}),
     "mi355x": ("infinity-fabric", {}),
+    "hgx-a100": ("nvlink3", {}),
+    "hgx-h100": ("nvlink4", {}),
+    "hgx-b200": ("nvlink5", {}),
+    "hgx-b300": ("nvlink5", {}),
+    "instinct-node": ("infinity-fabric", {}),
+    "rail-cluster": ("nvlink4", {}),
+    "nvl72-cluster": ("nvlink5", {}),
 }
 LINK_GBps = 76.8           # MI355X xGMI per link per direction (fabrics/instinct.py)
 

@@ -239,7 +239,8 @@ def _switch_row(sc: _Scene, G: nx.Graph, nodes: list, x0: float, x1: float, y: f
     pitch = min(span / n, 1.2)
     total = pitch * n + gap * (len(keys) - 1)
     x = x0 + (x1 - x0 - total) / 2
-    label_each = n <= 20
+    # name each switch only where its name fits between its neighbours (~0.055 in per 6-pt character, I)
+    label_each = n <= 20 and pitch >= 0.055 * max(len(_short(s)) for s in nodes) + 0.08
     for k in keys:
         members = sorted(clusters[k], key=str)
         cx0 = x
