@@ -379,6 +379,97 @@ def _torus_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> 
     raise BadInput("torus-rings prices all-reduce, reduce-scatter and all-gather; use direct for all-to-all")
 
 
+def _box(G: np.ndarray, view: FabricView, name: str) -> tuple[np.ndarray, tuple[int, int, int]]:
+    """Each group's members in box order (x, then y, then z position in the group), and the box's extents.
+
+    ``rows[g, (ix * ky + iy) * kz + iz]`` is the member of group g at the ix-th x, iy-th y and
+    iz-th z coordinate the group holds, so one member pattern fits every group alike.
+    """
+    if view.coords is None:
+        raise BadInput(f"{name} needs chips with x, y, z coordinates (a torus fabric)")
+    g, n = G.shape
+    C = view.coords[G]                                   # (g, n, 3)
+    pos = np.empty_like(C)
+    ext = np.empty((g, 3), dtype=np.int64)
+    for axis in range(3):
+        for k in range(g):
+            vals, pos[k, :, axis] = np.unique(C[k, :, axis], return_inverse=True)
+            ext[k, axis] = len(vals)
+    if (ext != ext[0]).any():
+        raise BadInput(f"{name} needs every group to be a box of the same shape")
+    kx, ky, kz = (int(e) for e in ext[0])
+    if kx * ky * kz != n:
+        raise BadInput(f"{name} needs each group to be a full box of chips; a group of {n} spans {kx}x{ky}x{kz}")
+    local = (pos[:, :, 0] * ky + pos[:, :, 1]) * kz + pos[:, :, 2]       # (g, n), a permutation per group
+    rows = np.empty_like(G)
+    np.put_along_axis(rows, local, G, axis=1)
+    return rows, (kx, ky, kz)
+
+
+def _torus_concurrent(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    """Every axis at once: one shard of the buffer per axis, each reducing along the axes in a rotated order.
+
+    With A axes of extent >= 2 (a_0 .. a_{A-1}), shard i holds the share
+    s_i = S w_i / sum(w), w_i = k_i / (k_i - 1), and runs its reduce-scatter along
+    a_i, a_{i+1}, ... (indices mod A): at stage j every axis carries one shard's rings, as
+    TPU collectives use every ICI link of a box at once.  Each ring is bidirectional (half of
+    the shard's data each way, as ``torus-rings``).  The weights balance stage 0, which moves
+    the most data: shard i's ring of k_i moves s_i (k_i - 1) / k_i per chip, the same for
+    every i; later stages carry 1/k as much (the LP optimum of the stage sums in every shape
+    we tried but 2x4x8, where it is 4% above).  A stage's rings run side by side over disjoint
+    links (one axis each), so a stage of rings of different lengths is priced as
+    R = max(k - 1) steps, each flow carrying its ring's whole stage traffic / R per step:
+    the bandwidth time is the longest ring's, the latency R steps.  All-gather retraces the
+    stages in reverse with the same sizes (all-reduce: both, each stage's repeat doubled).
+    """
+    if collective not in ("all-reduce", "reduce-scatter", "all-gather"):
+        raise BadInput("torus-concurrent prices all-reduce, reduce-scatter and all-gather; "
+                       "use direct for all-to-all")
+    rows, ext = _box(G, view, "torus-concurrent")
+    axes = [a for a in range(3) if ext[a] >= 2]
+    A = len(axes)
+    if A < 2:
+        raise BadInput(f"torus-concurrent needs a box with 2 or more axes of extent >= 2 "
+                       f"(got {'x'.join(map(str, ext))}); use torus-rings")
+    g, n = rows.shape
+    k = np.array([ext[a] for a in axes], dtype=np.float64)
+    w = k / (k - 1)
+    share = S * w / w.sum()                              # bytes of shard i
+    # member index -> its (x, y, z) position in the box, and the neighbours along each axis
+    idx = np.arange(n)
+    pos = np.stack(np.unravel_index(idx, ext), axis=1)   # (n, 3)
+    stride = np.array([ext[1] * ext[2], ext[2], 1])
+
+    def neighbour(axis: int, step: int) -> np.ndarray:
+        p = pos[:, axis]
+        return idx + ((p + step) % ext[axis] - p) * stride[axis]
+
+    out = []
+    data = share.copy()                                  # shard i's bytes entering the stage
+    for j in range(A):
+        on = [axes[(i + j) % A] for i in range(A)]       # axis of shard i at stage j
+        kk = np.array([ext[a] for a in on])
+        R = int(kk.max() - 1)
+        per_flow = data * (kk - 1) / kk / 2 / R          # bytes per flow per step, per shard
+        a_idx, b_idx, sizes = [], [], []
+        for i, a in enumerate(on):
+            for step in (1, -1):                         # forward and backward ring
+                a_idx.append(idx)
+                b_idx.append(neighbour(a, step))
+                sizes.append(np.full(n, per_flow[i]))
+        pairs = np.stack([np.concatenate(a_idx), np.concatenate(b_idx)])
+        rings = " ".join(f"{'xyz'[a]}{ext[a]}" for a in on)      # shard 1's ring first
+        name = f"stage {j + 1}/{A}: shards on rings {rings}"
+        ph = Phase(name, rows, float(per_flow[0]), np.arange(g), R, pairs=pairs)
+        out.append(with_pair_bytes(ph, np.broadcast_to(np.concatenate(sizes), (g, pairs.shape[1]))))
+        data = data / kk
+    if collective == "all-reduce":
+        return [p.with_(name=p.name + " (RS+AG)", repeat=2 * p.repeat) for p in out]
+    if collective == "all-gather":
+        return [p.with_(name="all-gather " + p.name) for p in reversed(out)]
+    return out
+
+
 # ----------------------------------------------------------------------------- in-network (NVLS)
 def _nvls(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
     if not view.reduces:
@@ -403,11 +494,14 @@ def _pairwise(collective: str, G: np.ndarray, S: float, view: FabricView, traffi
 AlgorithmFn = Callable[[str, np.ndarray, float, FabricView], list]
 ALGORITHMS: dict[str, dict[str, AlgorithmFn]] = {
     "all-reduce": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
-                   "hierarchical": _hierarchical, "torus-rings": _torus_rings, "nvls": _nvls},
+                   "hierarchical": _hierarchical, "torus-rings": _torus_rings,
+                   "torus-concurrent": _torus_concurrent, "nvls": _nvls},
     "reduce-scatter": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
-                       "hierarchical": _hierarchical, "torus-rings": _torus_rings},
+                       "hierarchical": _hierarchical, "torus-rings": _torus_rings,
+                       "torus-concurrent": _torus_concurrent},
     "all-gather": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
-                   "hierarchical": _hierarchical, "torus-rings": _torus_rings},
+                   "hierarchical": _hierarchical, "torus-rings": _torus_rings,
+                   "torus-concurrent": _torus_concurrent},
     "all-to-all": {"direct": _direct, "pairwise": _pairwise, "hierarchical": _hierarchical},
 }
 
