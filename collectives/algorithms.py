@@ -8,7 +8,7 @@ steps, such as the 2(n-1) steps of a ring all-reduce, are solved once and repeat
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Callable, Sequence
 
@@ -176,6 +176,8 @@ class FabricView:
     domain: np.ndarray | None       # rack (or other scale-up domain) of each rank, -1 when unknown
     coords: np.ndarray | None       # (n, 3) torus coordinates, or None
     reduces: bool                   # every chip reaches only switches that reduce in the network
+    # ranks each chip has a direct chip-to-chip link to (no switch between): the graph rings are laid on
+    linked: dict | None = field(default=None, compare=False, repr=False)
 
 
 def view_of(G: nx.Graph) -> FabricView:
@@ -186,6 +188,7 @@ def view_of(G: nx.Graph) -> FabricView:
     coords = np.full((n, 3), -1, dtype=np.int64)
     has_rack = has_xyz = True
     reduces = bool(chips)
+    linked: dict[int, frozenset] = {}
     for r, node, d in chips:
         if "rack" in d:
             domain[r] = d["rack"]
@@ -198,7 +201,10 @@ def view_of(G: nx.Graph) -> FabricView:
         nbrs = [G.nodes[m] for m in G[node]]
         if not nbrs or not all(m.get(KIND) == "switch" and m.get("reduces") for m in nbrs):
             reduces = False
-    return FabricView(n, domain if has_rack else None, coords if has_xyz else None, reduces)
+        mates = [m[RANK] for m in nbrs if m.get(KIND) == CHIP and RANK in m]
+        if mates:
+            linked[r] = frozenset(mates)
+    return FabricView(n, domain if has_rack else None, coords if has_xyz else None, reduces, linked)
 
 
 def _concat(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]):
@@ -230,6 +236,95 @@ def _ring(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Ph
     n = G.shape[1]
     steps = {"all-reduce": 2 * (n - 1), "all-gather": n - 1, "reduce-scatter": n - 1}[collective]
     return [_shift(G, 1, S / n, f"ring step ({steps} identical steps)", steps)]
+
+
+# Hamiltonian search budget: expansions per member before ring-linked gives up on a group (I: a
+# Warnsdorff-ordered walk finds a cycle of a torus box or a Boardfly group in ~n expansions)
+RING_SEARCH_EXPANSIONS_PER_MEMBER = 8
+# Largest group ring-linked searches (I: measured, the search and the extra solve cost ~0.4 s and
+# ~0.6 s on a 9,216-chip Ironwood group, where a path closed through the fabric lost to the rank-order
+# ring; groups that large on chip-linked fabrics are tori, which torus-rings / torus-concurrent serve)
+RING_LINKED_MAX_MEMBERS = 512
+
+
+def _linked_walk(members: np.ndarray, linked: dict, cycle: bool, budget: int) -> list[int] | None:
+    """A walk through every member over direct links, as member indices; ``cycle``: closing too.
+
+    Depth-first from member 0 (a path: from each member in turn, fewest links first), next
+    the unvisited neighbour with the fewest unvisited neighbours (Warnsdorff's rule), at most
+    ``budget`` steps.  None when no walk was found within the budget.
+    """
+    n = len(members)
+    where = {int(r): i for i, r in enumerate(members)}
+    adj = [sorted(where[m] for m in linked.get(int(r), ()) if m in where) for r in members]
+    if any(not a for a in adj):
+        return None
+    starts = [0] if cycle else sorted(range(n), key=lambda i: (len(adj[i]), i))
+    steps = 0
+    for start in starts:
+        seen = np.zeros(n, dtype=bool)
+        seen[start] = True
+        path = [start]
+        stack = [iter(sorted(adj[start], key=lambda j: (len(adj[j]), j)))]
+        while stack:
+            if len(path) == n and (not cycle or start in adj[path[-1]]):
+                return path
+            steps += 1
+            if steps > budget:
+                return None
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
+                seen[path.pop()] = False
+                continue
+            if seen[nxt]:
+                continue
+            seen[nxt] = True
+            path.append(nxt)
+            free = [j for j in adj[nxt] if not seen[j]]
+            stack.append(iter(sorted(free, key=lambda j: (sum(not seen[k] for k in adj[j]), j))))
+    return None
+
+
+def _ring_linked(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    """The ring in an order whose neighbours are directly linked, where the group's links allow.
+
+    Graph-based, for any fabric with chip-to-chip links: each group's members are ordered
+    along a Hamiltonian cycle of the links among them (every ring flow on its own link, one
+    direction), else along a Hamiltonian path, the closing flow routed by the fabric (it may
+    take the path's unused reverse directions).  A group laid as its translate (the same
+    member indices) reuses the first group's order, so symmetry folds still apply.  auto
+    prices it next to ``ring`` (the given rank order) and keeps the faster.
+    """
+    if not view.linked:
+        raise BadInput("ring-linked needs chips linked to each other directly (this fabric joins them "
+                       "through switches); use ring")
+    g, n = G.shape
+    if n > RING_LINKED_MAX_MEMBERS:
+        raise BadInput(f"ring-linked orders groups of up to {RING_LINKED_MAX_MEMBERS} chips, not {n:,}; "
+                       f"use ring, torus-rings or torus-concurrent")
+    budget = RING_SEARCH_EXPANSIONS_PER_MEMBER * n + 64
+
+    def links_along(row: np.ndarray, order: list[int], closed: bool) -> bool:
+        hops = len(order) if closed else len(order) - 1
+        return all(int(row[order[(i + 1) % n]]) in view.linked.get(int(row[order[i]]), ())
+                   for i in range(hops))
+
+    rows, kinds = [], set()
+    order, closed = None, False
+    for members in G:
+        if order is None or not links_along(members, order, closed):
+            order, closed = _linked_walk(members, view.linked, True, budget), True
+            if order is None:
+                order, closed = _linked_walk(members, view.linked, False, budget), False
+            if order is None:
+                raise BadInput(f"ring-linked found no walk over direct links through the {n} members of "
+                               f"a group (or gave up after {budget:,} steps); use ring")
+        rows.append(members[order])
+        kinds.add(closed)
+    how = "a cycle of direct links" if kinds == {True} else "direct links, closed through the fabric"
+    steps = {"all-reduce": 2 * (n - 1), "all-gather": n - 1, "reduce-scatter": n - 1}[collective]
+    return [_shift(np.stack(rows), 1, S / n, f"ring over {how} ({steps} identical steps)", steps)]
 
 
 def _direct(collective: str, G: np.ndarray, S: float, view: FabricView, traffic=None) -> list[Phase]:
@@ -493,13 +588,16 @@ def _pairwise(collective: str, G: np.ndarray, S: float, view: FabricView, traffi
 
 AlgorithmFn = Callable[[str, np.ndarray, float, FabricView], list]
 ALGORITHMS: dict[str, dict[str, AlgorithmFn]] = {
-    "all-reduce": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
+    "all-reduce": {"ring": _ring, "ring-linked": _ring_linked, "direct": _direct,
+                   "halving-doubling": _halving_doubling,
                    "hierarchical": _hierarchical, "torus-rings": _torus_rings,
                    "torus-concurrent": _torus_concurrent, "nvls": _nvls},
-    "reduce-scatter": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
+    "reduce-scatter": {"ring": _ring, "ring-linked": _ring_linked, "direct": _direct,
+                   "halving-doubling": _halving_doubling,
                        "hierarchical": _hierarchical, "torus-rings": _torus_rings,
                        "torus-concurrent": _torus_concurrent},
-    "all-gather": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
+    "all-gather": {"ring": _ring, "ring-linked": _ring_linked, "direct": _direct,
+                   "halving-doubling": _halving_doubling,
                    "hierarchical": _hierarchical, "torus-rings": _torus_rings,
                    "torus-concurrent": _torus_concurrent},
     "all-to-all": {"direct": _direct, "pairwise": _pairwise, "hierarchical": _hierarchical},

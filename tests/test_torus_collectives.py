@@ -6,6 +6,7 @@ takes r x (step bandwidth time + step latency), the step latency being the slowe
 latency + the per-step overhead + (messages a rank sends in the step - 1) x the message
 overhead, in series.
 """
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -176,3 +177,56 @@ def test_full_pod_unequal_axes_beats_sequential(fabric):
     seq = price(G, "all-reduce", groups=g, size_bytes=GiB, algorithm="torus-rings")
     con = price(G, "all-reduce", groups=g, size_bytes=GiB, algorithm="torus-concurrent")
     assert 2.5 * seq.busbw_GBps <= con.busbw_GBps <= 3 * seq.busbw_GBps
+
+
+# ----------------------------------------------------------------------------- ring over direct links
+def test_boardfly_ring_over_direct_links_reaches_link_rate():
+    """Two boards of a Boardfly group (8 chips): rank order sends 3 -> 4 and 7 -> 0 across the
+    one copper link between the boards, two ring flows share an in-board link and the ring
+    runs at 2/3 of link rate.  Ordered along a Hamiltonian path of the group's links
+    (board 0's ring ending at the copper link's chip, then board 1's ring from its end), every
+    flow has its links to itself, the closing one included (it runs back over the path's
+    unused reverse directions): 2(n-1) steps of S/n at the link rate B, plus per step the
+    slowest route's latency and the overhead (one message a step: no message overhead)."""
+    G = build("boardfly", groups=2)
+    g = by_size(G, 8)
+    B = {e["capacity_gbps"] for *_, e in G.edges(data=True)}.pop() / 8 * 1e9       # 200 GB/s per link
+    S, n = GiB, 8
+    kw = dict(groups=g, size_bytes=S, protocol="ideal", efficiency=1.0)
+    linked = price(G, "all-reduce", algorithm="ring-linked", **kw)
+    plain = price(G, "all-reduce", algorithm="ring", **kw)
+    rows = phases("all-reduce", "ring-linked", g, S, view_of(G))[0].rows
+    chip = {d["rank"]: v for v, d in G.nodes(data=True)}
+    hops = [nx.shortest_path_length(G, chip[int(r[i])], chip[int(r[(i + 1) % n])]) for r in rows for i in range(n)]
+    assert sorted(set(hops)) == [1, 3]                   # direct links, and the closing flow's 3 hops
+    hop_s = {e["latency_ns"] for *_, e in G.edges(data=True)}.pop() * 1e-9
+    step_lat = max(hops) * hop_s + DEFAULT_STEP_OVERHEAD_NS * 1e-9
+    assert linked.time_s == pytest.approx(2 * (n - 1) * (S / n / B + step_lat), rel=1e-9)
+    assert plain.bandwidth_time_s == pytest.approx(1.5 * linked.bandwidth_time_s, rel=1e-9)
+    assert linked.busbw_GBps > 1.45 * plain.busbw_GBps
+    auto = price(G, "all-reduce", groups=g, size_bytes=S)
+    assert auto.algorithm == "ring-linked"
+
+
+def test_ring_linked_finds_cycles_and_keeps_folds():
+    """A 4x4 plane of a torus has a Hamiltonian cycle of links; groups laid alike share one
+    order, so translation classes still price them, to the per-flow answer."""
+    G = build("torus", dims="4x4x4")
+    g = by_size(G, 16)
+    ph = phases("all-reduce", "ring-linked", g, 1e6, view_of(G))[0]
+    assert "a cycle of direct links" in ph.name
+    chip = {d["rank"]: v for v, d in G.nodes(data=True)}
+    assert all(G.has_edge(chip[int(a)], chip[int(b)]) for a, b in zip(ph.src, ph.dst))
+    kw = dict(groups=g, size_bytes=2 ** 24, algorithm="ring-linked", protocol="ideal")
+    fast, slow = price(G, "all-reduce", **kw), price(G, "all-reduce", symmetry=False, **kw)
+    assert fast.method["path"] == "translations"
+    assert fast.time_s == pytest.approx(slow.time_s, rel=1e-12)
+
+
+def test_ring_linked_refusals():
+    with pytest.raises(BadInput, match="through switches"):
+        phases("all-reduce", "ring-linked", [tuple(range(8))], 1e6, view_of(build("nvl72")))
+    G = build("torus", dims="4x4x4")
+    with pytest.raises(BadInput, match="no walk"):              # chips 0 and 2 of a z ring: not linked
+        phases("all-reduce", "ring-linked", [(0, 2)], 1e6, view_of(G))
+    assert "ring-linked" not in algorithms_for("all-reduce", [(0, 2)], view_of(G))
