@@ -238,9 +238,10 @@ def _ring(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Ph
     return [_shift(G, 1, S / n, f"ring step ({steps} identical steps)", steps)]
 
 
-# Hamiltonian search budget: expansions per member before ring-linked gives up on a group (I: a
-# Warnsdorff-ordered walk finds a cycle of a torus box or a Boardfly group in ~n expansions)
-RING_SEARCH_EXPANSIONS_PER_MEMBER = 8
+# Hamiltonian search budget: steps per member before ring-linked gives up on a cycle (then on a path).
+# I, measured: 4x4x4 and 4x4x8 tori need more than 8n steps for a cycle and find one within 50n
+# (14 ms / 27 ms); 64n on a 512-chip group costs ~0.15 s
+RING_SEARCH_EXPANSIONS_PER_MEMBER = 64
 # Largest group ring-linked searches (I: measured, the search and the extra solve cost ~0.4 s and
 # ~0.6 s on a 9,216-chip Ironwood group, where a path closed through the fabric lost to the rank-order
 # ring; groups that large on chip-linked fabrics are tori, which torus-rings / torus-concurrent serve)

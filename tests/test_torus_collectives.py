@@ -217,6 +217,10 @@ def test_ring_linked_finds_cycles_and_keeps_folds():
     assert "a cycle of direct links" in ph.name
     chip = {d["rank"]: v for v, d in G.nodes(data=True)}
     assert all(G.has_edge(chip[int(a)], chip[int(b)]) for a, b in zip(ph.src, ph.dst))
+    # the whole 4x4x4 torus: a cycle within the search budget, every flow on its own link at link rate
+    whole = price(G, "all-reduce", groups=by_size(G, 64), size_bytes=GiB, algorithm="ring-linked",
+                  protocol="ideal")
+    assert whole.bandwidth_time_s == pytest.approx(2 * 63 * GiB / 64 / _link_Bps(G), rel=1e-9)
     kw = dict(groups=g, size_bytes=2 ** 24, algorithm="ring-linked", protocol="ideal")
     fast, slow = price(G, "all-reduce", **kw), price(G, "all-reduce", symmetry=False, **kw)
     assert fast.method["path"] == "translations"
