@@ -444,7 +444,8 @@ def _price_options(fn):
         click.option("--groups", "groups_file", type=click.Path(), help="JSON file: a list of groups, each a "
                      "list of chip ranks or node ids."),
         click.option("--algorithm", default="auto", show_default=True,
-                     help="ring, direct, halving-doubling, hierarchical, torus-rings, nvls (all-reduce); "
+                     help="ring, ring-linked, direct, halving-doubling, hierarchical, torus-rings, torus-concurrent, "
+                     "nvls (all-reduce); "
                      "direct, pairwise, hierarchical (all-to-all); auto picks the cheapest."),
         click.option("--protocol", type=click.Choice(["auto", "ll", "ll128", "simple", "ideal"]), default="auto",
                      show_default=True, help="Step model: auto picks algorithm and protocol per size (NCCL-style, "

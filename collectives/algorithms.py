@@ -8,7 +8,7 @@ steps, such as the 2(n-1) steps of a ring all-reduce, are solved once and repeat
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Callable, Sequence
 
@@ -176,6 +176,8 @@ class FabricView:
     domain: np.ndarray | None       # rack (or other scale-up domain) of each rank, -1 when unknown
     coords: np.ndarray | None       # (n, 3) torus coordinates, or None
     reduces: bool                   # every chip reaches only switches that reduce in the network
+    # ranks each chip has a direct chip-to-chip link to (no switch between): the graph rings are laid on
+    linked: dict | None = field(default=None, compare=False, repr=False)
 
 
 def view_of(G: nx.Graph) -> FabricView:
@@ -186,6 +188,7 @@ def view_of(G: nx.Graph) -> FabricView:
     coords = np.full((n, 3), -1, dtype=np.int64)
     has_rack = has_xyz = True
     reduces = bool(chips)
+    linked: dict[int, frozenset] = {}
     for r, node, d in chips:
         if "rack" in d:
             domain[r] = d["rack"]
@@ -198,7 +201,10 @@ def view_of(G: nx.Graph) -> FabricView:
         nbrs = [G.nodes[m] for m in G[node]]
         if not nbrs or not all(m.get(KIND) == "switch" and m.get("reduces") for m in nbrs):
             reduces = False
-    return FabricView(n, domain if has_rack else None, coords if has_xyz else None, reduces)
+        mates = [m[RANK] for m in nbrs if m.get(KIND) == CHIP and RANK in m]
+        if mates:
+            linked[r] = frozenset(mates)
+    return FabricView(n, domain if has_rack else None, coords if has_xyz else None, reduces, linked)
 
 
 def _concat(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]):
@@ -230,6 +236,96 @@ def _ring(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Ph
     n = G.shape[1]
     steps = {"all-reduce": 2 * (n - 1), "all-gather": n - 1, "reduce-scatter": n - 1}[collective]
     return [_shift(G, 1, S / n, f"ring step ({steps} identical steps)", steps)]
+
+
+# Hamiltonian search budget: steps per member before ring-linked gives up on a cycle (then on a path).
+# I, measured: 4x4x4 and 4x4x8 tori need more than 8n steps for a cycle and find one within 50n
+# (14 ms / 27 ms); 64n on a 512-chip group costs ~0.15 s
+RING_SEARCH_EXPANSIONS_PER_MEMBER = 64
+# Largest group ring-linked searches (I: measured, the search and the extra solve cost ~0.4 s and
+# ~0.6 s on a 9,216-chip Ironwood group, where a path closed through the fabric lost to the rank-order
+# ring; groups that large on chip-linked fabrics are tori, which torus-rings / torus-concurrent serve)
+RING_LINKED_MAX_MEMBERS = 512
+
+
+def _linked_walk(members: np.ndarray, linked: dict, cycle: bool, budget: int) -> list[int] | None:
+    """A walk through every member over direct links, as member indices; ``cycle``: closing too.
+
+    Depth-first from member 0 (a path: from each member in turn, fewest links first), next
+    the unvisited neighbour with the fewest unvisited neighbours (Warnsdorff's rule), at most
+    ``budget`` steps.  None when no walk was found within the budget.
+    """
+    n = len(members)
+    where = {int(r): i for i, r in enumerate(members)}
+    adj = [sorted(where[m] for m in linked.get(int(r), ()) if m in where) for r in members]
+    if any(not a for a in adj):
+        return None
+    starts = [0] if cycle else sorted(range(n), key=lambda i: (len(adj[i]), i))
+    steps = 0
+    for start in starts:
+        seen = np.zeros(n, dtype=bool)
+        seen[start] = True
+        path = [start]
+        stack = [iter(sorted(adj[start], key=lambda j: (len(adj[j]), j)))]
+        while stack:
+            if len(path) == n and (not cycle or start in adj[path[-1]]):
+                return path
+            steps += 1
+            if steps > budget:
+                return None
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
+                seen[path.pop()] = False
+                continue
+            if seen[nxt]:
+                continue
+            seen[nxt] = True
+            path.append(nxt)
+            free = [j for j in adj[nxt] if not seen[j]]
+            stack.append(iter(sorted(free, key=lambda j: (sum(not seen[k] for k in adj[j]), j))))
+    return None
+
+
+def _ring_linked(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    """The ring in an order whose neighbours are directly linked, where the group's links allow.
+
+    Graph-based, for any fabric with chip-to-chip links: each group's members are ordered
+    along a Hamiltonian cycle of the links among them (every ring flow on its own link, one
+    direction), else along a Hamiltonian path, the closing flow routed by the fabric (it may
+    take the path's unused reverse directions).  A group laid as its translate (the same
+    member indices) reuses the first group's order, so symmetry folds still apply.  auto
+    prices it next to ``ring`` (the given rank order) and keeps the faster.
+    """
+    if not view.linked:
+        raise BadInput("ring-linked needs chips linked to each other directly (this fabric joins them "
+                       "through switches); use ring")
+    g, n = G.shape
+    if n > RING_LINKED_MAX_MEMBERS:
+        raise BadInput(f"ring-linked orders groups of up to {RING_LINKED_MAX_MEMBERS} chips, not {n:,}; "
+                       f"use ring, torus-rings or torus-concurrent")
+    budget = RING_SEARCH_EXPANSIONS_PER_MEMBER * n + 64
+
+    def links_along(row: np.ndarray, order: list[int], closed: bool) -> bool:
+        hops = len(order) if closed else len(order) - 1
+        return all(int(row[order[(i + 1) % n]]) in view.linked.get(int(row[order[i]]), ())
+                   for i in range(hops))
+
+    rows, kinds = [], set()
+    order, closed = None, False
+    for members in G:
+        if order is None or not links_along(members, order, closed):
+            order, closed = _linked_walk(members, view.linked, True, budget), True
+            if order is None:
+                order, closed = _linked_walk(members, view.linked, False, budget), False
+            if order is None:
+                raise BadInput(f"ring-linked found no walk over direct links through the {n} members of "
+                               f"a group (or gave up after {budget:,} steps); use ring")
+        rows.append(members[order])
+        kinds.add(closed)
+    how = "a cycle of direct links" if kinds == {True} else "direct links, closed through the fabric"
+    steps = {"all-reduce": 2 * (n - 1), "all-gather": n - 1, "reduce-scatter": n - 1}[collective]
+    return [_shift(np.stack(rows), 1, S / n, f"ring over {how} ({steps} identical steps)", steps)]
 
 
 def _direct(collective: str, G: np.ndarray, S: float, view: FabricView, traffic=None) -> list[Phase]:
@@ -424,6 +520,97 @@ def _torus_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> 
     raise BadInput("torus-rings prices all-reduce, reduce-scatter and all-gather; use direct for all-to-all")
 
 
+def _box(G: np.ndarray, view: FabricView, name: str) -> tuple[np.ndarray, tuple[int, int, int]]:
+    """Each group's members in box order (x, then y, then z position in the group), and the box's extents.
+
+    ``rows[g, (ix * ky + iy) * kz + iz]`` is the member of group g at the ix-th x, iy-th y and
+    iz-th z coordinate the group holds, so one member pattern fits every group alike.
+    """
+    if view.coords is None:
+        raise BadInput(f"{name} needs chips with x, y, z coordinates (a torus fabric)")
+    g, n = G.shape
+    C = view.coords[G]                                   # (g, n, 3)
+    pos = np.empty_like(C)
+    ext = np.empty((g, 3), dtype=np.int64)
+    for axis in range(3):
+        for k in range(g):
+            vals, pos[k, :, axis] = np.unique(C[k, :, axis], return_inverse=True)
+            ext[k, axis] = len(vals)
+    if (ext != ext[0]).any():
+        raise BadInput(f"{name} needs every group to be a box of the same shape")
+    kx, ky, kz = (int(e) for e in ext[0])
+    if kx * ky * kz != n:
+        raise BadInput(f"{name} needs each group to be a full box of chips; a group of {n} spans {kx}x{ky}x{kz}")
+    local = (pos[:, :, 0] * ky + pos[:, :, 1]) * kz + pos[:, :, 2]       # (g, n), a permutation per group
+    rows = np.empty_like(G)
+    np.put_along_axis(rows, local, G, axis=1)
+    return rows, (kx, ky, kz)
+
+
+def _torus_concurrent(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    """Every axis at once: one shard of the buffer per axis, each reducing along the axes in a rotated order.
+
+    With A axes of extent >= 2 (a_0 .. a_{A-1}), shard i holds the share
+    s_i = S w_i / sum(w), w_i = k_i / (k_i - 1), and runs its reduce-scatter along
+    a_i, a_{i+1}, ... (indices mod A): at stage j every axis carries one shard's rings, as
+    TPU collectives use every ICI link of a box at once.  Each ring is bidirectional (half of
+    the shard's data each way, as ``torus-rings``).  The weights balance stage 0, which moves
+    the most data: shard i's ring of k_i moves s_i (k_i - 1) / k_i per chip, the same for
+    every i; later stages carry 1/k as much (the LP optimum of the stage sums in every shape
+    we tried but 2x4x8, where it is 4% above).  A stage's rings run side by side over disjoint
+    links (one axis each), so a stage of rings of different lengths is priced as
+    R = max(k - 1) steps, each flow carrying its ring's whole stage traffic / R per step:
+    the bandwidth time is the longest ring's, the latency R steps.  All-gather retraces the
+    stages in reverse with the same sizes (all-reduce: both, each stage's repeat doubled).
+    """
+    if collective not in ("all-reduce", "reduce-scatter", "all-gather"):
+        raise BadInput("torus-concurrent prices all-reduce, reduce-scatter and all-gather; "
+                       "use direct for all-to-all")
+    rows, ext = _box(G, view, "torus-concurrent")
+    axes = [a for a in range(3) if ext[a] >= 2]
+    A = len(axes)
+    if A < 2:
+        raise BadInput(f"torus-concurrent needs a box with 2 or more axes of extent >= 2 "
+                       f"(got {'x'.join(map(str, ext))}); use torus-rings")
+    g, n = rows.shape
+    k = np.array([ext[a] for a in axes], dtype=np.float64)
+    w = k / (k - 1)
+    share = S * w / w.sum()                              # bytes of shard i
+    # member index -> its (x, y, z) position in the box, and the neighbours along each axis
+    idx = np.arange(n)
+    pos = np.stack(np.unravel_index(idx, ext), axis=1)   # (n, 3)
+    stride = np.array([ext[1] * ext[2], ext[2], 1])
+
+    def neighbour(axis: int, step: int) -> np.ndarray:
+        p = pos[:, axis]
+        return idx + ((p + step) % ext[axis] - p) * stride[axis]
+
+    out = []
+    data = share.copy()                                  # shard i's bytes entering the stage
+    for j in range(A):
+        on = [axes[(i + j) % A] for i in range(A)]       # axis of shard i at stage j
+        kk = np.array([ext[a] for a in on])
+        R = int(kk.max() - 1)
+        per_flow = data * (kk - 1) / kk / 2 / R          # bytes per flow per step, per shard
+        a_idx, b_idx, sizes = [], [], []
+        for i, a in enumerate(on):
+            for step in (1, -1):                         # forward and backward ring
+                a_idx.append(idx)
+                b_idx.append(neighbour(a, step))
+                sizes.append(np.full(n, per_flow[i]))
+        pairs = np.stack([np.concatenate(a_idx), np.concatenate(b_idx)])
+        rings = " ".join(f"{'xyz'[a]}{ext[a]}" for a in on)      # shard 1's ring first
+        name = f"stage {j + 1}/{A}: shards on rings {rings}"
+        ph = Phase(name, rows, float(per_flow[0]), np.arange(g), R, pairs=pairs)
+        out.append(with_pair_bytes(ph, np.broadcast_to(np.concatenate(sizes), (g, pairs.shape[1]))))
+        data = data / kk
+    if collective == "all-reduce":
+        return [p.with_(name=p.name + " (RS+AG)", repeat=2 * p.repeat) for p in out]
+    if collective == "all-gather":
+        return [p.with_(name="all-gather " + p.name) for p in reversed(out)]
+    return out
+
+
 # ----------------------------------------------------------------------------- in-network (NVLS)
 def _nvls(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
     if not view.reduces:
@@ -447,13 +634,18 @@ def _pairwise(collective: str, G: np.ndarray, S: float, view: FabricView, traffi
 
 AlgorithmFn = Callable[[str, np.ndarray, float, FabricView], list]
 ALGORITHMS: dict[str, dict[str, AlgorithmFn]] = {
-    "all-reduce": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
-                   "hierarchical": _hierarchical, "rail-rings": _rail_rings, "torus-rings": _torus_rings,
-                   "nvls": _nvls},
-    "reduce-scatter": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
-                       "hierarchical": _hierarchical, "rail-rings": _rail_rings, "torus-rings": _torus_rings},
-    "all-gather": {"ring": _ring, "direct": _direct, "halving-doubling": _halving_doubling,
-                   "hierarchical": _hierarchical, "rail-rings": _rail_rings, "torus-rings": _torus_rings},
+    "all-reduce": {"ring": _ring, "ring-linked": _ring_linked, "direct": _direct,
+                   "halving-doubling": _halving_doubling, "hierarchical": _hierarchical,
+                   "rail-rings": _rail_rings, "torus-rings": _torus_rings,
+                   "torus-concurrent": _torus_concurrent, "nvls": _nvls},
+    "reduce-scatter": {"ring": _ring, "ring-linked": _ring_linked, "direct": _direct,
+                       "halving-doubling": _halving_doubling, "hierarchical": _hierarchical,
+                       "rail-rings": _rail_rings, "torus-rings": _torus_rings,
+                       "torus-concurrent": _torus_concurrent},
+    "all-gather": {"ring": _ring, "ring-linked": _ring_linked, "direct": _direct,
+                   "halving-doubling": _halving_doubling, "hierarchical": _hierarchical,
+                   "rail-rings": _rail_rings, "torus-rings": _torus_rings,
+                   "torus-concurrent": _torus_concurrent},
     "all-to-all": {"direct": _direct, "pairwise": _pairwise, "hierarchical": _hierarchical},
 }
 
