@@ -212,7 +212,8 @@ def test_spine_oversubscription():
     up = sum(G.edges["rail0", s]["capacity_gbps"] for s in G["rail0"] if G.nodes[s].get("role") == "spine")
     down = sum(G.edges["rail0", c]["capacity_gbps"] for c in G["rail0"] if G.nodes[c]["kind"] == "chip")
     assert down == 4 * 400.0 and up == down / 2
-    with pytest.raises(BadInput, match=r"spine_oversubscription=3 gives 1.33333 up ports per leaf of 4 nodes; .* valid ratios 1, 2, 4"):
+    with pytest.raises(BadInput, match=r"spine_oversubscription=3 gives 1.33333 up ports per leaf of 4 nodes; "
+                                        r".* valid ratios 1, 2, 4"):
         build("rail-cluster", nodes=2 * 2, spine_oversubscription=3.0)
 
 
@@ -239,7 +240,8 @@ def test_sharp_marks_only_the_scale_out_switches():
 def test_rail_cluster_refusals_are_one_line(params, message):
     with pytest.raises(ValueError, match=message):
         build("rail-cluster", **params)
-    res = CliRunner().invoke(main, ["audit", "rail-cluster"] + [a for k, v in params.items() for a in ("--set", f"{k}={v}")])
+    sets = [a for k, v in params.items() for a in ("--set", f"{k}={v}")]
+    res = CliRunner().invoke(main, ["audit", "rail-cluster"] + sets)
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert res.output.strip().splitlines()[-1].startswith("Error:")
 
@@ -293,3 +295,16 @@ def test_price_rail_cluster_cli():
     # no faster than 16 GPUs' NICs allow for the cross-node half of the data (2 x (n-1)/n of S/8 per NIC)
     nic_Bps = 400e9 / 8 * load_family("infiniband").efficiency
     assert js["time_s"] >= 2 * (2 - 1) / 2 * 2**30 / 8 / nic_Bps
+
+
+@pytest.mark.parametrize("name", ["hgx-h100", "rail-cluster"])
+@pytest.mark.parametrize("ext", [".json", ".graphml"])
+def test_round_trip_keeps_the_families(name, ext, tmp_path):
+    from fabricsim.fabrics.userfile import export_fabric, load_fabric
+    G = build(name)
+    H = load_fabric(export_fabric(G, tmp_path / f"{name}{ext}"))
+    assert validate(H) == [] and (H.number_of_nodes(), H.number_of_edges()) == (G.number_of_nodes(),
+                                                                                 G.number_of_edges())
+    assert json.loads(H.graph["families"]) == json.loads(G.graph["families"])
+    assert H.edges["n0/gpu0" if name == "rail-cluster" else "gpu0", "rail0"] == \
+        G.edges["n0/gpu0" if name == "rail-cluster" else "gpu0", "rail0"]
