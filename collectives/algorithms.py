@@ -175,9 +175,10 @@ class FabricView:
     n_chips: int
     domain: np.ndarray | None       # rack (or other scale-up domain) of each rank, -1 when unknown
     coords: np.ndarray | None       # (n, 3) torus coordinates, or None
-    reduces: bool                   # every chip reaches only switches that reduce in the network
+    reduces: bool                   # every chip is linked to switches that reduce in the network
     # ranks each chip has a direct chip-to-chip link to (no switch between): the graph rings are laid on
     linked: dict | None = field(default=None, compare=False, repr=False)
+    reducers: tuple = field(default=(), compare=False, repr=False)   # per rank: its reducing switches (NVLS)
 
 
 def view_of(G: nx.Graph) -> FabricView:
@@ -188,6 +189,7 @@ def view_of(G: nx.Graph) -> FabricView:
     coords = np.full((n, 3), -1, dtype=np.int64)
     has_rack = has_xyz = True
     reduces = bool(chips)
+    reducers: list = [frozenset()] * n
     linked: dict[int, frozenset] = {}
     for r, node, d in chips:
         if "rack" in d:
@@ -199,12 +201,16 @@ def view_of(G: nx.Graph) -> FabricView:
         else:
             has_xyz = False
         nbrs = [G.nodes[m] for m in G[node]]
-        if not nbrs or not all(m.get(KIND) == "switch" and m.get("reduces") for m in nbrs):
+        # NVLS: the chip reaches switches that reduce (its NICs and other links may go elsewhere)
+        red = frozenset(m for m in G[node] if G.nodes[m].get(KIND) == "switch" and G.nodes[m].get("reduces"))
+        reducers[r] = red
+        if not red:
             reduces = False
         mates = [m[RANK] for m in nbrs if m.get(KIND) == CHIP and RANK in m]
         if mates:
             linked[r] = frozenset(mates)
-    return FabricView(n, domain if has_rack else None, coords if has_xyz else None, reduces, linked)
+    return FabricView(n, domain if has_rack else None, coords if has_xyz else None, reduces, linked,
+                      tuple(reducers))
 
 
 def _concat(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]):
@@ -616,6 +622,11 @@ def _nvls(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Ph
     if not view.reduces:
         raise BadInput("nvls needs switches that reduce in the network (e.g. nvl72's NVLink switches)")
     g, n = G.shape
+    if view.reducers:
+        for members in G:
+            if not frozenset.intersection(*(view.reducers[int(r)] for r in members)):
+                raise BadInput("nvls needs every member of a group linked to the same reducing switches; this "
+                               "group spans switch domains (e.g. two NVLink domains): use ring or rail-rings")
     # each rank pushes its S bytes into the switches, which reduce and multicast S back:
     # priced in pricing from the chips' links to the switches (src == dst marks the rank)
     a = np.arange(n)

@@ -279,7 +279,8 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
                                                           "refused": []})
     if opts.algorithm == "auto":
         cands = [a for a in algorithms_for(collective, live, view)
-                 if not (a == "pairwise" and n > AUTO_PAIRWISE_MAX)]
+                 if not (a == "pairwise" and n > AUTO_PAIRWISE_MAX)
+                 and (opts.protocol == "ideal" or model.family.auto_allows(collective, a))]
     else:
         cands = [opts.algorithm]
     trials = {}
@@ -491,6 +492,12 @@ class _Model:
                 scale /= in_net
             elif channels < fam.channels:
                 scale *= fam.channels / channels
+            cap_GBps = fam.max_busbw_GBps.get(protocol) if given is None and not ph.in_network else None
+            if cap_GBps and st.time_s > 0:
+                # NCCL caps the protocol's bus rate per rank (llMaxBw): a rank sends its step's
+                # messages no faster than that
+                floor_s = ph.flow_bytes * max(messages, 1) / (cap_GBps * 1e9)
+                scale = max(scale, floor_s / st.time_s)
             step_bw, step_bound, g_fin = st.time_s * scale, st.bound_s * scale, st.group_finish_s * scale
             if o.step_overhead_ns is not None:
                 step_s = o.step_overhead_ns * 1e-9
@@ -921,6 +928,12 @@ def _defect_bound(ref, G, ph: Phase, table, cap, split: str, tiers: str, table_r
             "unreachable": unreachable, "examples": examples, "touched": len(src), "describe": q.describe()}
 
 
+def reducing_links(G, table) -> np.ndarray:
+    """Per directed link of ``table``: one end is a switch that reduces in the network (NVLS)."""
+    red = np.array([bool(G.nodes[n].get("reduces")) and G.nodes[n].get(KIND) == "switch" for n in table.nodes])
+    return red[np.asarray(table.src)] | red[np.asarray(table.dst)]
+
+
 def _in_network(ph: Phase, G, table, cap):
     """NVLS: each rank pushes S into its reducing switches and receives S back (multicast).
 
@@ -936,10 +949,11 @@ def _in_network(ph: Phase, G, table, cap):
     src_idx = np.asarray(table.src)
     dst_idx = np.asarray(table.dst)
     lat_links = np.asarray(table.latency_ns)
+    reducing = reducing_links(G, table)
     for f, (r, size) in enumerate(zip(ph.src, ph.size_bytes)):
         c = index[by_rank[int(r)]]
-        up = np.nonzero(src_idx == c)[0]
-        down = np.nonzero(dst_idx == c)[0]
+        up = np.nonzero((src_idx == c) & reducing)[0]
+        down = np.nonzero((dst_idx == c) & reducing)[0]
         t_up = size / cap[up].sum()
         t_down = size / cap[down].sum()
         lb[up] += size * cap[up] / cap[up].sum()

@@ -117,7 +117,8 @@ def test_hgx_nics_one_per_gpu_to_its_rail_leaf(name, nic_gbps, leaf):
     # the NIC rate is a parameter: half the rate, half the rail capacity
     H = build(name, nic_gbps=nic_gbps / 2)
     assert H.edges["gpu0", "rail0"]["capacity_gbps"] == nic_gbps / 2
-    assert view_of(G).reduces is False      # a leaf without SHARP: NVLS not offered with NICs
+    # NVLS runs on the NVLink tier's reducing switches; the rail leaves (no SHARP) take no part
+    assert view_of(G).reduces is (name != "hgx-a100")
 
 
 def test_hgx_refuses_bad_nics_and_generation():
@@ -225,7 +226,12 @@ def test_sharp_marks_only_the_scale_out_switches():
                 assert bool(d.get("reduces")) is sharp
             elif d.get("role") == "nvlink":
                 assert d["reduces"] is True
-    assert (view_of(off).reduces, view_of(on).reduces) == (False, True)
+    # every GPU reaches its NVLink switches; NVLS for a group across nodes is refused either way
+    # (no one reducing switch reaches every member: SHARP across nodes needs NVLS-tree, not modelled)
+    assert (view_of(off).reduces, view_of(on).reduces) == (True, True)
+    for G in (off, on):
+        with pytest.raises(BadInput, match="same reducing switches"):
+            price(G, "all-reduce", groups=by_size(G, 16), size_bytes=2**30, algorithm="nvls")
     assert not any(d.get("reduces") for _, d in build("rail-cluster", gpu="a100", sharp=True).nodes(data=True)
                    if d.get("role") == "nvlink")
     with pytest.raises(BadInput, match=r"sharp=True needs InfiniBand .* gpu=mi300x uses roce leaves"):

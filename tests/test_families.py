@@ -80,9 +80,10 @@ def test_mi355x_prices_direct_with_a_family_protocol_under_the_links(collective)
     assert js["algorithm"] == "direct" and js["protocol"] in fam.protocols_for("direct")
     frac = fam.bw_fraction[js["protocol"]]
     assert js["busbw_GBps"] <= frac * 7 * LINK_GBps
-    # bandwidth-bound at 1 GiB: within 2% of what the family delivers of the seven links
+    # bandwidth-bound at 1 GiB: within 3% of what the family delivers of the seven links (the
+    # per-call launch and latencies are the rest)
     assert js["busbw_GBps"] <= fam.efficiency * frac * 7 * LINK_GBps * (1 + 1e-9)
-    assert js["busbw_GBps"] >= 0.98 * fam.efficiency * frac * 7 * LINK_GBps
+    assert js["busbw_GBps"] >= 0.97 * fam.efficiency * frac * 7 * LINK_GBps
 
 
 def test_mi355x_protocol_follows_the_family_with_size():

@@ -56,6 +56,10 @@ class Family:
     thread_threshold_bytes: Mapping[str, float] = field(default_factory=dict)
     threshold_per_rank: tuple = ()         # "algorithm.protocol" keys whose threshold scales with ranks
     in_network_by_ranks: tuple = ()        # ((ranks, efficiency), ...) ascending; empty: in_network_efficiency
+    max_busbw_GBps: Mapping[str, float] = field(default_factory=dict)  # protocol -> cap on a rank's send rate (NCCL llMaxBw)
+    # the algorithms auto chooses among for all-reduce / reduce-scatter / all-gather (what the
+    # library runs); empty: every algorithm that applies.  All-to-all is p2p: always every one.
+    auto_algorithms: tuple = ()
 
     def __repr__(self) -> str:
         return f"Family({self.name!r}, efficiency={self.efficiency:g}, time_model={self.time_model!r})"
@@ -72,6 +76,10 @@ class Family:
 
     def step_latency_us(self, algorithm: str, protocol: str) -> float:
         return float(self._algo(algorithm)["step_latency_us"][protocol])
+
+    def auto_allows(self, collective: str, algorithm: str) -> bool:
+        """Whether ``auto`` may pick ``algorithm`` for ``collective`` on this family."""
+        return collective == "all-to-all" or not self.auto_algorithms or algorithm in self.auto_algorithms
 
     def channels_for(self, algorithm: str, protocol: str, nbytes: float, ranks: int) -> int:
         """Channels NCCL runs a call of ``nbytes`` on (``enqueue.cc``'s per-size reduction).
@@ -160,6 +168,8 @@ def load_family(name: str) -> Family:
                   thread_threshold_bytes={p: float(v["thread_threshold_bytes"]) for p, v in protos.items()
                                           if "thread_threshold_bytes" in v},
                   threshold_per_rank=tuple(d.get("threshold_per_rank", ())),
+                  auto_algorithms=tuple(d.get("auto_algorithms", ())),
+                  max_busbw_GBps={p: float(v["max_busbw_GBps"]) for p, v in protos.items() if "max_busbw_GBps" in v},
                   in_network_by_ranks=tuple(sorted((int(k), float(v)) for k, v in by_ranks.items())))
 
 

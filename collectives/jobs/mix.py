@@ -256,11 +256,13 @@ def _in_network_flows(G, ph, table, cap):
     from ...topo.contract import CHIP, KIND, RANK
     index = {n: i for i, n in enumerate(table.nodes)}
     by_rank = {d[RANK]: n for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}
+    from ..engine import reducing_links
     src_idx, dst_idx = np.asarray(table.src), np.asarray(table.dst)
+    reducing = reducing_links(G, table)
     rows, cols, vals = [], [], []
     for f, r in enumerate(ph.src):
         c = index[by_rank[int(r)]]
-        for links in (np.flatnonzero(src_idx == c), np.flatnonzero(dst_idx == c)):
+        for links in (np.flatnonzero((src_idx == c) & reducing), np.flatnonzero((dst_idx == c) & reducing)):
             rows.extend([f] * len(links))
             cols.extend(links.tolist())
             vals.extend((cap[links] / cap[links].sum()).tolist())
