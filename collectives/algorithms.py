@@ -51,6 +51,10 @@ class Phase:
     in_network: bool = False         # flows are chip -> reducing switches -> chips (NVLS): see pricing
     pairs: np.ndarray | None = None  # (2, p) member pairs; None: every ordered pair
     pair_bytes: np.ndarray | None = None  # (R, p) bytes of each flow (all-to-all-v); None: flow_bytes each
+    # phases of one stage number (>= 0) pipeline through their tiers together (NCCL's tree:
+    # chunks leave the node while the next ones are still reduced inside it), so their
+    # transfers overlap; -1: the phase runs after the one before
+    stage: int = -1
 
     @property
     def unordered(self) -> bool:
@@ -434,6 +438,48 @@ def _regroup(p: Phase, g: int, sub: int) -> Phase:
     return p.with_(row_group=p.row_group // sub)
 
 
+# ----------------------------------------------------------------------------- NCCL trees across domains
+def _tree_phases(collective: str, G: np.ndarray, S: float, view: FabricView, in_network: bool) -> list[Phase]:
+    """NCCL's Tree / NVLSTree all-reduce across domains, its tiers pipelined (one stage).
+
+    Inside each domain the group's m chips reduce-scatter and all-gather (a ring of m, or
+    NVLS in the domain's reducing switches); across domains the chips of one position
+    all-reduce their S/m shard over their own NICs (a ring of d: rail-matched).  Chunks
+    move through both tiers at once, so the tiers' transfers overlap (the engine takes
+    the slower tier's, unless the two share links) while each chunk still pays both
+    tiers' step latencies.
+    """
+    if collective != "all-reduce":
+        raise BadInput("tree and nvls-tree price all-reduce (NCCL runs its trees for all-reduce only)")
+    A, d, m = _domains(G, view)
+    g = A.shape[0]
+    intra = A.reshape(g * d, m)
+    inter = A.transpose(0, 2, 1).reshape(g * m, d)
+    if in_network:
+        if not view.reduces or not view.reducers:
+            raise BadInput("nvls-tree needs switches that reduce in the network inside each domain")
+        for members in intra:
+            if not frozenset.intersection(*(view.reducers[int(r)] for r in members)):
+                raise BadInput("nvls-tree needs each domain's chips linked to the same reducing switches")
+        a = np.arange(m)
+        first = Phase("inside domains: NVLS reduce-scatter + all-gather", intra, float(S), np.arange(g * d), 1,
+                      in_network=True, pairs=np.stack([a, a]), stage=0)
+    else:
+        first = _shift(intra, 1, S / m, "inside domains: ring reduce-scatter + all-gather", 2 * (m - 1))
+        first = first.with_(stage=0)
+    across = _shift(inter, 1, S / (m * d), "across domains: ring all-reduce of each position's shard",
+                    2 * (d - 1)).with_(stage=0)
+    return [_regroup(first, g, d), _regroup(across, g, m)]
+
+
+def _tree(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    return _tree_phases(collective, G, S, view, in_network=False)
+
+
+def _nvls_tree(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
+    return _tree_phases(collective, G, S, view, in_network=True)
+
+
 # ----------------------------------------------------------------------------- rail rings (NCCL multi-node)
 def _zigzag_paths(m: int) -> np.ndarray:
     """``m`` orders of ``0..m-1``: Walecki's m/2 edge-disjoint Hamiltonian paths of the complete
@@ -647,8 +693,8 @@ AlgorithmFn = Callable[[str, np.ndarray, float, FabricView], list]
 ALGORITHMS: dict[str, dict[str, AlgorithmFn]] = {
     "all-reduce": {"ring": _ring, "ring-linked": _ring_linked, "direct": _direct,
                    "halving-doubling": _halving_doubling, "hierarchical": _hierarchical,
-                   "rail-rings": _rail_rings, "torus-rings": _torus_rings,
-                   "torus-concurrent": _torus_concurrent, "nvls": _nvls},
+                   "rail-rings": _rail_rings, "tree": _tree, "nvls-tree": _nvls_tree,
+                   "torus-rings": _torus_rings, "torus-concurrent": _torus_concurrent, "nvls": _nvls},
     "reduce-scatter": {"ring": _ring, "ring-linked": _ring_linked, "direct": _direct,
                        "halving-doubling": _halving_doubling, "hierarchical": _hierarchical,
                        "rail-rings": _rail_rings, "torus-rings": _torus_rings,

@@ -349,6 +349,7 @@ class _Solved:
     tiers: tuple = ()            # per phase: the link tiers its flows cross
     cross_share: tuple = ()      # per phase: share of its bytes between domains (racks, nodes); None unknown
     per_link_efficiency: bool = False   # the solve's capacities carry each tier's delivered fraction
+    links: tuple = ()            # per phase: the links its flows use (indices into the link table)
 
 
 @dataclass(frozen=True)
@@ -415,25 +416,23 @@ class _Model:
         message_s = (o.message_overhead_ns if o.message_overhead_ns is not None else float(
             G.graph.get("message_overhead_ns", DEFAULT_MESSAGE_OVERHEAD_NS))) * 1e-9
         base_s = float(cal.get("base_latency_us", 0.0)) * 1e-6
-        group_t = np.zeros(s.n_groups)
-        bw_total = lat_total = bound_total = 0.0
-        reports = []
+        bound_total = 0.0
+        reports, parts = [], []
         for ph, st, messages in zip(s.plist, s.steps, s.messages):
             step_bw, step_bound, g_fin = st.time_s, st.bound_s, st.group_finish_s
             if scale != 1.0:
                 step_bw, step_bound, g_fin = step_bw * scale, step_bound * scale, g_fin * scale
             step_lat = st.latency_ns * 1e-9 + overhead_s + max(messages - 1, 0) * message_s
-            group_t += ph.repeat * (g_fin + step_lat)
-            bw_total += ph.repeat * step_bw
-            lat_total += ph.repeat * step_lat
-            bound_total += ph.repeat * step_bound
+            parts.append((ph.repeat * step_bw, ph.repeat * step_lat, ph.repeat * g_fin, ph.repeat * step_lat,
+                          ph.repeat * step_bound))
             reports.append(_phase_report(ph, st, step_bw, step_lat, step_bound, ph.repeat * (step_bw + step_lat),
                                          step_lat, scale))
+        bw_total, lat_total, group_t, notes, bound_total = _compose(s, parts, s.n_groups)
         if base_s:
             group_t += base_s
             lat_total += base_s
         return _Timed(bw_total + lat_total, bw_total, lat_total, bound_total + lat_total, tuple(reports),
-                      tuple(group_t.tolist()), base_s=base_s)
+                      tuple(group_t.tolist()), notes, base_s=base_s)
 
     def _step_latency_s(self, algorithm: str, protocol: str, crossed, share) -> float:
         """A step's latency: the primary family's, and another family's on the share of steps that cross it.
@@ -469,7 +468,9 @@ class _Model:
             eff_scale = s.solve_efficiency / float(given if given is not None else fam.efficiency)
         # the family's NVLS bound goes with the family's efficiency; a measured (calibrated or
         # given) efficiency is already all the in-network kernels deliver
-        in_net = fam.in_network_for(self.group_size) if given is None else 1.0
+        # NVLS reduces among the chips of an in-network phase's row (a tree's domain, or the group)
+        in_net_n = next((ph.rows.shape[1] for ph in s.plist if ph.in_network), self.group_size)
+        in_net = fam.in_network_for(in_net_n) if given is None else 1.0
         frac = fam.bw_fraction[protocol]
         channels = fam.channels_for(algorithm, protocol, self.size_bytes, self.group_size)
         if o.message_overhead_ns is not None:
@@ -478,11 +479,12 @@ class _Model:
             message_s = float(self.G.graph.get("message_overhead_ns", fam.message_overhead_us * 1e3)) * 1e-9
         chunk = fam.chunk_bytes[protocol] * fam.channels
         base_s = float(cal.get("base_latency_us", fam.base_latency_us(algorithm, protocol))) * 1e-6
-        launch_s = fam.launch_us * 1e-6 if "base_latency_us" not in cal else 0.0
-        group_t = np.full(s.n_groups, base_s + launch_s)
-        total = base_s + launch_s
-        bw_total = bound_total = 0.0
-        reports = []
+        # the launch of the slowest family the call crosses (a network's per-call cost beyond NVLink's)
+        crossed_all = {t for ts in (s.tiers or ()) for t in ts}
+        launch_us = max([fam.launch_us] + [fams.of(t).launch_us for t in crossed_all])
+        launch_s = launch_us * 1e-6 if "base_latency_us" not in cal else 0.0
+        bound_total = 0.0
+        reports, parts = [], []
         notes = []
         tiers = s.tiers or ((),) * len(s.plist)
         shares = s.cross_share or (None,) * len(s.plist)
@@ -519,22 +521,65 @@ class _Model:
                 g_t = np.maximum((r + k - 1) * step_lat, r * g_fin)
                 # the pipeline's latency left exposed per step, beyond the transfer
                 per_step = max(ph_t / r - step_bw, 0.0)
-            group_t += g_t
-            total += ph_t
-            bw_total += r * step_bw
-            bound_total += r * step_bound
+            parts.append((r * step_bw, ph_t - r * step_bw, r * g_fin, g_t - r * g_fin, r * step_bound))
             reports.append(_phase_report(ph, st, step_bw, step_lat, step_bound, ph_t, per_step, scale))
         if any(ph.in_network for ph in s.plist) and in_net != 1.0:
             notes.append(f"in-network reduction delivers {in_net:.3g} x the {fam.name} transport rate for "
-                         f"{self.group_size} ranks (family file; an efficiency you give or calibrate replaces both)")
+                         f"{in_net_n} ranks (family file; an efficiency you give or calibrate replaces both)")
         if channels < fam.channels and not all(ph.in_network for ph in s.plist):
             notes.append(f"{protocol} at this size runs on {channels} of {fam.channels} channels (NCCL opens "
                          f"fewer channels for small calls): transfer at {channels}/{fam.channels} of the rate")
         if launch_s:
-            notes.append(f"adds {fam.launch_us:g} us per call for the launch ({fam.name} family file)")
-        lat = total - bw_total
+            who = next((f.name for f in [fam] + [fams.of(t) for t in sorted(crossed_all)] if f.launch_us == launch_us),
+                       fam.name)
+            notes.append(f"adds {launch_us:g} us per call for the launch ({who} family file)")
+        bw_total, lat, group_t, staged, bound_total = _compose(s, parts, s.n_groups)
+        notes.extend(staged)
+        lat += base_s + launch_s
+        group_t += base_s + launch_s
+        total = bw_total + lat
         return _Timed(total, bw_total, lat, bound_total + lat, tuple(reports), tuple(group_t.tolist()),
                       tuple(notes), base_s + launch_s)
+
+
+def _compose(s: "_Solved", parts: list, n_groups: int):
+    """Phases' (bandwidth, latency, per-group bandwidth, per-group latency) parts -> totals.
+
+    Phases run one after another, except phases of one ``stage`` (a tree's tiers): their
+    transfers overlap, so the stage takes its slowest phase's transfer plus every phase's
+    latency -- unless they share a link, when they are added (a note says so).
+    Returns (bandwidth s, latency s, per-group s, notes, link-load bound s).
+    """
+    bw = lat = bound = 0.0
+    group_t = np.zeros(n_groups)
+    notes = []
+    stages: dict[int, list[int]] = {}
+    for i, ph in enumerate(s.plist):
+        if ph.stage >= 0:
+            stages.setdefault(ph.stage, []).append(i)
+            continue
+        b, l_, gb, gl, bd = parts[i]
+        bw, lat, bound = bw + b, lat + l_, bound + bd
+        group_t += gb + gl
+    for members in stages.values():
+        links = [s.links[i] for i in members] if s.links else []
+        shared = any(np.intersect1d(links[a], links[b]).size for a in range(len(links))
+                     for b in range(a + 1, len(links)))
+        if shared or len(members) == 1 or not links:
+            for i in members:
+                b, l_, gb, gl, bd = parts[i]
+                bw, lat, bound = bw + b, lat + l_, bound + bd
+                group_t += gb + gl
+            if shared:
+                notes.append("the tree's tiers share links, so their transfers are added, not overlapped")
+            continue
+        bw += max(parts[i][0] for i in members)
+        bound += max(parts[i][4] for i in members)
+        lat += sum(parts[i][1] for i in members)
+        group_t += np.max([parts[i][2] for i in members], axis=0) + sum(parts[i][3] for i in members)
+        names = " and ".join(f"'{s.plist[i].name}'" for i in members)
+        notes.append(f"pipelined tiers: {names} overlap (on disjoint links): the slower transfer counts")
+    return bw, lat, group_t, notes, bound
 
 
 def _capacity(table, solve_eff: float, link_efficiency: dict | None) -> np.ndarray:
@@ -589,10 +634,12 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
     sym_notes: set[str] = set()
     ctx = _Ctx(G, table, cap, len(groups), opts.split, opts.tiers, opts.bound_only, opts.memory_limit_bytes,
                opts.symmetry, reference)
-    steps, messages, crossed, shares = [], [], [], []
+    steps, messages, crossed, shares, used_links = [], [], [], [], []
     for ph in plist:
         st = _price_phase(ph, ctx)
-        crossed.append(tuple(sorted(set(tier_of[np.asarray(st.link_bytes) > 0].tolist()))))
+        used = np.flatnonzero(np.asarray(st.link_bytes) > 0)
+        used_links.append(used)
+        crossed.append(tuple(sorted(set(tier_of[used].tolist()))))
         total = ph.n_flows * ph.flow_bytes
         shares.append(ph.bytes_across(view.domain, st.reach) / total
                       if view.domain is not None and not ph.in_network and total > 0 else None)
@@ -638,7 +685,7 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
     return _Solved(tuple(plist), tuple(steps), tuple(messages), solve_eff, len(groups), tuple(bottlenecks),
                    {"count": n_unreachable, "examples": _examples(unreachable_pairs, by_rank)},
                    tuple(notes), _frozen(link_bytes), _frozen(util), _method(plist, steps, opts),
-                   tuple(crossed), tuple(shares), bool(link_efficiency))
+                   tuple(crossed), tuple(shares), bool(link_efficiency), tuple(used_links))
 
 
 # which fold is the most telling when phases differ: the costliest path wins the headline
