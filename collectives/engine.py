@@ -981,31 +981,50 @@ def reducing_links(G, table) -> np.ndarray:
     return red[np.asarray(table.src)] | red[np.asarray(table.dst)]
 
 
-def _in_network(ph: Phase, G, table, cap):
-    """NVLS: each rank pushes S into its reducing switches and receives S back (multicast).
+def in_network_flows(G, ph: Phase, table, cap: np.ndarray):
+    """NVLS as flows, the one in-network model (price solves it alone, mix beside other jobs).
 
-    Every rank's links to the switches carry S up and S down, split by capacity as the
-    switches share the reduction evenly per byte of link; the step takes the longest
-    of those transfers.  Returns (step s, bound s, link bytes, per-flow finish, latency ns, events).
+    Each rank pushes its S into the reducing switches it is linked to and receives S back
+    (multicast): one flow per rank over its links to those switches, up and down, each
+    link taking the share of S its capacity is of the rank's (the switches share the
+    reduction evenly per byte of link).  Alone, a flow's rate is the smaller of its up
+    and down capacity.  Returns (flow_piece (F, L), piece_link (L, L) identity, bytes).
     """
+    import scipy.sparse as sp
     index = {n: i for i, n in enumerate(table.nodes)}
     by_rank = _rank_nodes(G)
-    lb = np.zeros(len(cap))
-    finish = np.zeros(len(ph.src))
-    lat = 0.0
-    src_idx = np.asarray(table.src)
-    dst_idx = np.asarray(table.dst)
-    lat_links = np.asarray(table.latency_ns)
+    src_idx, dst_idx = np.asarray(table.src), np.asarray(table.dst)
     reducing = reducing_links(G, table)
-    for f, (r, size) in enumerate(zip(ph.src, ph.size_bytes)):
+    rows, cols, vals = [], [], []
+    for f, r in enumerate(ph.src):
         c = index[by_rank[int(r)]]
-        up = np.nonzero((src_idx == c) & reducing)[0]
-        down = np.nonzero((dst_idx == c) & reducing)[0]
-        t_up = size / cap[up].sum()
-        t_down = size / cap[down].sum()
-        lb[up] += size * cap[up] / cap[up].sum()
-        lb[down] += size * cap[down] / cap[down].sum()
-        finish[f] = max(t_up, t_down)
-        lat = max(lat, float(lat_links[up].max() + lat_links[down].max()))
-    t = float(finish.max()) if finish.size else 0.0
-    return t, t, lb, finish, lat, 1
+        for links in (np.flatnonzero((src_idx == c) & reducing), np.flatnonzero((dst_idx == c) & reducing)):
+            rows.extend([f] * len(links))
+            cols.extend(links.tolist())
+            vals.extend((cap[links] / cap[links].sum()).tolist())
+    F, L = len(ph.src), len(cap)
+    P = sp.csr_array((vals, (rows, cols)), shape=(F, L))
+    return P, sp.identity(L, format="csr"), np.asarray(ph.size_bytes, dtype=np.float64)
+
+
+def _in_network(ph: Phase, G, table, cap):
+    """NVLS priced by the solver on :func:`in_network_flows`.
+
+    Returns (step s, bound s, link bytes, per-flow finish, latency ns, events); the
+    latency is the slowest rank's slowest link up plus its slowest link down.
+    """
+    from ..topo import solver
+    P, Q, sizes = in_network_flows(G, ph, table, cap)
+    if P.shape[0] == 0:
+        return 0.0, 0.0, np.zeros(len(cap)), np.zeros(0), 0.0, 0
+    r = solver.simulate(P, Q, cap, sizes)
+    src_idx = np.asarray(table.src)
+    index = {n: i for i, n in enumerate(table.nodes)}
+    by_rank = _rank_nodes(G)
+    lat_links = np.asarray(table.latency_ns)
+    lat = 0.0
+    for f, rk in enumerate(ph.src):
+        links = P.indices[P.indptr[f]:P.indptr[f + 1]]
+        up = src_idx[links] == index[by_rank[int(rk)]]
+        lat = max(lat, float(lat_links[links[up]].max() + lat_links[links[~up]].max()))
+    return float(r.time_s), float(r.bound_s), np.asarray(r.link_bytes), np.asarray(r.finish_s), lat, int(r.events)

@@ -74,7 +74,7 @@ def test_halving_doubling_needs_power_of_two(rack_view):
 
 def test_unknown_algorithm_and_collective(rack_view):
     with pytest.raises(BadInput, match="choose one of: auto, ring"):
-        phases("all-reduce", "tree", [(0, 1)], 1.0, rack_view)
+        phases("all-reduce", "btree", [(0, 1)], 1.0, rack_view)
     with pytest.raises(BadInput, match="did you mean all-reduce"):
         phases("allreduce", "ring", [(0, 1)], 1.0, rack_view)
 

@@ -169,7 +169,7 @@ def test_sizes(text, value):
 @pytest.mark.parametrize("args, words", [
     (["--group-size", "3"], ["does not divide", "128 chips"]),
     (["--mesh", "tp=8,ep=8", "--over", "ep"], ["covers 64 chips"]),
-    (["--group-size", "8", "--algorithm", "tree"], ["unknown algorithm 'tree'", "ring"]),
+    (["--group-size", "8", "--algorithm", "btree"], ["unknown algorithm 'btree'", "ring"]),
     (["--group-size", "8", "--size", "-1MiB"], ["must be positive"]),
     (["--group-size", "8", "--size", "lots"], ["not a size"]),
     (["--group-size", "8", "--placement", "scattered"], ["unknown placement"]),

@@ -236,7 +236,8 @@ def _route_phase(G, plan: _Plan, i: int, table, cap: np.ndarray, split: str, tie
                        f"solve beside other jobs; run it after them (alone it is priced as price does, by "
                        f"symmetry classes where they apply)") from None
     if ph.in_network:
-        P, Q, sizes = _in_network_flows(G, ph, table, cap)
+        from ..engine import in_network_flows
+        P, Q, sizes = in_network_flows(G, ph, table, cap)
     else:
         has = np.flatnonzero(ph.size_bytes > 0)          # a flow of no bytes is no flow
         routes = routing.route(G, ph.src[has], ph.dst[has], split=split, tiers=tiers, links=table)
@@ -247,28 +248,6 @@ def _route_phase(G, plan: _Plan, i: int, table, cap: np.ndarray, split: str, tie
     # the price's own scale: bytes x rate_scale through the solve capacities take the step's time alone
     plan.flows[i] = (P, Q, sizes * plan.rate_scale[i])
     return plan.flows[i]
-
-
-def _in_network_flows(G, ph, table, cap):
-    """NVLS as flows: each rank's S crosses its links to the switches (split by capacity)
-    and comes back down, a flow whose rate limit is the slower of the two sums, as the
-    price model's in-network step."""
-    from ...topo.contract import CHIP, KIND, RANK
-    index = {n: i for i, n in enumerate(table.nodes)}
-    by_rank = {d[RANK]: n for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}
-    from ..engine import reducing_links
-    src_idx, dst_idx = np.asarray(table.src), np.asarray(table.dst)
-    reducing = reducing_links(G, table)
-    rows, cols, vals = [], [], []
-    for f, r in enumerate(ph.src):
-        c = index[by_rank[int(r)]]
-        for links in (np.flatnonzero((src_idx == c) & reducing), np.flatnonzero((dst_idx == c) & reducing)):
-            rows.extend([f] * len(links))
-            cols.extend(links.tolist())
-            vals.extend((cap[links] / cap[links].sum()).tolist())
-    F, L = len(ph.src), len(cap)
-    P = sp.csr_array((vals, (rows, cols)), shape=(F, L))
-    return P, sp.identity(L, format="csr"), np.asarray(ph.size_bytes, dtype=np.float64)
 
 
 # ----------------------------------------------------------------------------- the event loop
