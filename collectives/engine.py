@@ -11,36 +11,15 @@ Bandwidth
     classes of flows (``method`` in the report says which fold ran, or why none did).
 
 Step model (``protocol``)
-    ``ideal``: protocol effects off, the pre-family model exactly: links deliver their
-    raw rate times ``efficiency`` (default 1); every step adds the slowest route's
-    latency, a per-step overhead (``step_overhead_ns``: the graph's, else 1 us) and,
-    where a rank sends to k peers in the step, (k - 1) x 200 ns in series.
+    How a phase's solved transfer and its latencies make a time -- per protocol, from the
+    fabric's cost families -- lives with the cost model:
+    :mod:`fabricsim.collectives.cost.step_model`.
 
-    ``ll`` / ``ll128`` / ``simple`` (or ``auto``: the cheapest algorithm *and* protocol,
-    as NCCL's tuner picks by minimum modelled time): the fabric family's data file
-    (:mod:`fabricsim.collectives.cost.family`, NCCL ``tuning.cc`` constants with sources)
-    gives the transport efficiency (the delivered fraction of raw line rate, applied
-    once), the protocol's bandwidth fraction f (LL 1/2, LL128 0.92, Simple 1), a base
-    latency per call and a step latency per step for each algorithm.  Then, per phase
-    of r identical steps with step bandwidth time w (solver, at the delivered rate / f)
-    and step latency l (route latency + step latency + per-peer message overheads
-    spread over the family's channels, as NCCL's p2p runs peers on many channels):
-
-    * r > 1 (rings, torus rings, the rings of hierarchical, direct's two rounds):
-      chunked pipelining.  The per-step data D moves in k = ceil(D / (chunk x channels))
-      chunks (chunk: NCCL's buffer slot per protocol); chunks keep the steps busy
-      back to back and a slot costs the longer of its latency and its transfer, so the
-      phase takes max((r + k - 1) x l, r x w): latency-bound while small, bandwidth
-      bound when large, a ramp between.
-    * r = 1: w + l.
-
-    In-network reduction (NVLS) is further bounded by the family's
-    ``in_network_efficiency``: what the NVLS kernels and switch multicast deliver
-    (NVLink 5: derived from public GB200 NVL72 nccl-tests results).  An efficiency from
-    a calibration or the caller is the whole delivered fraction and replaces both.  The total adds
-    the base latency once.  A calibration (``collectives/cost/calibration.py``) replaces
-    efficiency, base and step latency per collective / algorithm / protocol; legacy
-    ``efficiency=`` and ``step_overhead_ns=`` override both for every collective.
+The pipeline, each step typed and usable on its own: :func:`plan` (groups, candidates,
+the step model) -> :func:`solve` (an algorithm's phases routed and solved: a
+:class:`SolvedPhases`, shared by every protocol) -> :func:`cost` (a protocol's
+:class:`~fabricsim.collectives.cost.step_model.PhaseTimes`) -> :func:`run` keeps the
+cheapest as a :class:`CostReport`.
 
 algbw = S / time, busbw = algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (others), with S
 as nccl-tests defines it (the per-rank buffer for all-reduce, the whole buffer for
@@ -60,16 +39,13 @@ import numpy as np
 from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput, TooLarge
 from .algorithms import ALGORITHMS, Phase, algorithms_for, phases, view_of
+from .cost.step_model import (DEFAULT_MESSAGE_OVERHEAD_NS, DEFAULT_STEP_OVERHEAD_NS, PhaseReport, PhaseTimes,
+                              StepModel, compose, phase_report)
 
 __all__ = ["CostReport", "PhaseReport", "PriceOptions", "PROTOCOL_CHOICES", "run", "busbw_factor", "solve_capacity_Bps",
+           "PhasePlan", "SolvedPhases", "PhaseTimes", "plan", "solve", "cost", "in_network_flows",
            "DEFAULT_STEP_OVERHEAD_NS", "DEFAULT_MESSAGE_OVERHEAD_NS", "AUTO_PAIRWISE_MAX"]
 
-# Per-step overhead of the ideal model when a fabric sets none: ~1 us covers a kernel's
-# synchronisation and protocol handshake per step (I; override with --step-latency-us).
-DEFAULT_STEP_OVERHEAD_NS = 1000.0
-# Per-message cost of the ideal model: each message beyond the first a rank sends in one
-# step adds this much, in series (I: descriptor and doorbell cost, order 0.1-0.5 us).
-DEFAULT_MESSAGE_OVERHEAD_NS = 200.0
 # auto does not try pairwise all-to-all above this size: n-1 separate solves
 AUTO_PAIRWISE_MAX = 64
 BOTTLENECKS_SHOWN = 10
@@ -79,28 +55,6 @@ PROTOCOL_CHOICES = ("auto", "ll", "ll128", "simple", "ideal")
 def busbw_factor(collective: str, n: int) -> float:
     """nccl-tests bus bandwidth factor."""
     return 2 * (n - 1) / n if collective == "all-reduce" else (n - 1) / n
-
-
-@dataclass(frozen=True)
-class PhaseReport:
-    name: str
-    repeat: int
-    flows: int
-    bytes_per_flow: float
-    step_bandwidth_s: float      # one step, flow-level (or the bound in bound-only mode)
-    step_latency_s: float
-    step_bound_s: float
-    events: int
-    time_s: float                # repeat x (bandwidth + latency); pipelined: see the engine
-    saturated_links: int
-    # what the phase's time is made of, for code that re-solves it beside other traffic (mix):
-    # each step is latency_per_step_s then its flows, whose bytes x rate_scale move through
-    # the solve's link capacities (engine.solve_capacity_Bps) in step_bandwidth_s when alone
-    latency_per_step_s: float = 0.0
-    rate_scale: float = 1.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -237,9 +191,39 @@ def _examples(pairs, by_rank, k=5) -> list[str]:
     return [f"{by_rank.get(int(s), s)} -> {by_rank.get(int(d), d)}" for s, d in pairs[:k]]
 
 
-def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: PriceOptions, *,
-        traffic: np.ndarray | None = None, reference: nx.Graph | None = None) -> CostReport:
-    """Price ``collective`` for every group of ``groups`` at once on ``G`` (see :func:`price`)."""
+@dataclass(frozen=True)
+class PhasePlan:
+    """A price before any routing: the groups it prices, the candidate algorithms, the step model.
+
+    ``groups`` are all the groups asked for (input order); ``live`` the ones whose chips all
+    exist (``group_ids`` their indices), ``broken`` what the others lost.  ``candidates``
+    are the algorithms :func:`solve` will be asked for (``auto``: every one that applies and
+    the family lets auto pick; else the one named).
+    """
+
+    collective: str
+    groups: tuple
+    live: tuple
+    group_ids: tuple
+    broken: dict
+    size_bytes: float
+    opts: PriceOptions
+    candidates: tuple
+    G: Any = field(repr=False, compare=False, default=None)
+    view: Any = field(repr=False, compare=False, default=None)
+    model: Any = field(repr=False, compare=False, default=None)      # cost.step_model.StepModel
+    traffic: Any = field(repr=False, compare=False, default=None)
+    reference: Any = field(repr=False, compare=False, default=None)
+    by_rank: Any = field(repr=False, compare=False, default=None)
+
+    @property
+    def group_size(self) -> int:
+        return len(self.groups[0])
+
+
+def plan(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: PriceOptions, *,
+         traffic: np.ndarray | None = None, reference: nx.Graph | None = None) -> PhasePlan:
+    """Check the inputs and lay out a price: groups, candidates and the step model (no routing)."""
     size_bytes = opts.size_bytes
     if collective not in ALGORITHMS:
         phases(collective, "ring", groups, size_bytes, view_of(G))  # raises the named error
@@ -267,28 +251,54 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
     live = [groups[i] for i in ok_idx]
     if traffic is not None and traffic.ndim == 3 and len(traffic) == len(groups):
         traffic = traffic[ok_idx]            # one matrix per group: keep the priced groups'
-    model = _Model(G, collective, opts, float(size_bytes), len(groups[0]))
+    model = StepModel(G, collective, opts, float(size_bytes), len(groups[0]))
     ctx_ref = reference if (opts.bound_only and opts.symmetry and not broken) else None
     n = len(groups[0])
     if not live:
+        cands: list = []
+    elif opts.algorithm == "auto":
+        cands = [a for a in algorithms_for(collective, live, view)
+                 if not (a == "pairwise" and n > AUTO_PAIRWISE_MAX)
+                 and (opts.protocol == "ideal" or model.family.auto_allows(collective, a))]
+    else:
+        cands = [opts.algorithm]
+    return PhasePlan(collective, tuple(groups), tuple(live), tuple(ok_idx), broken_info, float(size_bytes), opts,
+                     tuple(cands), G, view, model, traffic, ctx_ref, by_rank)
+
+
+def solve(p: PhasePlan, algorithm: str) -> "SolvedPhases":
+    """Route and solve ``algorithm``'s phases for every live group of ``p`` at once (every protocol reuses it)."""
+    return _solve(p.G, p.collective, algorithm, list(p.live), p.size_bytes, p.view, p.by_rank, p.opts, p.reference,
+                  p.traffic, p.model.link_efficiency())
+
+
+def cost(p: PhasePlan, solved: "SolvedPhases", algorithm: str, protocol: str) -> PhaseTimes:
+    """One protocol's times for a solved algorithm (the step model, :mod:`.cost.step_model`)."""
+    return p.model.time(solved, algorithm, protocol, len(p.live))
+
+
+def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: PriceOptions, *,
+        traffic: np.ndarray | None = None, reference: nx.Graph | None = None) -> CostReport:
+    """Price ``collective`` for every group of ``groups`` at once on ``G`` (see :func:`price`):
+    :func:`plan`, then :func:`solve` and :func:`cost` each candidate, keep the cheapest."""
+    p = plan(G, collective, groups, opts, traffic=traffic, reference=reference)
+    groups, size_bytes, model, broken_info = p.groups, p.size_bytes, p.model, p.broken
+    broken = [i for i in range(len(groups)) if i not in set(p.group_ids)]
+    ok_idx = list(p.group_ids)
+    n = p.group_size
+    if not p.live:
         nan = float("nan")
         return CostReport(collective, opts.algorithm, G.graph.get("name", "?"), n, len(groups), float(size_bytes),
                           nan, nan, nan, nan, nan, nan, (), (), {"count": 0, "examples": []}, broken_info,
                           True, "none", ("every group lost a chip: nothing to price",),
                           protocol=opts.protocol, method={"path": "none", "quotient_size": 0, "flows": 0,
                                                           "refused": []})
-    if opts.algorithm == "auto":
-        cands = [a for a in algorithms_for(collective, live, view)
-                 if not (a == "pairwise" and n > AUTO_PAIRWISE_MAX)
-                 and (opts.protocol == "ideal" or model.family.auto_allows(collective, a))]
-    else:
-        cands = [opts.algorithm]
+    cands = p.candidates
     trials = {}
     for a in cands:
-        solved = _solve(G, collective, a, live, size_bytes, view, by_rank, opts, ctx_ref, traffic,
-                        model.link_efficiency())
-        for p in model.protocols(a):
-            trials[(a, p)] = (solved, model.time(solved, a, p, len(live)))
+        solved = solve(p, a)
+        for proto in model.protocols(a):
+            trials[(a, proto)] = (solved, cost(p, solved, a, proto))
     if not trials:
         runs = sorted({p for a in cands for p in model.family.protocols_for(a)})
         raise BadInput(f"protocol {opts.protocol!r} is not available for {', '.join(cands)} on the "
@@ -332,7 +342,7 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
 
 # ----------------------------------------------------------------------------- the step model
 @dataclass(frozen=True)
-class _Solved:
+class SolvedPhases:
     """One algorithm's phases routed and solved (at the solve efficiency): what every protocol reuses."""
 
     plist: tuple                 # Phase per phase
@@ -350,236 +360,6 @@ class _Solved:
     cross_share: tuple = ()      # per phase: share of its bytes between domains (racks, nodes); None unknown
     per_link_efficiency: bool = False   # the solve's capacities carry each tier's delivered fraction
     links: tuple = ()            # per phase: the links its flows use (indices into the link table)
-
-
-@dataclass(frozen=True)
-class _Timed:
-    """One (algorithm, protocol)'s times."""
-
-    time_s: float
-    bandwidth_s: float
-    latency_s: float
-    bound_s: float
-    phases: tuple
-    group_time_s: tuple
-    notes: tuple = ()
-    base_s: float = 0.0
-
-
-class _Model:
-    """The step model's parameters for one price: options, calibration and the fabric's families."""
-
-    def __init__(self, G: nx.Graph, collective: str, opts: PriceOptions, size_bytes: float = 0.0,
-                 group_size: int = 2):
-        from .cost.family import families_of
-        self.G, self.collective, self.opts = G, collective, opts
-        self.size_bytes, self.group_size = size_bytes, group_size
-        self.families = families_of(G)
-        self.family = self.families.primary
-
-    def link_efficiency(self):
-        """Per-tier delivered fractions for the solve where tiers differ, else None (one scale after)."""
-        if self.opts.protocol == "ideal" or self.opts.efficiency is not None or not self.families.mixed:
-            return None
-        return {t: f.efficiency for t, f in self.families.by_tier.items()}
-
-    def protocols(self, algorithm: str) -> tuple[str, ...]:
-        p = self.opts.protocol
-        if p == "ideal":
-            return ("ideal",)
-        have = self.family.protocols_for(algorithm)
-        if p == "auto":
-            return have
-        return (p,) if p in have else ()
-
-    def _cal(self, algorithm: str, protocol: str) -> dict:
-        cal = self.opts.calibration
-        return dict(cal.lookup(self.collective, algorithm, protocol)) if cal is not None else {}
-
-    def time(self, s: _Solved, algorithm: str, protocol: str, n_groups: int) -> _Timed:
-        if protocol == "ideal":
-            return self._ideal(s, algorithm)
-        return self._protocol(s, algorithm, protocol)
-
-    def _ideal(self, s: _Solved, algorithm: str) -> _Timed:
-        """Protocol effects off: the pre-family model, bit for bit."""
-        o, G = self.opts, self.G
-        cal = self._cal(algorithm, "ideal")
-        eff = o.efficiency if o.efficiency is not None else float(cal.get("efficiency", 1.0))
-        scale = s.solve_efficiency / eff        # 1.0 unless a calibration sets the efficiency
-        if o.step_overhead_ns is not None:
-            overhead_s = o.step_overhead_ns * 1e-9
-        elif "step_latency_us" in cal:
-            overhead_s = float(cal["step_latency_us"]) * 1e3 * 1e-9
-        else:
-            overhead_s = float(G.graph.get("step_overhead_ns", DEFAULT_STEP_OVERHEAD_NS)) * 1e-9
-        message_s = (o.message_overhead_ns if o.message_overhead_ns is not None else float(
-            G.graph.get("message_overhead_ns", DEFAULT_MESSAGE_OVERHEAD_NS))) * 1e-9
-        base_s = float(cal.get("base_latency_us", 0.0)) * 1e-6
-        bound_total = 0.0
-        reports, parts = [], []
-        for ph, st, messages in zip(s.plist, s.steps, s.messages):
-            step_bw, step_bound, g_fin = st.time_s, st.bound_s, st.group_finish_s
-            if scale != 1.0:
-                step_bw, step_bound, g_fin = step_bw * scale, step_bound * scale, g_fin * scale
-            step_lat = st.latency_ns * 1e-9 + overhead_s + max(messages - 1, 0) * message_s
-            parts.append((ph.repeat * step_bw, ph.repeat * step_lat, ph.repeat * g_fin, ph.repeat * step_lat,
-                          ph.repeat * step_bound))
-            reports.append(_phase_report(ph, st, step_bw, step_lat, step_bound, ph.repeat * (step_bw + step_lat),
-                                         step_lat, scale))
-        bw_total, lat_total, group_t, notes, bound_total = _compose(s, parts, s.n_groups)
-        if base_s:
-            group_t += base_s
-            lat_total += base_s
-        return _Timed(bw_total + lat_total, bw_total, lat_total, bound_total + lat_total, tuple(reports),
-                      tuple(group_t.tolist()), notes, base_s=base_s)
-
-    def _step_latency_s(self, algorithm: str, protocol: str, crossed, share) -> float:
-        """A step's latency: the primary family's, and another family's on the share of steps that cross it.
-
-        NCCL's tuner charges a ring (nsteps - nInterSteps) x the NVLink latency plus
-        nInterSteps x the network's (tuning.cc); here the network's share is the share of
-        the phase's bytes that cross domains (every step, when the fabric has none).
-        """
-        fams, fam = self.families, self.families.primary
-        intra = fam.step_latency_us(algorithm, protocol)
-        others = [fams.of(t) for t in crossed if fams.of(t) is not fam]
-        others = [f.step_latency_us(algorithm, protocol) for f in others if protocol in f.protocols_for(algorithm)]
-        if not others:
-            return intra * 1e-6
-        inter = max(others)
-        w = 1.0 if share is None else share
-        return ((1 - w) * intra + w * inter) * 1e-6
-
-    def _protocol(self, s: _Solved, algorithm: str, protocol: str) -> _Timed:
-        """NCCL-style: launch + base latency + per phase the family's time model at the protocol's rate.
-
-        ``additive`` (NCCL's tuner): each step costs its latency plus its transfer; ``pipelined``:
-        chunks overlap them.  The transfer runs on the channels NCCL opens for a call of this size.
-        """
-        o, fams = self.opts, self.families
-        fam = fams.primary
-        cal = self._cal(algorithm, protocol)
-        given = o.efficiency if o.efficiency is not None else cal.get("efficiency")
-        if s.per_link_efficiency:
-            # the solve ran each tier at its family's delivered rate; a given efficiency replaces the primary's
-            eff_scale = 1.0 if given is None else fam.efficiency / float(given)
-        else:
-            eff_scale = s.solve_efficiency / float(given if given is not None else fam.efficiency)
-        # the family's NVLS bound goes with the family's efficiency; a measured (calibrated or
-        # given) efficiency is already all the in-network kernels deliver
-        # NVLS reduces among the chips of an in-network phase's row (a tree's domain, or the group)
-        in_net_n = next((ph.rows.shape[1] for ph in s.plist if ph.in_network), self.group_size)
-        in_net = fam.in_network_for(in_net_n) if given is None else 1.0
-        frac = fam.bw_fraction[protocol]
-        channels = fam.channels_for(algorithm, protocol, self.size_bytes, self.group_size)
-        if o.message_overhead_ns is not None:
-            message_s = o.message_overhead_ns * 1e-9
-        else:
-            message_s = float(self.G.graph.get("message_overhead_ns", fam.message_overhead_us * 1e3)) * 1e-9
-        chunk = fam.chunk_bytes[protocol] * fam.channels
-        base_s = float(cal.get("base_latency_us", fam.base_latency_us(algorithm, protocol))) * 1e-6
-        # the launch of the slowest family the call crosses (a network's per-call cost beyond NVLink's)
-        crossed_all = {t for ts in (s.tiers or ()) for t in ts}
-        launch_us = max([fam.launch_us] + [fams.of(t).launch_us for t in crossed_all])
-        launch_s = launch_us * 1e-6 if "base_latency_us" not in cal else 0.0
-        bound_total = 0.0
-        reports, parts = [], []
-        notes = []
-        tiers = s.tiers or ((),) * len(s.plist)
-        shares = s.cross_share or (None,) * len(s.plist)
-        for ph, st, messages, crossed, share in zip(s.plist, s.steps, s.messages, tiers, shares):
-            scale = eff_scale / frac
-            if ph.in_network:
-                scale /= in_net
-            elif channels < fam.channels:
-                scale *= fam.channels / channels
-            cap_GBps = fam.max_busbw_GBps.get(protocol) if given is None and not ph.in_network else None
-            if cap_GBps and st.time_s > 0:
-                # NCCL caps the protocol's bus rate per rank (llMaxBw): a rank sends its step's
-                # messages no faster than that
-                floor_s = ph.flow_bytes * max(messages, 1) / (cap_GBps * 1e9)
-                scale = max(scale, floor_s / st.time_s)
-            step_bw, step_bound, g_fin = st.time_s * scale, st.bound_s * scale, st.group_finish_s * scale
-            if o.step_overhead_ns is not None:
-                step_s = o.step_overhead_ns * 1e-9
-            elif "step_latency_us" in cal:
-                step_s = float(cal["step_latency_us"]) * 1e-6
-            else:
-                step_s = self._step_latency_s(algorithm, protocol, crossed, share)
-            # per-peer messages run over the channels in parallel (NCCL p2p), not in series
-            peers = max(messages - 1, 0)
-            step_lat = st.latency_ns * 1e-9 + step_s + math.ceil(peers / fam.channels) * message_s
-            r = ph.repeat
-            if fam.time_model == "additive" or r == 1:
-                ph_t = r * (step_bw + step_lat)
-                g_t = r * (g_fin + step_lat)
-                per_step = step_lat
-            else:
-                k = max(1, math.ceil(ph.flow_bytes / chunk))
-                ph_t = max((r + k - 1) * step_lat, r * step_bw)
-                g_t = np.maximum((r + k - 1) * step_lat, r * g_fin)
-                # the pipeline's latency left exposed per step, beyond the transfer
-                per_step = max(ph_t / r - step_bw, 0.0)
-            parts.append((r * step_bw, ph_t - r * step_bw, r * g_fin, g_t - r * g_fin, r * step_bound))
-            reports.append(_phase_report(ph, st, step_bw, step_lat, step_bound, ph_t, per_step, scale))
-        if any(ph.in_network for ph in s.plist) and in_net != 1.0:
-            notes.append(f"in-network reduction delivers {in_net:.3g} x the {fam.name} transport rate for "
-                         f"{in_net_n} ranks (family file; an efficiency you give or calibrate replaces both)")
-        if channels < fam.channels and not all(ph.in_network for ph in s.plist):
-            notes.append(f"{protocol} at this size runs on {channels} of {fam.channels} channels (NCCL opens "
-                         f"fewer channels for small calls): transfer at {channels}/{fam.channels} of the rate")
-        if launch_s:
-            who = next((f.name for f in [fam] + [fams.of(t) for t in sorted(crossed_all)] if f.launch_us == launch_us),
-                       fam.name)
-            notes.append(f"adds {launch_us:g} us per call for the launch ({who} family file)")
-        bw_total, lat, group_t, staged, bound_total = _compose(s, parts, s.n_groups)
-        notes.extend(staged)
-        lat += base_s + launch_s
-        group_t += base_s + launch_s
-        total = bw_total + lat
-        return _Timed(total, bw_total, lat, bound_total + lat, tuple(reports), tuple(group_t.tolist()),
-                      tuple(notes), base_s + launch_s)
-
-
-def _compose(s: "_Solved", parts: list, n_groups: int):
-    """Phases' (bandwidth, latency, per-group bandwidth, per-group latency) parts -> totals.
-
-    Phases run one after another, except phases of one ``stage`` (a tree's tiers): their
-    transfers overlap, so the stage takes its slowest phase's transfer plus every phase's
-    latency -- unless they share a link, when they are added (a note says so).
-    Returns (bandwidth s, latency s, per-group s, notes, link-load bound s).
-    """
-    bw = lat = bound = 0.0
-    group_t = np.zeros(n_groups)
-    notes = []
-    stages: dict[int, list[int]] = {}
-    for i, ph in enumerate(s.plist):
-        if ph.stage >= 0:
-            stages.setdefault(ph.stage, []).append(i)
-            continue
-        b, l_, gb, gl, bd = parts[i]
-        bw, lat, bound = bw + b, lat + l_, bound + bd
-        group_t += gb + gl
-    for members in stages.values():
-        links = [s.links[i] for i in members] if s.links else []
-        shared = any(np.intersect1d(links[a], links[b]).size for a in range(len(links))
-                     for b in range(a + 1, len(links)))
-        if shared or len(members) == 1 or not links:
-            for i in members:
-                b, l_, gb, gl, bd = parts[i]
-                bw, lat, bound = bw + b, lat + l_, bound + bd
-                group_t += gb + gl
-            if shared:
-                notes.append("the tree's tiers share links, so their transfers are added, not overlapped")
-            continue
-        bw += max(parts[i][0] for i in members)
-        bound += max(parts[i][4] for i in members)
-        lat += sum(parts[i][1] for i in members)
-        group_t += np.max([parts[i][2] for i in members], axis=0) + sum(parts[i][3] for i in members)
-        names = " and ".join(f"'{s.plist[i].name}'" for i in members)
-        notes.append(f"pipelined tiers: {names} overlap (on disjoint links): the slower transfer counts")
-    return bw, lat, group_t, notes, bound
 
 
 def _capacity(table, solve_eff: float, link_efficiency: dict | None) -> np.ndarray:
@@ -600,19 +380,12 @@ def solve_capacity_Bps(G: nx.Graph, opts: PriceOptions, table=None) -> np.ndarra
     """
     from ..topo import routing
     table = table if table is not None else routing.link_table(G)
-    model = _Model(G, "all-reduce", opts)
+    model = StepModel(G, "all-reduce", opts)
     return _capacity(table, opts.efficiency if opts.efficiency is not None else 1.0, model.link_efficiency())
 
 
-def _phase_report(ph: Phase, st, step_bw: float, step_lat: float, step_bound: float, time_s: float,
-                  per_step: float, scale: float) -> PhaseReport:
-    return PhaseReport(ph.name, ph.repeat, ph.n_flows - st.unreachable, float(ph.flow_bytes), float(step_bw),
-                       float(step_lat), float(step_bound), int(st.events), float(time_s), st.saturated,
-                       float(per_step), float(scale))
-
-
 def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: PriceOptions, reference,
-           traffic=None, link_efficiency: dict | None = None) -> _Solved:
+           traffic=None, link_efficiency: dict | None = None) -> SolvedPhases:
     from ..topo import routing
     plist = phases(collective, algorithm, groups, size_bytes, view, traffic=traffic)
     table = routing.link_table(G)
@@ -682,7 +455,7 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
     bottlenecks = [{"link": f"{nodes[table.src[i]]} -> {nodes[table.dst[i]]}", "tier": str(table.tier[i]),
                     "utilization": float(util[i]), "bytes": float(link_bytes[i]),
                     "capacity_GBps": float(raw[i] / 1e9)} for i in top if util[i] > 0]
-    return _Solved(tuple(plist), tuple(steps), tuple(messages), solve_eff, len(groups), tuple(bottlenecks),
+    return SolvedPhases(tuple(plist), tuple(steps), tuple(messages), solve_eff, len(groups), tuple(bottlenecks),
                    {"count": n_unreachable, "examples": _examples(unreachable_pairs, by_rank)},
                    tuple(notes), _frozen(link_bytes), _frozen(util), _method(plist, steps, opts),
                    tuple(crossed), tuple(shares), bool(link_efficiency), tuple(used_links))
