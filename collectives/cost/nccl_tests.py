@@ -81,8 +81,9 @@ _RANK = re.compile(r"^#\s*Rank\s+(\d{1,9})\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d{1,18})\b")
 _NCCL_VERSION = re.compile(r"\b(?:NCCL|RCCL) version\s+([0-9][\w.+\-]*)")
-_ENV = {"algorithm": re.compile(r"\bNCCL_ALGO(?:\s*=\s*|\s+set by environment to\s+)([^\s\"',;]+)"),
-        "protocol": re.compile(r"\bNCCL_PROTO(?:\s*=\s*|\s+set by environment to\s+)([^\s\"',;]+)")}
+# a value may be a list (NCCL_ALGO=Ring,NVLS): commas inside it are kept, a trailing one is not
+_ENV = {"algorithm": re.compile(r"\bNCCL_ALGO(?:\s*=\s*|\s+set by environment to\s+)([^\s\"',;]+(?:,[^\s\"',;]+)*)"),
+        "protocol": re.compile(r"\bNCCL_PROTO(?:\s*=\s*|\s+set by environment to\s+)([^\s\"',;]+(?:,[^\s\"',;]+)*)")}
 _NRANKS = re.compile(r"\bnranks\s*[=:]?\s*(\d+)\b")
 _ANNOTATION = re.compile(r"(\w+)=(\S+)")
 # NCCL's per-call tuning line (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=TUNING; rank 0 only), src/enqueue.cc:
