@@ -27,6 +27,7 @@ Simple -> ll / ll128 / simple.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
@@ -199,6 +200,7 @@ class _Series:
     notes: list = field(default_factory=list)
     switch: bool = False                              # one side of an algorithm switch
     cache: dict = field(default_factory=dict)         # _decompose answers, shared with the series cut from it
+    fixed: dict = field(default_factory=dict)         # constants held at a value (not fitted, not the default)
 
 
 def _one_group(G, nranks: int, path: str):
@@ -210,9 +212,10 @@ def _one_group(G, nranks: int, path: str):
     return by_size(G, nranks, "packed", count=1)
 
 
-def _decompose(G, groups, coll, algo, proto, size, names):
-    """(L0, coefficient per name) with model time = L0 + sum(coef * x) for x = 1/eff, us, us."""
-    zero = {n: (1.0 if n == "efficiency" else 0.0) for n in names}
+def _decompose(G, groups, coll, algo, proto, size, names, fixed=None):
+    """(L0, coefficient per name) with model time = L0 + sum(coef * x) for x = 1/eff, us, us
+    (``fixed`` constants held at their value)."""
+    zero = {**(fixed or {}), **{n: (1.0 if n == "efficiency" else 0.0) for n in names}}
     a0 = _model_time(G, groups, coll, algo, proto, size, zero)
     coef = {}
     for n in names:
@@ -233,10 +236,11 @@ def _combos(G, s: _Series, names: tuple[str, ...]):
             rows = []
             try:
                 for p, groups, _ in s.items:
-                    key = (algo, proto, p.size_bytes, names, id(groups))
+                    key = (algo, proto, p.size_bytes, names, id(groups), tuple(sorted(s.fixed.items())))
                     if key not in s.cache:
                         try:
-                            s.cache[key] = _decompose(G, groups, s.collective, algo, proto, p.size_bytes, names)
+                            s.cache[key] = _decompose(G, groups, s.collective, algo, proto, p.size_bytes, names,
+                                                      s.fixed)
                         except BadInput as exc:
                             s.cache[key] = exc
                     if isinstance(s.cache[key], BadInput):
@@ -283,9 +287,24 @@ def _fit_series(G, s: _Series, names: tuple[str, ...]):
         raise BadInput(f"{', '.join(s.logs)}: the {s.collective} points do not depend on any calibration "
                        f"constant; nothing to fit")
     if len(kept) < len(names):
-        s.notes.append(f"not fitted (the points cannot tell them apart): "
-                       f"{', '.join(n for n in names if n not in kept)}; they keep the engine default")
-        return _fit_series(G, s, kept)
+        dropped = [n for n in names if n not in kept]
+        before = list(s.notes)
+        keep_default = _fit_series(G, s, kept)
+        # a latency the points cannot tell from another (base and step latency of an algorithm
+        # whose step count does not change with size) may do better held at 0 than at the engine
+        # default, which can exceed the whole measured intercept: the better of the two is kept
+        lat = [n for n in dropped if n != "efficiency"]
+        if lat:
+            alt = dataclasses.replace(s, fixed={**s.fixed, **{n: 0.0 for n in lat}}, notes=before)
+            at_zero = _fit_series(G, alt, kept)
+            if _rms(at_zero[2] / measured - 1.0) < _rms(keep_default[2] / measured - 1.0) - 1e-9:
+                s.notes[:] = alt.notes + [f"not fitted (the points cannot tell them apart): {', '.join(lat)}; held "
+                                          f"at 0 (the engine default fits worse)"]
+                s.fixed = alt.fixed
+                return at_zero
+        s.notes.append(f"not fitted (the points cannot tell them apart): {', '.join(dropped)}; they keep the "
+                       f"engine default")
+        return keep_default
     lo = np.array([1.0 if n == "efficiency" else 0.0 for n in names])    # x = 1/eff >= 1, latencies >= 0
 
     def model(x):
@@ -332,7 +351,7 @@ def _fit_series(G, s: _Series, names: tuple[str, ...]):
         s.notes.append(f"the engine's time differs from L0 + B/efficiency + k*latency by up to {gap * 100:.3g}% "
                        f"(pipelined phases); fitted by {how}")
     _note_extrapolated_latency(s, names, best_x, combos, measured)
-    return _params(names, best_x), names, best_t
+    return {**s.fixed, **_params(names, best_x)}, names, best_t
 
 
 _EXTRAPOLATED = "an intercept of the bandwidth curve rather than a small-message latency"
@@ -373,7 +392,8 @@ def _params(names, x) -> dict[str, float]:
 
 
 def _direct_times(G, s: _Series, params) -> np.ndarray:
-    """The engine's time for every point of ``s`` with ``params`` (seconds)."""
+    """The engine's time for every point of ``s`` with ``params`` (seconds; ``s.fixed`` under them)."""
+    params = {**s.fixed, **params} if params else params
     algo = s.algorithm if len(s.algos) == 1 else None
     return np.array([_model_time(G, g, s.collective, algo or _best_algo(G, g, s.collective, s.algos, s.protocol,
                                                                           p.size_bytes, params),
@@ -592,7 +612,7 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
         zero = [p for p in pts if p.size_bytes == 0]
         pts = tuple(p for p in pts if p.size_bytes > 0)
         per_size = _tuning_algorithms(run, pts, where)
-        said = sorted({a for a, _ in per_size.values()}) if per_size else []
+        said = list(dict.fromkeys(per_size[k][0] for k in sorted(per_size))) if per_size else []   # by size
         if per_size and len(said) > 1:
             # NCCL says which algorithm ran at each size: one series per algorithm
             edges = []
@@ -622,7 +642,7 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
     for s in series.values():
         if not s.items:
             raise BadInput(f"{', '.join(s.logs)}: no {s.collective} points to fit (every row N/A or failed)")
-        _check_series(s)
+        _check_series(s, whole=not s.switch)
         brk = _find_break(G, s, names)
         if brk is None:
             todo.append(s)
