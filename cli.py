@@ -1257,7 +1257,10 @@ def _x(v) -> str:
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False),
               help="Write the calibration TOML here (one section per fitted collective).")
 @click.option("--json", "as_json", is_flag=True, help="Print fits and points as JSON (schema in README).")
-def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json):
+@click.option("--collective", type=click.Choice(["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]),
+              help="The collective of a log that names no *_perf binary (pre-2.13 logs, pasted tables); "
+                   "default: inferred from its columns where they tell.")
+def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json, collective):
     """Fit the cost model's constants to nccl-tests logs; write a calibration file.
 
     \b
@@ -1277,9 +1280,9 @@ def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json):
     if group_size or mesh:
         groups = _groups_for(G, group_size, "packed", mesh, over, None)
     try:
-        runs = [r for path in logs for r in parse_log(path)]
+        runs = [r for path in logs for r in parse_log(path, collective=collective)]
     except BadInput as exc:
-        raise click.BadParameter(str(exc), param_hint="LOG") from None
+        raise click.BadParameter(str(exc), param_hint="LOG / --collective" if collective else "LOG") from None
     try:
         res = calibrate(G, runs, groups=groups)
     except BadInput as exc:

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from fabricsim.cli import main
 from fabricsim.collectives import by_size, price
-from fabricsim.collectives.cost import load_calibration, parse_log
+from fabricsim.collectives.cost import load_calibration, parse_log, parse_text
 from fabricsim.collectives.cost import calibrate as cal_mod
 from fabricsim.collectives.cost.calibrate import _decompose, _model_time, calibrate, calibrate_logs
 from fabricsim.fabrics import build
@@ -341,3 +341,137 @@ def test_latency_fitted_only_from_large_sizes_is_flagged_as_an_intercept():
     small = calibrate_logs(build("nvl72"), [DATA / "gb200_4gpu_azure_ring.log"])
     assert not any("intercept" in n for f in small.fits for n in f.notes)
     assert min(p.size_bytes for f in small.fits for p in f.points) < 2 ** 20
+
+
+# ---------------------------------------------------------------- logs without a binary, switches, degenerate logs
+PASTED = DATA / "pasted_table_no_binary.log"
+
+
+def test_cli_collective_reads_a_log_without_binary():
+    res = CliRunner().invoke(main, ["calibrate", str(PASTED), "--fabric", "nvl72", "--group-size", "8",
+                                    "--collective", "all-gather", "--json"])
+    assert res.exit_code == 0, res.output
+    assert [f["section"] for f in json.loads(res.output)["fits"]] == ["all-gather"]
+
+
+@pytest.mark.parametrize("args, words", [
+    ([str(PASTED)], ["cannot tell which collective", "--collective", "all-reduce, all-gather, reduce-scatter, all-to-all"]),
+    ([str(NVL72_LOG), "--collective", "all-gather"], ["all_reduce_perf", "collective='all-gather' was given (--collective)"]),
+])
+def test_cli_collective_errors_are_one_line(args, words):
+    res = CliRunner().invoke(main, ["calibrate", *args, "--fabric", "nvl72"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    err, = [ln for ln in res.output.splitlines() if ln.startswith("Error:")]
+    for w in words:
+        assert w in err
+
+
+_COLS = "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+
+
+def _log(rows, n=8, pre=""):
+    """A synthetic all-reduce log: (size, time_us) rows, algbw/busbw by the nccl-tests definitions."""
+    out = [pre + f"#@ collective=all_reduce_perf nranks={n}\n" + _COLS]
+    for size, t in rows:
+        alg = size / t / 1e3 if t > 0 else 0.0
+        out.append(f"{size} {size // 4} float sum -1 {t:.2f} {alg:.2f} {alg * 2 * (n - 1) / n:.2f} 0 "
+                   f"{t:.2f} {alg:.2f} {alg * 2 * (n - 1) / n:.2f} 0\n")
+    return "".join(out)
+
+
+@pytest.mark.parametrize("rows, words", [
+    ([(2**20, 50.0)], ["one size 1 MiB"]),
+    ([(2**20, 50.0), (2**20, 60.0)], ["one size 1 MiB"]),
+    ([(2**k, 20.0) for k in range(10, 30, 4)], ["same time (20 us) from 1 KiB to 64 MiB"]),
+    ([(2**k, 1000.0 / k) for k in range(10, 30, 4)], ["does not grow with size"]),
+    ([(2**k, 0.0) for k in range(10, 16)], ["no all-reduce points to fit"]),
+])
+def test_degenerate_logs_are_one_line_exit_2(tmp_path, rows, words):
+    p = tmp_path / "degenerate.log"
+    p.write_text(_log(rows))
+    res = CliRunner().invoke(main, ["calibrate", str(p), "--fabric", "nvl72"])
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    err, = [ln for ln in res.output.splitlines() if ln.startswith("Error:")]
+    for w in words:
+        assert w in err
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-5.0"])
+def test_non_finite_or_negative_times_are_one_line(tmp_path, bad):
+    p = tmp_path / "bad.log"
+    p.write_text(_log([(2**k, 10.0 + k) for k in range(10, 14)]).replace(" 20.00 ", f" {bad} ", 1))
+    res = CliRunner().invoke(main, ["calibrate", str(p), "--fabric", "nvl72"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    err, = [ln for ln in res.output.splitlines() if ln.startswith("Error:")]
+    assert f"bad time '{bad}'" in err
+
+
+def test_size_zero_rows_are_not_fitted(nvl72):
+    text = _log([(0, 10.0)] + [(2**k, 20.0 + 2**k / 1e5) for k in range(10, 22, 2)])
+    fit, = calibrate(nvl72, parse_text(text, "zero.log")).fits
+    assert all(p.size_bytes > 0 for p in fit.points)
+    assert any("size 0 not fitted" in n for n in fit.notes)
+
+
+# A switch: ring with constants A below 1 MiB, nvls with constants B from 1 MiB, priced by the engine
+# (the synthetic curve the break rule is tested on; NCCL_ALGO=Ring,NVLS leaves NCCL both, as a log may)
+_A = {"efficiency": 0.9, "base_latency_us": 4.0, "step_latency_us": 0.5}
+_B = {"efficiency": 0.5, "base_latency_us": 20.0, "step_latency_us": 3.0}
+_CUT = 2**20
+
+
+def _switch_rows(nvl72, sizes):
+    from fabricsim.collectives.cost import Calibration
+    g = by_size(nvl72, 8, count=1)
+    return [(s, price(nvl72, "all-reduce", groups=g, size_bytes=s, algorithm="ring" if s < _CUT else "nvls",
+                      calibration=Calibration(flat=_A if s < _CUT else _B)).time_s * 1e6) for s in sizes]
+
+
+@pytest.fixture(scope="module")
+def switch_rows(nvl72):
+    return _switch_rows(nvl72, [2**k for k in range(12, 31)])        # 4 KiB - 1 GiB: 8 sizes below, 11 above
+
+
+def test_break_in_the_curve_fits_per_algorithm(nvl72, switch_rows, tmp_path):
+    res = calibrate(nvl72, parse_text(_log(switch_rows, pre="NCCL_ALGO=Ring,NVLS\n"), "switch.log"))
+    assert [(f.section, f.size_range) for f in res.fits] == [("all-reduce.ring", (2**12, 2**19)),
+                                                               ("all-reduce.nvls", (2**20, 2**30))]
+    for f in res.fits:
+        note, = [n for n in f.notes if n.startswith("the points span an algorithm switch")]
+        assert "break in the curve between 512 KiB and 1 MiB" in note
+        assert f.rms_error_pct < 0.5                   # each side is its own algorithm's curve
+        assert any(n.startswith("algorithm auto prices") for n in f.notes)
+    ring, nvls = res.fits
+    assert nvls.params["efficiency"] == pytest.approx(_B["efficiency"], rel=0.01)
+    # the file: one section per algorithm, its size range in its header; priced per algorithm it gives the curve
+    toml = res.toml()
+    assert "[all-reduce.ring]  # measured 4 KiB - 512 KiB" in toml and "[all-reduce.nvls]  # measured 1 MiB - 1 GiB" in toml
+    p = tmp_path / "cal.toml"
+    p.write_text(toml)
+    cal = load_calibration(p)
+    g = by_size(nvl72, 8, count=1)
+    for size, t in switch_rows[::3]:
+        algo = "ring" if size < _CUT else "nvls"
+        got = price(nvl72, "all-reduce", groups=g, size_bytes=size, algorithm=algo, calibration=cal).time_s * 1e6
+        assert got == pytest.approx(t, rel=0.01)
+
+
+def test_one_curve_is_not_split(nvl72):
+    """The same rows priced by nvls alone: no break, one fit."""
+    from fabricsim.collectives.cost import Calibration
+    g = by_size(nvl72, 8, count=1)
+    rows = [(s, price(nvl72, "all-reduce", groups=g, size_bytes=s, algorithm="nvls",
+                      calibration=Calibration(flat=_B)).time_s * 1e6) for s in [2**k for k in range(12, 31, 2)]]
+    fit, = calibrate(nvl72, parse_text(_log(rows, pre="NCCL_ALGO=Ring,NVLS\n"), "one.log")).fits
+    assert fit.section == "all-reduce" and not any("switch" in n for n in fit.notes)
+
+
+def test_switch_from_nccl_tuning_lines(nvl72, switch_rows):
+    """NCCL's TUNING lines name the algorithm per size: the split follows them, no curve needed."""
+    tuning = "".join(f"h:1:1 [0] NCCL INFO AllReduce: {s} Bytes -> Algo {'RING' if s < _CUT else 'NVLS'} proto "
+                     f"SIMPLE channel{{Lo..Hi}}={{0..15}}\n" for s, _ in switch_rows)
+    res = calibrate(nvl72, parse_text(tuning + _log(switch_rows), "tuning.log"))
+    assert [f.section for f in res.fits] == ["all-reduce.ring", "all-reduce.nvls"]
+    note, = [n for n in res.fits[0].notes if n.startswith("the points span")]
+    assert "TUNING lines in tuning.log say ring to nvls between 512 KiB and 1 MiB (line" in note

@@ -97,10 +97,15 @@ def test_nranks_sources(pre, nranks):
     assert run.collective == "all-gather" and run.nranks == nranks
 
 
+# an all-gather / all-to-all row (redop none, busbw = algbw x 7/8): the columns cannot tell which
+ROW_NONE = "     1048576        262144     float    none      -1    100.0   10.49    9.18      0     98.0   10.70    9.36      0"
+
+
 @pytest.mark.parametrize("hint", ["all-to-all", "alltoall", "alltoall_perf", "All_To_All"])
 def test_collective_hint(hint):
-    run, = parse_text(log(ROW, pre=""), collective=hint)
+    run, = parse_text(log(ROW_NONE, pre=""), collective=hint)
     assert run.collective == "all-to-all"
+    assert "collective all-to-all as given" in run.notes[-1]
 
 
 def test_old_all_gather_without_redop_or_check_columns():
@@ -137,7 +142,10 @@ def test_point_is_frozen():
     (log(), 2, "column header without data rows"),
     ("just some words\n\n", 3, "no nccl-tests data rows"),
     ("", 1, "no nccl-tests data rows"),
-    (log(ROW, pre=""), 2, "cannot tell which collective"),
+    (log(ROW_NONE, pre=""), 2, "cannot tell which collective this run measures: the log names no \\*_perf binary "
+     "and its columns leave all-gather or all-to-all .*give --collective \\(collective=\\): one of all-reduce, "
+     "all-gather, reduce-scatter, all-to-all$"),
+    (log(ROW.replace("  -1 ", "   0 "), pre=""), 2, "its columns fit none of .*root 0 \\(a rooted collective"),
     (log(ROW, pre="# Collective test starting: allreduce2_perf\n"), 1, "unknown collective 'allreduce2_perf'"),
     (log(ROW, pre="#@ collective=all-reduce colour=blue\n"), 1, "unknown annotation 'colour'"),
     (ROW + "\n", 1, "data row before any"),
@@ -197,8 +205,9 @@ def test_busbw_consistent_with_time_in_fixtures():
     """The fixtures obey nccl-tests' definitions: algbw = size / time, busbw = algbw x factor."""
     factor = {"all-reduce": lambda n: 2 * (n - 1) / n, "all-gather": lambda n: (n - 1) / n,
               "reduce-scatter": lambda n: (n - 1) / n, "all-to-all": lambda n: (n - 1) / n}
+    given = {"pasted_table_no_binary.log": dict(collective="all-gather", nranks=8)}    # a bare table
     for path in sorted(DATA.glob("*.log")):
-        for run in parse_log(path):
+        for run in parse_log(path, **given.get(path.name, {})):
             for p in run.points:
                 if p.size_bytes >= 32768:   # small rows print 0.00 or 0.01
                     assert p.algbw_GBps == pytest.approx(p.size_bytes / p.time_us / 1e3, rel=0.01, abs=0.01)
@@ -245,3 +254,66 @@ def test_huge_header_numbers_are_badinput_not_valueerror(line):
     """Found by hypothesis: a 5,001-digit header number hit Python's int() digit limit (ValueError)."""
     with pytest.raises(BadInput):
         parse_text(line + "\n")
+
+
+# ---------------------------------------------------------------- logs that name no *_perf binary
+def test_pre_2_13_log_without_binary_is_inferred_from_redop_and_bus_factor():
+    """nccl-tests before 2.13 print no 'Collective test starting' line; this one has no command line either."""
+    run, = parse_log(DATA / "v2_10_no_binary_reduce_scatter.log")
+    assert run.collective == "reduce-scatter" and run.nranks == 8
+    note = run.notes[-1]
+    assert "inferred from the columns" in note and "redop sum" in note and "busbw/algbw 0.875 for n=8" in note
+
+
+@pytest.mark.parametrize("row, nranks, want", [
+    (ROW, 8, "all-reduce"),            # sum, 18.35 / 10.49 = 1.75 = 2(n-1)/n
+    (ROW, None, "all-reduce"),         # without n: a ratio above 1 is only all-reduce's
+    (ROW.replace("18.35", " 9.18").replace("18.72", " 9.36"), 8, "reduce-scatter"),      # sum, (n-1)/n
+    (ROW.replace("18.35", " 9.18").replace("18.72", " 9.36"), None, "reduce-scatter"),
+])
+def test_collective_inferred_from_columns(row, nranks, want):
+    run, = parse_text(log(row, pre=""), nranks=nranks)
+    assert run.collective == want
+
+
+def test_bus_factor_must_match_the_rank_count():
+    # sum + busbw/algbw 1.75 fits all-reduce at n=8, but not at n=4 (1.5) nor reduce-scatter (0.75)
+    with pytest.raises(BadInput, match=r"its columns fit none of .*busbw/algbw 1.75 for n=4"):
+        parse_text(log(ROW, pre=""), nranks=4)
+
+
+def test_pasted_table_needs_the_collective():
+    with pytest.raises(BadInput, match=r"pasted_table_no_binary.log:3: .*leave all-gather or all-to-all.*--collective"):
+        parse_log(DATA / "pasted_table_no_binary.log")
+    run, = parse_log(DATA / "pasted_table_no_binary.log", collective="all-gather")
+    assert run.collective == "all-gather" and len(run.points) == 8
+
+
+def test_hint_contradicting_the_columns():
+    with pytest.raises(BadInput, match=r"^<text>:2: collective='all-gather' was given \(--collective\) but the "
+                                       r"columns say otherwise \(redop sum.*: all-reduce\)$"):
+        parse_text(log(ROW, pre=""), collective="all-gather")
+
+
+def test_hint_conflicting_with_the_binary_names_the_option():
+    with pytest.raises(BadInput, match=r"collective='all-gather' was given \(--collective\); leave it out or give "
+                                       r"all-reduce$"):
+        parse_text(log(ROW), collective="all-gather")
+
+
+def test_zero_time_is_skipped_not_a_point():
+    run, = parse_text(log(ROW, ROW.replace("1048576", "2097152").replace("100.0", "  0.0")))
+    assert len(run.points) == 3
+    assert run.skipped == ("<text>:4: out-of-place point of size 2097152 skipped: time 0 (below the printed "
+                           "resolution: not a measurement)",)
+
+
+def test_tuning_lines_give_the_algorithm_per_size():
+    text = ("x:1:1 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..15}\n"
+            + log(ROW, pre="# Collective test starting: all_reduce_perf\n")
+            + "x:1:1 [0] NCCL INFO AllReduce: 1073741824 Bytes -> Algo 4 proto 2 time 5000.000000\n"
+            + "x:1:1 [0] NCCL INFO AllGather: 1073741824 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}\n"
+            + ROW.replace("1048576", "1073741824") + "\n")
+    run, = parse_text(text)
+    # the first line comes before the run header (a warm-up call): it goes to the run; AllGather is not this run's
+    assert run.tuning == ((1048576, "RING", "LL128", 1), (1073741824, "NVLS", "SIMPLE", 5))

@@ -27,6 +27,7 @@ Simple -> ll / ll128 / simple.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
@@ -51,6 +52,11 @@ _IDENTIFIABLE = 1e-2        # smallest singular value ratio of the normalised de
 _POLISH_GAP = 1e-2          # beyond this gap, finish with least squares on the engine (costly: prices per step)
 _POLISH_NFEV = 20
 _CORRECTIONS = 8            # at most this many engine evaluations of every point for the correction
+# An algorithm switch the log does not name (see `_find_break`): I, chosen on synthetic curves
+# (two algorithms priced on the two sides of a size) and on the measured fixtures, none of which trips it
+_SIDE_MIN = 3               # distinct sizes on each side of a break
+_BREAK_RMS = 0.01           # one fit of every point must miss by at least 1% rms ...
+_BREAK_GAIN = 3.0           # ... and a fit per side must cut that rms at least 3-fold
 
 
 def _price():
@@ -115,6 +121,12 @@ class Fit:
     logs: tuple[str, ...]
     notes: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()        # the algorithms the log leaves open (all: auto)
+    switch: bool = False                    # one side of an algorithm switch (its own algorithm's section)
+
+    @property
+    def size_range(self) -> tuple[int, int]:
+        """The smallest and largest measured size (bytes)."""
+        return min(p.size_bytes for p in self.points), max(p.size_bytes for p in self.points)
 
     def as_dict(self) -> dict:
         return {"collective": self.collective, "algorithm": self.algorithm, "protocol": self.protocol,
@@ -133,7 +145,11 @@ class CalibrationResult:
     header: str
 
     def toml(self) -> str:
-        return dumps_calibration(self.calibration, header=self.header)
+        """The calibration file; each section header carries its measured size range."""
+        ranges = {f"[{f.section}]": f"  # measured {size_text(f.size_range[0])} - {size_text(f.size_range[1])}"
+                  for f in self.fits if f.points}
+        return "\n".join(line + ranges.get(line, "")
+                         for line in dumps_calibration(self.calibration, header=self.header).split("\n"))
 
     def as_dict(self) -> dict:
         """The ``calibrate --json`` shape: ``fits`` and ``points`` (each point names its fit)."""
@@ -182,6 +198,9 @@ class _Series:
     nranks: set = field(default_factory=set)
     logs: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    switch: bool = False                              # one side of an algorithm switch
+    cache: dict = field(default_factory=dict)         # _decompose answers, shared with the series cut from it
+    fixed: dict = field(default_factory=dict)         # constants held at a value (not fitted, not the default)
 
 
 def _one_group(G, nranks: int, path: str):
@@ -193,9 +212,10 @@ def _one_group(G, nranks: int, path: str):
     return by_size(G, nranks, "packed", count=1)
 
 
-def _decompose(G, groups, coll, algo, proto, size, names):
-    """(L0, coefficient per name) with model time = L0 + sum(coef * x) for x = 1/eff, us, us."""
-    zero = {n: (1.0 if n == "efficiency" else 0.0) for n in names}
+def _decompose(G, groups, coll, algo, proto, size, names, fixed=None):
+    """(L0, coefficient per name) with model time = L0 + sum(coef * x) for x = 1/eff, us, us
+    (``fixed`` constants held at their value)."""
+    zero = {**(fixed or {}), **{n: (1.0 if n == "efficiency" else 0.0) for n in names}}
     a0 = _model_time(G, groups, coll, algo, proto, size, zero)
     coef = {}
     for n in names:
@@ -207,9 +227,8 @@ def _decompose(G, groups, coll, algo, proto, size, names):
     return base, coef
 
 
-def _fit_series(G, s: _Series, names: tuple[str, ...]):
-    from scipy.optimize import least_squares
-    measured = np.array([p.time_us * 1e-6 for p, _, _ in s.items])
+def _combos(G, s: _Series, names: tuple[str, ...]):
+    """Every (algorithm, protocol) the series leaves open that applies: [(algo, proto, L0, C)]."""
     combos = []
     skipped: dict[str, list[str]] = {}              # why -> the algorithm/protocol pairs it rules out
     for algo in s.algos:
@@ -217,7 +236,16 @@ def _fit_series(G, s: _Series, names: tuple[str, ...]):
             rows = []
             try:
                 for p, groups, _ in s.items:
-                    rows.append(_decompose(G, groups, s.collective, algo, proto, p.size_bytes, names))
+                    key = (algo, proto, p.size_bytes, names, id(groups), tuple(sorted(s.fixed.items())))
+                    if key not in s.cache:
+                        try:
+                            s.cache[key] = _decompose(G, groups, s.collective, algo, proto, p.size_bytes, names,
+                                                      s.fixed)
+                        except BadInput as exc:
+                            s.cache[key] = exc
+                    if isinstance(s.cache[key], BadInput):
+                        raise s.cache[key]
+                    rows.append(s.cache[key])
             except BadInput as exc:
                 if len(s.algos) * len(s.protos) == 1:
                     raise
@@ -231,6 +259,13 @@ def _fit_series(G, s: _Series, names: tuple[str, ...]):
                                                         for why, pairs in skipped.items()))
     if not combos:
         raise BadInput(f"no {s.collective} algorithm applies to the measured groups")
+    return combos
+
+
+def _fit_series(G, s: _Series, names: tuple[str, ...]):
+    from scipy.optimize import least_squares
+    measured = np.array([p.time_us * 1e-6 for p, _, _ in s.items])
+    combos = _combos(G, s, names)
     # fit only what the points can tell apart: on the design the engine would use at a
     # typical answer (the cheapest candidate per point), a constant whose column adds no
     # direction to the ones before it (one size; base and step latency of a one-step
@@ -252,9 +287,24 @@ def _fit_series(G, s: _Series, names: tuple[str, ...]):
         raise BadInput(f"{', '.join(s.logs)}: the {s.collective} points do not depend on any calibration "
                        f"constant; nothing to fit")
     if len(kept) < len(names):
-        s.notes.append(f"not fitted (the points cannot tell them apart): "
-                       f"{', '.join(n for n in names if n not in kept)}; they keep the engine default")
-        return _fit_series(G, s, kept)
+        dropped = [n for n in names if n not in kept]
+        before = list(s.notes)
+        keep_default = _fit_series(G, s, kept)
+        # a latency the points cannot tell from another (base and step latency of an algorithm
+        # whose step count does not change with size) may do better held at 0 than at the engine
+        # default, which can exceed the whole measured intercept: the better of the two is kept
+        lat = [n for n in dropped if n != "efficiency"]
+        if lat:
+            alt = dataclasses.replace(s, fixed={**s.fixed, **{n: 0.0 for n in lat}}, notes=before)
+            at_zero = _fit_series(G, alt, kept)
+            if _rms(at_zero[2] / measured - 1.0) < _rms(keep_default[2] / measured - 1.0) - 1e-9:
+                s.notes[:] = alt.notes + [f"not fitted (the points cannot tell them apart): {', '.join(lat)}; held "
+                                          f"at 0 (the engine default fits worse)"]
+                s.fixed = alt.fixed
+                return at_zero
+        s.notes.append(f"not fitted (the points cannot tell them apart): {', '.join(dropped)}; they keep the "
+                       f"engine default")
+        return keep_default
     lo = np.array([1.0 if n == "efficiency" else 0.0 for n in names])    # x = 1/eff >= 1, latencies >= 0
 
     def model(x):
@@ -301,7 +351,7 @@ def _fit_series(G, s: _Series, names: tuple[str, ...]):
         s.notes.append(f"the engine's time differs from L0 + B/efficiency + k*latency by up to {gap * 100:.3g}% "
                        f"(pipelined phases); fitted by {how}")
     _note_extrapolated_latency(s, names, best_x, combos, measured)
-    return _params(names, best_x), names, best_t
+    return {**s.fixed, **_params(names, best_x)}, names, best_t
 
 
 _EXTRAPOLATED = "an intercept of the bandwidth curve rather than a small-message latency"
@@ -342,7 +392,8 @@ def _params(names, x) -> dict[str, float]:
 
 
 def _direct_times(G, s: _Series, params) -> np.ndarray:
-    """The engine's time for every point of ``s`` with ``params`` (seconds)."""
+    """The engine's time for every point of ``s`` with ``params`` (seconds; ``s.fixed`` under them)."""
+    params = {**s.fixed, **params} if params else params
     algo = s.algorithm if len(s.algos) == 1 else None
     return np.array([_model_time(G, g, s.collective, algo or _best_algo(G, g, s.collective, s.algos, s.protocol,
                                                                           p.size_bytes, params),
@@ -351,6 +402,164 @@ def _direct_times(G, s: _Series, params) -> np.ndarray:
 
 def _rms(err) -> float:
     return float(math.sqrt(float(np.mean(np.square(err))))) if len(err) else float("nan")
+
+
+def _quick_rms(combos, idx, measured, lo) -> tuple[float, np.ndarray]:
+    """rms relative error of the decomposition's best fit on points ``idx`` (no engine calls)."""
+    from scipy.optimize import least_squares
+    m = measured[idx]
+    x0 = np.maximum(lo, np.where(lo > 0, 2.0, 1.0))
+    best = None
+    for _, _, L0, C in combos:
+        alone = least_squares(lambda x, L0=L0, C=C: (L0[idx] + C[idx] @ x) / m - 1.0, x0, bounds=(lo, np.inf),
+                              method="trf", x_scale="jac")
+        sol = least_squares(lambda x: np.min([L0[idx] + C[idx] @ x for _, _, L0, C in combos], axis=0) / m - 1.0,
+                            alone.x, bounds=(lo, np.inf), method="trf", x_scale="jac") if len(combos) > 1 else alone
+        if best is None or sol.cost < best.cost:
+            best = sol
+    return _rms(best.fun), best.x
+
+
+@dataclass(frozen=True)
+class _Break:
+    size_below: int         # the largest size of the lower side
+    size_above: int         # the smallest size of the upper side
+    below: str              # the algorithm that fits the lower side best
+    above: str
+    rms_one: float          # relative rms of one fit of every point
+    rms_two: float          # relative rms of the fit per side, each side's best algorithm
+    rms_same: float         # relative rms of the fit per side, one algorithm on both sides (the best such)
+    ties: tuple = ()        # per side: the algorithms that fit it within _TIE of the best
+
+
+_TIE = 1e-3                 # side fits within 0.1% rms of the best are a tie (the first open algorithm is taken)
+
+
+def _find_break(G, s: _Series, names) -> _Break | None:
+    """An algorithm switch the log does not name, from a break in the curve, or None.
+
+    The rule: sort the distinct sizes s_1 < ... < s_m.  E1 is the rms relative time error
+    of one fit of every point (the series' model: the cheapest open algorithm per size, one
+    set of constants).  For every split k with at least `_SIDE_MIN` sizes on each side, each
+    side is fitted by each open algorithm alone, with its own constants; E2(k) is the rms
+    over all points when each side takes its best algorithm, Esame(k) when both sides take
+    one algorithm (the best such).  The break is the k of least E2.  It is a break in the
+    curve when E1 >= `_BREAK_RMS` and E1 >= `_BREAK_GAIN` x E2 (new constants are needed
+    past it), and an algorithm switch when also Esame >= `_BREAK_GAIN` x E2 (new constants
+    alone do not explain it: the algorithm changed).  A break that is not a switch (a
+    protocol change, or noise) keeps one fit and the notes say so.  Fits run on the engine's
+    decomposition (L0 + B/efficiency + k*latency): no engine calls beyond `_combos`.
+    """
+    sizes = sorted({p.size_bytes for p, _, _ in s.items})
+    if s.algorithm is not None or len(s.algos) < 2 or len(sizes) < 2 * _SIDE_MIN:
+        return None
+    combos = _combos(G, s, names)
+    measured = np.array([p.time_us * 1e-6 for p, _, _ in s.items])
+    size_of = np.array([p.size_bytes for p, _, _ in s.items])
+    lo = np.array([1.0 if n == "efficiency" else 0.0 for n in names])
+    rms_one, _ = _quick_rms(combos, np.arange(len(measured)), measured, lo)
+    if rms_one < _BREAK_RMS:
+        return None
+    by_algo: dict[str, list] = {}
+    for c in combos:
+        by_algo.setdefault(c[0], []).append(c)
+    if len(by_algo) < 2:
+        return None
+    best = None
+    total = len(measured)
+    for k in range(_SIDE_MIN, len(sizes) - _SIDE_MIN + 1):
+        sides = []
+        for idx in (np.flatnonzero(size_of < sizes[k]), np.flatnonzero(size_of >= sizes[k])):
+            sides.append(({a: _quick_rms(cs, idx, measured, lo)[0] for a, cs in by_algo.items()}, len(idx)))
+        pick = [min(errs, key=lambda a: (errs[a] > min(errs.values()) + _TIE, list(by_algo).index(a)))
+                for errs, _ in sides]
+        two = math.sqrt(sum(n * errs[a] ** 2 for (errs, n), a in zip(sides, pick)) / total)
+        same = min(math.sqrt(sum(n * errs[a] ** 2 for errs, n in sides) / total) for a in by_algo)
+        if best is None or two < best.rms_two:
+            ties = tuple(tuple(a for a in by_algo if errs[a] <= min(errs.values()) + _TIE) for errs, _ in sides)
+            best = _Break(sizes[k - 1], sizes[k], pick[0], pick[1], rms_one, two, same, ties)
+    if best is None or best.rms_one < _BREAK_GAIN * best.rms_two:
+        return None
+    if best.rms_same < _BREAK_GAIN * best.rms_two or best.below == best.above:
+        s.notes.append(f"a break in the curve between {size_text(best.size_below)} and {size_text(best.size_above)} "
+                       f"(one fit misses by {best.rms_one * 100:.2g}% rms, a fit per side by {best.rms_two * 100:.2g}%) "
+                       f"but one algorithm with new constants past it explains it as well "
+                       f"({best.rms_same * 100:.2g}%): not an algorithm switch (a protocol change?); one fit")
+        return None
+    return best
+
+
+def _split(s: _Series, parts: Mapping[str, list], how: str) -> list[_Series]:
+    """``s`` cut into one series per algorithm (``parts``: fabricsim algorithm -> items), with the note."""
+    out = []
+    ranges = {a: (min(p.size_bytes for p, _, _ in it), max(p.size_bytes for p, _, _ in it)) for a, it in parts.items()}
+    order = sorted(parts, key=lambda a: ranges[a][0])
+    said = ", ".join(f"[{s.collective}.{a}] {size_text(ranges[a][0])} - {size_text(ranges[a][1])}" for a in order)
+    for a in order:
+        sub = _Series(s.collective, a, s.protocol, (a,), s.protos, items=list(parts[a]), nranks=set(s.nranks),
+                      logs=dict.fromkeys(path for _, _, path in parts[a]), notes=list(s.notes), switch=True,
+                      cache=s.cache)
+        sub.notes.append(f"the points span an algorithm switch ({how}); fitted per algorithm: {said}")
+        out.append(sub)
+    return out
+
+
+def _tuning_algorithms(run: NcclRun, pts, where: str) -> dict[int, tuple[str, int]] | None:
+    """size -> (fabricsim algorithm, line) from the run's NCCL TUNING lines; None when they say nothing."""
+    if not run.tuning:
+        return None
+    n = run.nranks or 1
+    seen: dict[int, dict[str, int]] = {}
+    sizes = {p.size_bytes for p in pts}
+    for nbytes, algo, _, line in run.tuning:
+        # NCCL counts per-rank bytes for all-gather / reduce-scatter, nccl-tests the whole buffer
+        for size in (nbytes, nbytes * n):
+            if size in sizes:
+                seen.setdefault(size, {}).setdefault(algo, line)
+                break
+    if not seen:
+        return None
+    out = {}
+    for size, algos in seen.items():
+        name = max(algos, key=lambda a: sum(1 for b, x, _, _ in run.tuning if x == a and b in (size, size // n)))
+        fab = NCCL_ALGORITHMS.get(name.lower())
+        if fab is None:
+            raise BadInput(f"{where}: line {algos[name]}: NCCL ran {run.collective} of {size_text(size)} with "
+                           f"{name}, which fabricsim does not model; it models {', '.join(k.upper() for k in NCCL_ALGORITHMS)}")
+        out[size] = (fab, algos[name])
+    # a size without a tuning line takes the algorithm of the nearest size that has one
+    for size in sizes - set(out):
+        near = min(out, key=lambda t: (abs(math.log2(max(t, 1)) - math.log2(max(size, 1))), t))
+        out[size] = (out[near][0], out[near][1])
+    return out
+
+
+def _check_series(s: _Series, whole: bool = True) -> None:
+    """One line for what no fit can use: one size, bad numbers and, for a whole curve (``whole``; one
+    side of a switch may be flat, latency-bound), times all equal or falling with size."""
+    where = ", ".join(s.logs)
+    for p, _, path in s.items:
+        if not (math.isfinite(p.time_us) and p.time_us > 0):
+            raise BadInput(f"{path}:{p.line}: time {p.time_us!r} us is not a positive finite number; nothing to fit")
+    sizes = sorted({p.size_bytes for p, _, _ in s.items})
+    if len(sizes) < 2:
+        raise BadInput(f"{where}: every {s.collective} point has the one size {size_text(sizes[0])}: a fit needs two "
+                       f"or more sizes (run nccl-tests with -b and -e apart)")
+
+    def typical(size):
+        ts = sorted(p.time_us for p, _, _ in s.items if p.size_bytes == size)
+        return ts[len(ts) // 2]
+    small, big = typical(sizes[0]), typical(sizes[-1])
+    if not whole:
+        return
+    times = {p.time_us for p, _, _ in s.items}
+    if len(times) == 1:
+        raise BadInput(f"{where}: every {s.collective} point has the same time ({small:g} us) from "
+                       f"{size_text(sizes[0])} to {size_text(sizes[-1])}: no size dependence to fit")
+    if big < small:
+        raise BadInput(f"{where}: the {s.collective} time does not grow with size ({small:g} us at "
+                       f"{size_text(sizes[0])}, {big:g} us at {size_text(sizes[-1])}): not a bandwidth curve; nothing "
+                       f"to fit")
 
 
 def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
@@ -399,18 +608,65 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
         algo, algos = _candidates(run.algorithm, NCCL_ALGORITHMS, tuple(ALGORITHMS[run.collective]),
                                   "algorithm", where)
         proto, protos = _candidates(run.protocol, NCCL_PROTOCOLS, PROTOCOLS[:3], "protocol", where)
-        key = (run.collective, algo, proto, algos, protos)
-        s = series.setdefault(key, _Series(run.collective, algo, proto, algos, protos))
         pts = run.select(in_place=False) or run.select(in_place=True)
-        s.items.extend((p, run_groups, run.path) for p in pts)
-        s.nranks.add(len(run_groups[0]))
-        s.logs[run.path] = None
+        zero = [p for p in pts if p.size_bytes == 0]
+        pts = tuple(p for p in pts if p.size_bytes > 0)
+        per_size = _tuning_algorithms(run, pts, where)
+        said = list(dict.fromkeys(per_size[k][0] for k in sorted(per_size))) if per_size else []   # by size
+        if per_size and len(said) > 1:
+            # NCCL says which algorithm ran at each size: one series per algorithm
+            edges = []
+            ordered = sorted(per_size.items())
+            for (s0, (a0, _)), (s1, (a1, l1)) in zip(ordered, ordered[1:]):
+                if a0 != a1:
+                    edges.append(f"{a0} to {a1} between {size_text(s0)} and {size_text(s1)} (line {l1})")
+            how = f"NCCL's TUNING lines in {os.path.basename(run.path)} say {'; '.join(edges)}"
+            parts = [(a, [p for p in pts if per_size[p.size_bytes][0] == a], how) for a in said]
+        elif per_size:
+            parts = [(said[0], list(pts), None)]        # one algorithm, as if NCCL_ALGO named it
+        else:
+            parts = [(algo, list(pts), None)]
+        for a, its, how in parts:
+            key = (run.collective, a, proto, (a,) if a else algos, protos, how)
+            s = series.setdefault(key, _Series(run.collective, a, proto, (a,) if a else algos, protos,
+                                               switch=how is not None))
+            if how:
+                s.notes.append(f"the points span an algorithm switch ({how}); fitted per algorithm")
+            s.items.extend((p, run_groups, run.path) for p in its)
+            s.nranks.add(len(run_groups[0]))
+            s.logs[run.path] = None
+            if zero:
+                s.notes.append(f"{len(zero)} point(s) of size 0 not fitted (no data moves)")
         logs[run.path] = None
-    fits, sections = [], {}
+    todo = []
     for s in series.values():
         if not s.items:
             raise BadInput(f"{', '.join(s.logs)}: no {s.collective} points to fit (every row N/A or failed)")
-        params, _, times = _fit_series(G, s, names)
+        _check_series(s, whole=not s.switch)
+        brk = _find_break(G, s, names)
+        if brk is None:
+            todo.append(s)
+            continue
+        how = (f"found from a break in the curve between {size_text(brk.size_below)} and "
+               f"{size_text(brk.size_above)}: one fit of every point misses by {brk.rms_one * 100:.2g}% rms, "
+               f"{brk.below} below and {brk.above} above fitted apart by {brk.rms_two * 100:.2g}%, one algorithm "
+               f"on both sides by {brk.rms_same * 100:.2g}%")
+        for side, tied in zip((brk.below, brk.above), brk.ties):
+            if len(tied) > 1:
+                how += (f"; {', '.join(tied)} fit the {side} side alike (within {_TIE * 100:g}% rms): {side} taken, "
+                        f"NCCL_ALGO or NCCL's TUNING lines would say which ran")
+        todo.extend(_split(s, {brk.below: [it for it in s.items if it[0].size_bytes <= brk.size_below],
+                               brk.above: [it for it in s.items if it[0].size_bytes >= brk.size_above]}, how))
+    fits, sections = [], {}
+    for s in todo:
+        _check_series(s, whole=not s.switch)
+        try:
+            params, _, times = _fit_series(G, s, names)
+        except (ValueError, np.linalg.LinAlgError) as exc:       # scipy on a singular or non-finite problem
+            raise BadInput(f"{', '.join(s.logs)}: the {s.collective} fit is singular ({exc}); nothing to fit") from None
+        if not (all(math.isfinite(v) for v in params.values()) and np.all(np.isfinite(times))):
+            raise BadInput(f"{', '.join(s.logs)}: the {s.collective} fit is singular (non-finite constants); "
+                           f"nothing to fit")
         section = s.collective + (f".{s.algorithm}" if s.algorithm else "") + (
             f".{s.protocol}" if s.algorithm and s.protocol else "")
         if section in sections:
@@ -430,8 +686,9 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
         fits.append(Fit(collective=s.collective, algorithm=s.algorithm, protocol=s.protocol, section=section,
                         params=params, rms_error_pct=_rms(err), default_rms_error_pct=_rms(default_err),
                         points=tuple(pts), nranks=tuple(sorted(s.nranks)), logs=tuple(s.logs),
-                        notes=tuple(dict.fromkeys(s.notes)), candidates=tuple(s.algos)))
+                        notes=tuple(dict.fromkeys(s.notes)), candidates=tuple(s.algos), switch=s.switch))
     cal = calibration_from_dict({}) if not fits else Calibration(sections={f.section: dict(f.params) for f in fits})
+    fits = [_check_auto(G, f, cal, groups) if f.switch else f for f in fits]
     fabric = str(G.graph.get("name", "?"))
     header = "\n".join([
         "fabricsim calibrate: model constants fitted to nccl-tests measurements",
@@ -443,9 +700,35 @@ def calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
         # what a reader of the file must know before pricing other sizes with it
         *(f"[{f.section}] measured {size_text(min(p.size_bytes for p in f.points))} - "
           f"{size_text(max(p.size_bytes for p in f.points))}" for f in fits if f.points),
-        *(f"[{f.section}] {n}" for f in fits for n in f.notes if _EXTRAPOLATED in n),
+        *(f"[{f.section}] {n}" for f in fits for n in f.notes
+          if _EXTRAPOLATED in n or n.startswith("the points span") or _AUTO_ELSEWHERE in n),
     ])
     return CalibrationResult(fits=tuple(fits), calibration=cal, fabric=fabric, logs=tuple(logs), header=header)
+
+
+_AUTO_ELSEWHERE = "algorithm auto prices"
+
+
+def _check_auto(G, fit: Fit, cal: Calibration, groups) -> Fit:
+    """Does ``algorithm=auto`` with the fitted file price each measured size with the algorithm
+    the log ran there (so with that algorithm's section)?  Where it does not, the fit says so."""
+    import dataclasses
+    if groups is None:
+        groups = _one_group(G, fit.nranks[0], fit.section)
+    other: dict[str, list[int]] = {}
+    for p in fit.points:
+        r = _price()(G, fit.collective, groups=groups, size_bytes=float(p.size_bytes), algorithm="auto",
+                     protocol=fit.protocol or "auto", calibration=cal)
+        if r.algorithm != fit.algorithm:
+            other.setdefault(r.algorithm, []).append(p.size_bytes)
+    if not other:
+        note = (f"{_AUTO_ELSEWHERE} every measured size of {size_text(fit.size_range[0])} - "
+                f"{size_text(fit.size_range[1])} with {fit.algorithm}, this section's algorithm")
+    else:
+        said = "; ".join(f"{len(v)} with {a} ({', '.join(size_text(x) for x in sorted(v))})" for a, v in other.items())
+        note = (f"{_AUTO_ELSEWHERE} {sum(map(len, other.values()))} of the {len(fit.points)} sizes this section "
+                f"was fitted on with another algorithm: {said}; price those with --algorithm {fit.algorithm}")
+    return dataclasses.replace(fit, notes=(*fit.notes, note))
 
 
 def _best_algo(G, groups, collective, algos, protocol, size_bytes, params):

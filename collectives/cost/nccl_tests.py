@@ -81,10 +81,21 @@ _RANK = re.compile(r"^#\s*Rank\s+(\d{1,9})\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d{1,18})\b")
 _NCCL_VERSION = re.compile(r"\b(?:NCCL|RCCL) version\s+([0-9][\w.+\-]*)")
-_ENV = {"algorithm": re.compile(r"\bNCCL_ALGO(?:\s*=\s*|\s+set by environment to\s+)([^\s\"',;]+)"),
-        "protocol": re.compile(r"\bNCCL_PROTO(?:\s*=\s*|\s+set by environment to\s+)([^\s\"',;]+)")}
+# a value may be a list (NCCL_ALGO=Ring,NVLS): commas inside it are kept, a trailing one is not
+_ENV = {"algorithm": re.compile(r"\bNCCL_ALGO(?:\s*=\s*|\s+set by environment to\s+)([^\s\"',;]+(?:,[^\s\"',;]+)*)"),
+        "protocol": re.compile(r"\bNCCL_PROTO(?:\s*=\s*|\s+set by environment to\s+)([^\s\"',;]+(?:,[^\s\"',;]+)*)")}
 _NRANKS = re.compile(r"\bnranks\s*[=:]?\s*(\d+)\b")
 _ANNOTATION = re.compile(r"(\w+)=(\S+)")
+# NCCL's per-call tuning line (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=TUNING; rank 0 only), src/enqueue.cc:
+# since 2.19 '%s: %ld Bytes -> Algo %s proto %s channel{Lo..Hi}={%d..%d}' (F), before it
+# '%ld Bytes -> Algo %d proto %d time %f' (F; some builds prefix the function name)
+_TUNING = re.compile(r"(?:\b([A-Za-z]+):\s+)?(\d{1,19})\s+Bytes\s+->\s+Algo\s+(\w+)\s+proto\s+(\w+)")
+# the numeric codes of the older line: NCCL_ALGO_* / NCCL_PROTO_* (src/include/device.h, nccl_tuner.h, F)
+_ALGO_CODES = ("TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT")
+_PROTO_CODES = ("LL", "LL128", "SIMPLE")
+# NCCL function name (ncclFuncToString) -> collective
+_NCCL_FUNCS = {"allreduce": "all-reduce", "allgather": "all-gather", "reducescatter": "reduce-scatter",
+               "broadcast": "broadcast", "reduce": "reduce"}
 _FAILURE = re.compile(r"Test (?:NCCL |CUDA |HIP )?failure|NCCL WARN|Segmentation fault|Killed")
 
 
@@ -113,9 +124,13 @@ class NcclRun:
     """One nccl-tests run: its points and what its header said.
 
     ``skipped`` lists, one ``path:line: ...`` string each, the column groups that
-    gave no point (``N/A`` fields, failed validation); ``notes`` holds failure
-    lines the run printed (``Test NCCL failure ...``) and where ``nranks`` came
-    from.  Header fields a log does not give are None (or empty tuples).
+    gave no point (``N/A`` fields, a time of 0, failed validation); ``notes`` holds failure
+    lines the run printed (``Test NCCL failure ...``), where ``nranks`` came from and,
+    when the log names no binary, how the collective was inferred.  ``tuning`` holds
+    NCCL's per-call choice where the log has its TUNING INFO lines: ``(bytes, algorithm,
+    protocol, line)`` with NCCL's names (``RING``, ``NVLS``; ``LL128``) and NCCL's byte
+    count (all-gather / reduce-scatter: per rank).  Header fields a log does not give are
+    None (or empty tuples).
     """
     path: str
     collective: str
@@ -139,6 +154,7 @@ class NcclRun:
     out_of_bounds: int | None = None
     noise_lines: int = 0
     notes: tuple[str, ...] = ()
+    tuning: tuple[tuple[int, str, str, int], ...] = ()
 
     def select(self, *, in_place: bool = False) -> tuple[NcclPoint, ...]:
         """The points of one column group, in log order.
@@ -188,6 +204,10 @@ class _Builder:
     header: dict = field(default_factory=dict)
     noise: int = 0
     notes: list = field(default_factory=list)
+    redops: set = field(default_factory=set)      # redop / root column values seen (collective inference)
+    roots: set = field(default_factory=set)
+    first_row: int = 0
+    tuning: list = field(default_factory=list)    # NCCL INFO '... Bytes -> Algo ... proto ...' lines
 
 
 def _bad(path, line, what):
@@ -245,7 +265,11 @@ def _row(b: _Builder, tokens, path, line):
         if tok and not _WORD.fullmatch(tok):
             raise _bad(path, line, f"bad {name} {tok[:40]!r}: expected a name such as float or sum")
     if "root" in vals:
-        _int(vals["root"], path, line, "root", minimum=-1)
+        b.roots.add(_int(vals["root"], path, line, "root", minimum=-1))
+    if redop:
+        b.redops.add(redop.lower())
+    if not b.first_row:
+        b.first_row = line
     at = len(fixed)
     places = b.banner if len(b.banner) == len(groups) else ("out-of-place", "in-place", *(
         f"group {i}" for i in range(2, len(groups))))[:len(groups)]
@@ -264,6 +288,8 @@ def _row(b: _Builder, tokens, path, line):
         missing = [w for w, v in zip(_GROUP, (t, alg, bus)) if v is None]
         if missing:
             why = f"{'/'.join(missing)} N/A"
+        elif t == 0:
+            why = "time 0 (below the printed resolution: not a measurement)"
         if why:
             b.skipped.append(f"{path}:{line}: {place} point of size {size} skipped: {why}")
             continue
@@ -289,6 +315,87 @@ def _command_ranks(line):
     return procs * (opt(args, "-g|--ngpus") or 1) * (opt(args, "-t|--nthreads") or 1)
 
 
+def _tuning(m, line):
+    """A tuning-line match -> (collective or None, bytes, NCCL algorithm, NCCL protocol, line)."""
+    func = _NCCL_FUNCS.get((m.group(1) or "").lower())
+    algo, proto = m.group(3).upper(), m.group(4).upper()
+    if algo.isdigit() and int(algo) < len(_ALGO_CODES):
+        algo = _ALGO_CODES[int(algo)]
+    if proto.isdigit() and int(proto) < len(_PROTO_CODES):
+        proto = _PROTO_CODES[int(proto)]
+    return func, int(m.group(2)), algo, proto, line
+
+
+# What the columns say about the collective of a log that names no *_perf binary:
+# the reductions nccl-tests' redop column prints (ncclRedOp_t names; 'none' for the
+# collectives that do not reduce), and busbw / algbw, the bus factor nccl-tests applies
+# (doc/PERFORMANCE.md, F): 2(n-1)/n all-reduce, (n-1)/n all-gather, reduce-scatter and
+# all-to-all; broadcast, reduce and sendrecv (root >= 0 or factor 1) are not among them.
+INFERABLE = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
+_REDUCE_OPS = {"sum", "prod", "max", "min", "avg", "mulsum", "premulsum"}
+_FACTOR = {"all-reduce": lambda n: 2 * (n - 1) / n, "all-gather": lambda n: (n - 1) / n,
+           "reduce-scatter": lambda n: (n - 1) / n, "all-to-all": lambda n: (n - 1) / n}
+_RATIO_TOL = 0.02       # I: algbw/busbw print 2 decimals; over points with algbw >= 1 GB/s that is <= 1%
+_RATIO_MIN_ALGBW = 1.0
+
+
+def _bus_ratio(points) -> float | None:
+    """The median busbw / algbw of the points whose algbw prints with 2 decimals to <= 1% (else all > 0)."""
+    big = [p.busbw_GBps / p.algbw_GBps for p in points if p.algbw_GBps >= _RATIO_MIN_ALGBW]
+    some = big or [p.busbw_GBps / p.algbw_GBps for p in points if p.algbw_GBps > 0]
+    return sorted(some)[len(some) // 2] if some else None
+
+
+def _infer_collective(b: _Builder, nranks, path, hint):
+    """The collective of a run whose log names no binary: (collective, note), else BadInput.
+
+    Rules (each keeps the `INFERABLE` collectives it allows): a ``redop`` column of
+    reductions (sum, ...) keeps all-reduce and reduce-scatter, of ``none`` the other two;
+    a ``root`` >= 0 keeps none (a rooted collective); busbw / algbw within 2% of
+    2(n-1)/n keeps all-reduce, of (n-1)/n the other three (n from the log's rank count;
+    without it, a ratio above 1.02 keeps all-reduce, below 0.98 the others).  One left:
+    that one; none or several: BadInput naming ``--collective`` and the choices.
+    """
+    keep, said = list(INFERABLE), []
+    redops = b.redops - {""}
+    if redops and redops <= _REDUCE_OPS:
+        keep = [c for c in keep if c in ("all-reduce", "reduce-scatter")]
+        said.append(f"redop {'/'.join(sorted(redops))}")
+    elif redops == {"none"}:
+        keep = [c for c in keep if c not in ("all-reduce", "reduce-scatter")]
+        said.append("redop none")
+    if any(r >= 0 for r in b.roots):
+        keep = []
+        said.append(f"root {max(b.roots)} (a rooted collective: broadcast or reduce)")
+    elif b.roots:
+        said.append("root -1")
+    ratio = _bus_ratio(b.points)
+    if ratio is not None and nranks is not None and nranks > 1:
+        match = [c for c in keep if abs(ratio - _FACTOR[c](nranks)) <= _RATIO_TOL * _FACTOR[c](nranks)]
+        shown = ", ".join(sorted({f"{'2(n-1)/n' if c == 'all-reduce' else '(n-1)/n'} = {_FACTOR[c](nranks):.3g}"
+                                  for c in INFERABLE}))
+        said.append(f"busbw/algbw {ratio:.3g} for n={nranks} ({shown})")
+        keep = match
+    elif ratio is not None:
+        if ratio > 1 + _RATIO_TOL:
+            keep = [c for c in keep if c == "all-reduce"]
+        elif ratio < 1 - _RATIO_TOL:
+            keep = [c for c in keep if c != "all-reduce"]
+        said.append(f"busbw/algbw {ratio:.3g} with the rank count unknown (2(n-1)/n >= 1 > (n-1)/n)")
+    evidence = "; ".join(said) or "no redop, root or bandwidth columns to go by"
+    at = b.first_row or b.first_line
+    if hint is not None:
+        if hint in INFERABLE and hint not in keep:
+            raise _bad(path, at, f"collective={hint!r} was given (--collective) but the columns say otherwise "
+                       f"({evidence}: {' or '.join(keep) or 'none of ' + ', '.join(INFERABLE)})")
+        return hint, f"collective {hint} as given (the log names no *_perf binary)"
+    if len(keep) == 1:
+        return keep[0], f"collective {keep[0]} inferred from the columns ({evidence})"
+    left = f"its columns leave {' or '.join(keep)}" if keep else f"its columns fit none of {', '.join(INFERABLE)}"
+    raise _bad(path, at, f"cannot tell which collective this run measures: the log names no *_perf binary and "
+               f"{left} ({evidence}); give --collective (collective=): one of {', '.join(INFERABLE)}")
+
+
 def _finish(b: _Builder, path, hint_nranks) -> NcclRun:
     snap = b.snapshot
     nranks, how = None, None
@@ -303,8 +410,14 @@ def _finish(b: _Builder, path, hint_nranks) -> NcclRun:
     notes = list(b.notes)
     if how:
         notes.append(f"nranks from {how}")
+    collective = snap["collective"]
+    if not snap["collective_line"]:     # no binary named in the log: the hint, checked, or the columns
+        collective, why = _infer_collective(b, nranks, path, collective)
+        notes.append(why)
+    tuning = tuple((size, algo, proto, line) for func, size, algo, proto, line in b.tuning
+                   if func is None or func == collective)
     h = b.header
-    return NcclRun(path=path, collective=snap["collective"], nranks=nranks, algorithm=snap["algorithm"],
+    return NcclRun(path=path, collective=collective, nranks=nranks, tuning=tuning, algorithm=snap["algorithm"],
                    protocol=snap["protocol"], points=tuple(b.points), skipped=tuple(b.skipped),
                    first_line=b.first_line, last_line=b.last_line,
                    nccl_version=snap["nccl_version"] or h.get("nccl_version"),
@@ -370,6 +483,7 @@ def parse_text(text: str, path: str = "<text>", *, collective: str | None = None
     runs: list[NcclRun] = []
     b: _Builder | None = None
     pending_noise = 0       # noise lines before the first run header, charged to that run
+    pending_tuning: list = []   # tuning lines before a run header (warm-up calls), given to that run
 
     def start(kind, line):
         nonlocal b, pending_noise
@@ -380,8 +494,9 @@ def parse_text(text: str, path: str = "<text>", *, collective: str | None = None
             runs.append(_finish(b, path, nranks))
             b = None
         if b is None:
-            b = _Builder(first_line=line, noise=pending_noise)
+            b = _Builder(first_line=line, noise=pending_noise, tuning=list(pending_tuning))
             pending_noise = 0
+            pending_tuning.clear()
         b.markers.add(kind)
 
     def set_collective(name, line):
@@ -390,7 +505,8 @@ def parse_text(text: str, path: str = "<text>", *, collective: str | None = None
             raise _bad(path, line, f"unknown collective {name!r}; nccl-tests binaries: "
                        f"{', '.join(s + '_perf' for s in BINARIES)}")
         if hint is not None and coll != hint:
-            raise _bad(path, line, f"the log runs {name} ({coll}) but collective={collective!r} was given")
+            raise _bad(path, line, f"the log runs {name} ({coll}) but collective={collective!r} was given "
+                       f"(--collective); leave it out or give {coll}")
         if b is not None and b.snapshot is not None and b.snapshot["collective"] not in (None, coll):
             return      # a later run's command line: keep it for the next run
         ctx["collective"], ctx["collective_line"] = coll, line
@@ -466,6 +582,11 @@ def parse_text(text: str, path: str = "<text>", *, collective: str | None = None
                     ctx["nranks"], ctx["nranks_from"] = n, f"the command line on line {no}"
             elif (m := _NRANKS.search(s)) and len(m.group(1)) < 10:
                 ctx["nranks"], ctx["nranks_from"] = int(m.group(1)), f"'nranks {m.group(1)}' on line {no}"
+            if (m := _TUNING.search(s)):
+                pending_tuning.append(_tuning(m, no))
+                if b is not None:
+                    b.tuning.extend(pending_tuning)
+                    pending_tuning.clear()
             if _FAILURE.search(s) and b is not None:
                 b.notes.append(f"line {no}: {s[:200]}")
             if b is not None:
@@ -476,9 +597,6 @@ def parse_text(text: str, path: str = "<text>", *, collective: str | None = None
         if b is None or b.columns is None:
             raise _bad(path, no, "data row before any '#  size  count  type ...' column header")
         if b.snapshot is None:
-            if ctx["collective"] is None:
-                raise _bad(path, no, "cannot tell which collective this run measures: the log names no "
-                           f"*_perf binary; pass collective= (one of: {', '.join(COLLECTIVES)})")
             b.snapshot = dict(ctx)
         _row(b, tokens, path, no)
     if b is not None and (b.rows or b.columns is not None):
