@@ -214,7 +214,9 @@ def test_instinct_collectives_use_every_link(collective, size):
     if size == 2**30:   # bandwidth-bound: busbw close to the 7 links' delivered rate (family efficiency x protocol)
         fam = family_of(G)
         assert fam.name == "infinity-fabric" and r.protocol in fam.protocols_for("direct")
-        assert r.busbw_GBps == pytest.approx(fam.efficiency * fam.bw_fraction[r.protocol] * 7 * 76.8, rel=0.01)
+        # within 3%: the per-call launch and the steps' latencies add to the transfer (NCCL's form)
+        bound = fam.efficiency * fam.bw_fraction[r.protocol] * 7 * 76.8
+        assert 0.97 * bound <= r.busbw_GBps <= bound * (1 + 1e-9)
 
 
 # --- CLI ----------------------------------------------------------------------------------

@@ -307,8 +307,11 @@ def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: 
     --------
     >>> from fabricsim.fabrics import build
     >>> r = step(build("jalapeno-rack"), "deepseek-r1", mesh="ep=128", batch=1024)
-    >>> sum(c.bytes_total for l in r.layers for c in l.collectives if c.name == "dispatch") == 58 * 1024 * 8 * 7168
-    True
+    >>> total = sum(c.bytes_total for l in r.layers for c in l.collectives if c.name == "dispatch")
+    >>> from math import comb       # one copy per (token, rank): 8 experts of 256 over 128 ranks of 2
+    >>> ranks_per_token = 128 * (1 - comb(254, 8) / comb(256, 8))
+    >>> round(total / (58 * 1024 * 7168), 9) == round(ranks_per_token, 9), round(ranks_per_token, 4)
+    (True, 7.8902)
     """
     from .mix import Job, mix    # the jobs engine (imported here: layer_jobs does not need it)
     model = load_model(model) if isinstance(model, str) else model
