@@ -180,9 +180,24 @@ class FabricView:
     domain: np.ndarray | None       # rack (or other scale-up domain) of each rank, -1 when unknown
     coords: np.ndarray | None       # (n, 3) torus coordinates, or None
     reduces: bool                   # every chip is linked to switches that reduce in the network
-    # ranks each chip has a direct chip-to-chip link to (no switch between): the graph rings are laid on
-    linked: dict | None = field(default=None, compare=False, repr=False)
+    graph: object = field(default=None, compare=False, repr=False)    # the fabric, for what is built on demand
     reducers: tuple = field(default=(), compare=False, repr=False)   # per rank: its reducing switches (NVLS)
+
+    @cached_property
+    def linked(self) -> dict:
+        """Ranks each chip has a direct chip-to-chip link to (no switch between): the graph rings are
+        laid on.  Built on first use (ring-linked), not for every price."""
+        G = self.graph
+        if G is None:
+            return {}
+        nodes, out = G.nodes, {}
+        for node, d in G.nodes(data=True):
+            if d.get(KIND) != CHIP:
+                continue
+            mates = [nodes[m][RANK] for m in G.adj[node] if nodes[m].get(KIND) == CHIP and RANK in nodes[m]]
+            if mates:
+                out[d[RANK]] = frozenset(mates)
+        return out
 
 
 def view_of(G: nx.Graph) -> FabricView:
@@ -192,9 +207,11 @@ def view_of(G: nx.Graph) -> FabricView:
     domain = np.full(n, -1, dtype=np.int64)
     coords = np.full((n, 3), -1, dtype=np.int64)
     has_rack = has_xyz = True
-    reduces = bool(chips)
+    nodes = G.nodes
+    reducing = {m for m, d in G.nodes(data=True) if d.get(KIND) == "switch" and d.get("reduces")}
+    reduces = bool(chips) and bool(reducing)
     reducers: list = [frozenset()] * n
-    linked: dict[int, frozenset] = {}
+    adj = G.adj
     for r, node, d in chips:
         if "rack" in d:
             domain[r] = d["rack"]
@@ -204,16 +221,14 @@ def view_of(G: nx.Graph) -> FabricView:
             coords[r] = (d["x"], d["y"], d["z"])
         else:
             has_xyz = False
-        nbrs = [G.nodes[m] for m in G[node]]
-        # NVLS: the chip reaches switches that reduce (its NICs and other links may go elsewhere)
-        red = frozenset(m for m in G[node] if G.nodes[m].get(KIND) == "switch" and G.nodes[m].get("reduces"))
-        reducers[r] = red
-        if not red:
-            reduces = False
-        mates = [m[RANK] for m in nbrs if m.get(KIND) == CHIP and RANK in m]
-        if mates:
-            linked[r] = frozenset(mates)
-    return FabricView(n, domain if has_rack else None, coords if has_xyz else None, reduces, linked,
+        nbrs = adj[node]
+        if reducing:
+            # NVLS: the chip reaches switches that reduce (its NICs and other links may go elsewhere)
+            red = frozenset(m for m in nbrs if m in reducing)
+            reducers[r] = red
+            if not red:
+                reduces = False
+    return FabricView(n, domain if has_rack else None, coords if has_xyz else None, reduces, G,
                       tuple(reducers))
 
 

@@ -1,7 +1,7 @@
 """Validation: the default and the calibrated cost model against published nccl-tests measurements.
 
-For each cited measurement (the logs in ``tests/data/nccl/gb200_*.log``, each naming
-its source) this prices every measured size with the model as it ships (engine
+For each cited measurement (the MEASURED logs in ``tests/data/nccl``, each naming its
+source) this prices every measured size with the model as it ships (engine
 defaults) and with the constants `fabricsim calibrate` fits to that log, and reports
 the error of each point and the rms per series -- the way ASTRA-sim's and SimAI's
 validation pages compare simulated against measured collectives.  For the 72-rank
@@ -38,7 +38,39 @@ SERIES = (
     ("gb200-4gpu-ring", "gb200_4gpu_azure_ring.log", "nvl72",
      "GB200 (Azure ND GB200 v6), all-reduce, 4 ranks, Ring",
      "https://github.com/Azure/AI-benchmarking-guide/blob/main/Azure_Results/ND_GB200_v6_results.md", None),
+    ("gb300-4gpu-ring", "gb300_4gpu_azure_ring.log", "nvl72:generation=gb300",
+     "GB300 (Azure ND GB300 v6), all-reduce, 4 ranks, Ring (held out)",
+     "https://github.com/Azure/AI-benchmarking-guide/blob/main/Azure_Results/ND_GB300_v6_results.md", None),
+    ("h200-8gpu-nvls", "h200_8gpu_azure_nvls_nccl2.26.log", "hgx-h100:generation=h200",
+     "H200 (Azure ND H200 v5, NCCL 2.26), all-reduce, 8 ranks, NVLS",
+     "https://github.com/Azure/AI-benchmarking-guide/blob/main/Azure_Results/ND_H200_v5_results.md", None),
+    ("h200-8gpu-nvls-2.20", "h200_8gpu_azure_nvls_nccl2.20.log", "hgx-h100:generation=h200",
+     "H200 (Azure ND H200 v5, NCCL 2.20), all-reduce, 8 ranks, NVLS (held out)",
+     "https://github.com/Azure/AI-benchmarking-guide/blob/main/Azure_Results/ND_H200_v5_results.md", None),
+    ("h100-8gpu-nvls", "h100_8gpu_azure_nvls.log", "hgx-h100",
+     "H100 (Azure ND H100 v5, NCCL 2.18), all-reduce, 8 ranks, NVLS (held out)",
+     "https://github.com/Azure/AI-benchmarking-guide/blob/main/Azure_Results/ND_H100_v5_results.md", None),
+    ("a100-8gpu", "a100_8gpu_azure.log", "hgx-a100",
+     "A100 (Azure ND A100 v4, NCCL 2.18), all-reduce, 8 ranks, NCCL's choice",
+     "https://github.com/Azure/AI-benchmarking-guide/blob/main/Azure_Results/ND_A100_v4_results.md", None),
+    ("mi300x-8gpu", "mi300x_8gpu_azure_rccl.log", "instinct-node:generation=mi300x",
+     "MI300X (Azure ND MI300X v5, RCCL 2.22), all-reduce, 8 ranks, RCCL's choice",
+     "https://github.com/Azure/AI-benchmarking-guide/blob/main/Azure_Results/ND_MI300X_v5_results.md", None),
+    ("h100-2x8-ib", "h100_2x8gpu_nebius_ib.log", "rail-cluster:gpu=h100",
+     "2 x 8 H100, InfiniBand (Nebius), all-reduce, 16 ranks, NCCL's choice (held out)",
+     "https://dstack.ai/examples/clusters/nebius/", None),
+    ("b200-2x8-ib", "b200_2x8gpu_lambda_ib.log", "rail-cluster:gpu=b200",
+     "2 x 8 B200, InfiniBand (Lambda), all-reduce, 16 ranks, NCCL's choice (held out)",
+     "https://dstack.ai/examples/clusters/lambda/", None),
 )
+
+
+def _fabric(spec: str):
+    """``name`` or ``name:key=value,...`` -> the built graph."""
+    name, _, params = spec.partition(":")
+    kw = dict(p.split("=", 1) for p in params.split(",") if p)
+    from fabricsim.fabrics.registry import parse_params
+    return build(name, **parse_params(name, kw))
 
 
 def _size(b: int) -> str:
@@ -57,7 +89,7 @@ def results() -> list[dict]:
     out = []
     graphs = {}
     for key, log, fabric, title, source, held in SERIES:
-        G = graphs.setdefault(fabric, build(fabric))
+        G = graphs.setdefault(fabric, _fabric(fabric))
         runs = parse_log(DATA / log)
         fit, = calibrate(G, runs).fits
         row = {"key": key, "title": title, "source": source, "fabric": fabric, "log": log, "fit": fit,

@@ -165,7 +165,7 @@ def test_validation(tmp_path):
     doc.write_text((docs / "validation.md").read_text())
     env = dict(os.environ, MPLBACKEND="Agg")
     proc = subprocess.run([sys.executable, str(EXAMPLES / "validation.py"), str(tmp_path), "--doc", str(doc)],
-                          capture_output=True, text=True, env=env, timeout=300)
+                          capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for key in ("nvl72-72", "gb200-4gpu-ring"):
         png = tmp_path / f"validation-{key}.png"

@@ -190,9 +190,9 @@ def families_of(G) -> Families:
     """
     primary = family_of(G)
     raw = G.graph.get("families")
-    tiers = sorted({str(d.get("tier")) for *_, d in G.edges(data=True)})
     if not raw:
-        return Families(primary, {t: primary for t in tiers})
+        return Families(primary, {})          # one family throughout: every tier is the primary's
+    tiers = sorted({str(d.get("tier")) for *_, d in G.edges(data=True)})
     try:
         named = json.loads(raw) if isinstance(raw, str) else dict(raw)
     except (ValueError, TypeError):
