@@ -593,7 +593,8 @@ def _us(s) -> str:
 
 def _format_report(r) -> str:
     out = [f"{r.collective} on {r.fabric}: {r.groups:,} group(s) of {r.group_size}, S = {_fmt_bytes(r.size_bytes)}, "
-           f"algorithm {r.algorithm}, protocol {r.protocol} ({r.mode})",
+           f"algorithm {r.algorithm}, protocol {r.protocol}"
+           f"{'' if r.channels is None else f', {r.channels} channels'} ({r.mode})",
            f"time {_us(r.time_s)} = bandwidth {_us(r.bandwidth_time_s)} + latency {_us(r.latency_s)}   "
            f"(link-load bound {_us(r.bound_s)})",
            f"algbw {r.algbw_GBps:,.1f} GB/s   busbw {r.busbw_GBps:,.1f} GB/s"]

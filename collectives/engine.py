@@ -89,10 +89,11 @@ class CostReport:
     # which fast path priced the phases: {"path", "quotient_size", "flows", "refused": [{"method", "reason"}], "phases"}
     method: dict = field(default_factory=dict, compare=False)
     base_latency_s: float = 0.0          # per call, before the first step (launch + base latency)
+    channels: int | None = None          # channels NCCL runs this call on (its size's); None: ideal model
 
     def as_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in (
-            "collective", "algorithm", "protocol", "fabric", "group_size", "groups", "size_bytes", "time_s",
+            "collective", "algorithm", "protocol", "channels", "fabric", "group_size", "groups", "size_bytes", "time_s",
             "bandwidth_time_s", "latency_s", "bound_s", "algbw_GBps", "busbw_GBps")}
         d["phases"] = [p.as_dict() for p in self.phases]
         d.update(bottlenecks=list(self.bottlenecks), unreachable_pairs=self.unreachable_pairs,
@@ -337,7 +338,7 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
         partial=partial, mode="link-load bound" if opts.bound_only else "flow-level", notes=notes,
         group_time_s=timed.group_time_s, group_ids=tuple(ok_idx), alternatives=alts,
         link_bytes=solved.link_bytes, link_utilization=solved.link_utilization, protocol=best[1],
-        method=solved.method, base_latency_s=timed.base_s)
+        method=solved.method, base_latency_s=timed.base_s, channels=timed.channels)
 
 
 # ----------------------------------------------------------------------------- the step model

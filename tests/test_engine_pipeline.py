@@ -49,3 +49,20 @@ def test_auto_candidates_follow_the_family():
     assert "direct" in q.candidates
     ideal = plan(G, "all-reduce", by_size(G, 8), PriceOptions(size_bytes=GiB, protocol="ideal"))
     assert "direct" in ideal.candidates          # the ideal model keeps every algorithm (closed forms)
+
+
+def test_the_report_names_the_channels_nccl_opens_for_the_size():
+    """enqueue.cc: a call of B bytes runs on the most channels c with B >= c x threads x threshold."""
+    G = build("hgx-h100")
+    g = by_size(G, 8)
+    small = price(G, "all-reduce", groups=g, size_bytes=128 * 1024, algorithm="ring", protocol="ll")
+    assert small.channels == (128 * 1024) // (512 * 8 * 8) == 4         # ring LL: 8 B/thread x 8 ranks
+    simple = price(G, "all-reduce", groups=g, size_bytes=128 * 1024, algorithm="ring", protocol="simple")
+    assert simple.channels == (128 * 1024) // (512 * 64) == 4
+    assert price(G, "all-reduce", groups=g, size_bytes=GiB, algorithm="ring", protocol="simple").channels == 16
+    assert price(G, "all-reduce", groups=g, size_bytes=128 * 1024, algorithm="nvls").channels == 16
+    assert price(G, "all-reduce", groups=g, size_bytes=GiB, protocol="ideal").channels is None
+    # fewer channels, slower transfer: the same bytes at 4/16 of the rate
+    full = price(G, "all-reduce", groups=g, size_bytes=128 * 1024, algorithm="ring", protocol="simple",
+                 efficiency=None)
+    assert full.as_dict()["channels"] == 4

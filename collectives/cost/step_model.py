@@ -98,6 +98,7 @@ class PhaseTimes:
     group_time_s: tuple
     notes: tuple = ()
     base_s: float = 0.0
+    channels: int | None = None          # the channels the call runs on (None: the ideal model has none)
 
 
 class StepModel:
@@ -272,7 +273,8 @@ class StepModel:
         group_t += base_s + launch_s
         total = bw_total + lat
         return PhaseTimes(total, bw_total, lat, bound_total + lat, tuple(reports), tuple(group_t.tolist()),
-                      tuple(notes), base_s + launch_s)
+                          tuple(notes), base_s + launch_s,
+                          fam.channels if all(ph.in_network for ph in s.plist) else channels)
 
 
 def compose(s: "SolvedPhases", parts: list, n_groups: int):
