@@ -1,0 +1,62 @@
+"""DeepEP's measured EP8 dispatch / combine (tests/data/moe/deepep.toml) priced through --moe.
+
+DeepEP's GB/s (its tests/elastic/test_ep.py) is what a rank receives -- one copy per
+(token, rank), its own included -- times the bytes of a received token, over the kernel
+time.  So the model's figure is the same received bytes over the model's time, with one
+copy per (token, destination rank) as DeepEP's kernels send them (``dedup=rank``).
+"""
+from __future__ import annotations
+
+from math import comb
+from pathlib import Path
+
+import pytest
+
+from fabricsim.collectives import by_size, price
+from fabricsim.collectives.traffic import MoESpec, moe_traffic
+from fabricsim.fabrics import build
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+DEEPEP = tomllib.loads((Path(__file__).parent / "data" / "moe" / "deepep.toml").read_text())
+# bytes a received token carries in DeepEP's accounting (test_ep.py): fp8 hidden + 1 fp32 scale
+# per 128 elements + 8 int64 top-k ids + 8 fp32 weights; bf16 combine: hidden x 2 + the same ids / weights
+EXTRA_FP8 = 7168 // 128 * 4 + 8 * 8 + 8 * 4          # 224 + 64 + 32 = 320 B
+EXTRA_BF16 = 8 * 8 + 8 * 4                            # 96 B
+
+
+@pytest.mark.parametrize("fabric", ["hgx-b200", "nvl72"])
+def test_deepep_sm100_ep8_within_15_percent(fabric):
+    m = DEEPEP["v2_sm100_ep8_64sm"]
+    ep, hidden, k, E = m["ep"], m["hidden"], m["topk"], m["experts"]
+    tokens = sum(m["tokens_per_rank"] - r for r in range(ep))     # test_ep.py: rank r holds num_tokens - r
+    reach = 1 - comb(E - E // ep, k) / comb(E, k)                 # a token reaches a given rank (uniform router)
+    received = tokens * reach                                     # tokens each rank receives, its own included
+    G = build(fabric)
+    g = by_size(G, ep)[:1]
+    for dtype, per_token, measured in (("fp8", hidden + EXTRA_FP8, m["dispatch_GBps"]),
+                                       ("bf16", 2 * hidden + EXTRA_BF16, m["combine_GBps"])):
+        width = {"fp8": 1, "bf16": 2}[dtype]
+        spec = MoESpec.parse(f"experts={E},top_k={k},tokens={tokens},hidden={per_token // width},dtype={dtype},"
+                             f"skew=balanced")
+        T = moe_traffic(spec, ep).matrix
+        r = price(G, "all-to-all", groups=g, traffic=T, algorithm="direct")
+        model_GBps = received * per_token / r.time_s / 1e9
+        assert model_GBps == pytest.approx(measured, rel=0.15), (fabric, dtype, model_GBps, measured)
+
+
+def test_counting_a_copy_per_expert_would_miss_deepep_by_far():
+    """dedup=expert (a plain all-to-all-v) sends 1.51x the bytes: its time misses DeepEP's by > 25%."""
+    m = DEEPEP["v2_sm100_ep8_64sm"]
+    ep, hidden, k, E = m["ep"], m["hidden"], m["topk"], m["experts"]
+    tokens = sum(m["tokens_per_rank"] - r for r in range(ep))
+    received = tokens * (1 - comb(E - E // ep, k) / comb(E, k))
+    G = build("hgx-b200")
+    spec = MoESpec.parse(f"experts={E},top_k={k},tokens={tokens},hidden={hidden + EXTRA_FP8},dtype=fp8,"
+                         f"skew=balanced,dedup=expert")
+    r = price(G, "all-to-all", groups=by_size(G, ep)[:1], traffic=moe_traffic(spec, ep).matrix, algorithm="direct")
+    measured_time = received * (hidden + EXTRA_FP8) / (m["dispatch_GBps"] * 1e9)
+    assert r.time_s > 1.25 * measured_time
