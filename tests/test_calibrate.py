@@ -433,28 +433,15 @@ def switch_rows(nvl72):
     return _switch_rows(nvl72, [2**k for k in range(12, 31)])        # 4 KiB - 1 GiB: 8 sizes below, 11 above
 
 
-def test_break_in_the_curve_fits_per_algorithm(nvl72, switch_rows, tmp_path):
+def test_break_in_the_curve_is_found_but_one_affine_algorithm_explains_it(nvl72, switch_rows):
+    """Under NCCL's tuner form every algorithm's time is affine in the size (latency + bytes / bandwidth),
+    so one algorithm with new constants past the break fits both sides as well as two algorithms do:
+    the break is located and reported, and the log cannot tell which algorithm ran -- the TUNING lines
+    can (test_switch_from_nccl_tuning_lines)."""
     res = calibrate(nvl72, parse_text(_log(switch_rows, pre="NCCL_ALGO=Ring,NVLS\n"), "switch.log"))
-    assert [(f.section, f.size_range) for f in res.fits] == [("all-reduce.ring", (2**12, 2**19)),
-                                                               ("all-reduce.nvls", (2**20, 2**30))]
-    for f in res.fits:
-        note, = [n for n in f.notes if n.startswith("the points span an algorithm switch")]
-        assert "break in the curve between 512 KiB and 1 MiB" in note
-        assert f.rms_error_pct < 0.5                   # each side is its own algorithm's curve
-        assert any(n.startswith("algorithm auto prices") for n in f.notes)
-    ring, nvls = res.fits
-    assert nvls.params["efficiency"] == pytest.approx(_B["efficiency"], rel=0.01)
-    # the file: one section per algorithm, its size range in its header; priced per algorithm it gives the curve
-    toml = res.toml()
-    assert "[all-reduce.ring]  # measured 4 KiB - 512 KiB" in toml and "[all-reduce.nvls]  # measured 1 MiB - 1 GiB" in toml
-    p = tmp_path / "cal.toml"
-    p.write_text(toml)
-    cal = load_calibration(p)
-    g = by_size(nvl72, 8, count=1)
-    for size, t in switch_rows[::3]:
-        algo = "ring" if size < _CUT else "nvls"
-        got = price(nvl72, "all-reduce", groups=g, size_bytes=size, algorithm=algo, calibration=cal).time_s * 1e6
-        assert got == pytest.approx(t, rel=0.01)
+    fit, = res.fits
+    note, = [n for n in fit.notes if n.startswith("a break in the curve")]
+    assert "between 512 KiB and 1 MiB" in note and "not an algorithm switch" in note
 
 
 def test_one_curve_is_not_split(nvl72):
