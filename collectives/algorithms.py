@@ -384,10 +384,13 @@ def _halving_doubling(collective: str, G: np.ndarray, S: float, view: FabricView
 
 
 # ----------------------------------------------------------------------------- hierarchical
-def _domains(G: np.ndarray, view: FabricView) -> tuple[np.ndarray, int, int]:
-    """Members of each group arranged (group, domain, position); d domains of m chips each."""
+def _domains(G: np.ndarray, view: FabricView, name: str = "hierarchical") -> tuple[np.ndarray, int, int]:
+    """Members of each group arranged (group, domain, position); d domains of m chips each.
+
+    ``name``: the algorithm asking, named in the errors.
+    """
     if view.domain is None:
-        raise BadInput("hierarchical algorithms need racks (a 'rack' attribute on chips); this fabric has none")
+        raise BadInput(f"{name} needs racks or nodes (a 'rack' attribute on chips); this fabric has none")
     g, n = G.shape
     out = []
     for members in G:
@@ -396,12 +399,12 @@ def _domains(G: np.ndarray, view: FabricView) -> tuple[np.ndarray, int, int]:
         order = np.lexsort((members, dom))
         arranged = members[order].reshape(len(uniq), -1) if n % len(uniq) == 0 else None
         if arranged is None or not all((view.domain[row] == row_d).all() for row, row_d in zip(arranged, uniq)):
-            raise BadInput("hierarchical algorithms need every group spread evenly over its racks")
+            raise BadInput(f"{name} needs every group spread evenly over its racks (nodes)")
         out.append(arranged)
     A = np.stack(out)
     d, m = A.shape[1], A.shape[2]
     if d < 2 or m < 2:
-        raise BadInput(f"hierarchical needs groups spanning 2+ racks with 2+ chips in each (got {d} x {m})")
+        raise BadInput(f"{name} needs groups spanning 2+ racks (nodes) with 2+ chips in each (got {d} x {m})")
     return A, d, m
 
 
@@ -466,7 +469,7 @@ def _tree_phases(collective: str, G: np.ndarray, S: float, view: FabricView, in_
     """
     if collective != "all-reduce":
         raise BadInput("tree and nvls-tree price all-reduce (NCCL runs its trees for all-reduce only)")
-    A, d, m = _domains(G, view)
+    A, d, m = _domains(G, view, "nvls-tree" if in_network else "tree")
     g = A.shape[0]
     intra = A.reshape(g * d, m)
     inter = A.transpose(0, 2, 1).reshape(g * m, d)
@@ -525,7 +528,7 @@ def _rail_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> l
     NCCL binds channels to NICs.  The tiers overlap (one pipeline, not a node phase and a
     network phase one after the other).  Each channel carries S/m.
     """
-    A, d, m = _domains(G, view)
+    A, d, m = _domains(G, view, "rail-rings")
     g, n = A.shape[0], d * m
     orders = _zigzag_paths(m)
     rows = []

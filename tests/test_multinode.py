@@ -122,3 +122,15 @@ def test_nvls_tree_refuses_domains_without_reducing_switches():
     G = build("rail-cluster", gpu="a100", nodes=2)
     with pytest.raises(Exception, match="nvls-tree needs"):
         phases("all-reduce", "nvls-tree", [tuple(range(16))], GiB, view_of(G))
+
+
+@pytest.mark.parametrize("algorithm", ["rail-rings", "tree", "nvls-tree"])
+def test_node_algorithms_on_one_node_name_themselves_and_the_option(algorithm):
+    """A cross-node algorithm asked for inside one node: a one-line error about --algorithm, naming it."""
+    from click.testing import CliRunner
+    from fabricsim.cli import main
+    res = CliRunner().invoke(main, ["price", "all-reduce", "--fabric", "hgx-h100", "--group-size", "8",
+                                    "--size", "1GiB", "--algorithm", algorithm])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    err, = [ln for ln in res.output.splitlines() if ln.startswith("Error:")]
+    assert "--algorithm" in err and f"{algorithm} needs groups spanning 2+ racks (nodes)" in err
