@@ -38,6 +38,7 @@ from ..topo.builders import _global_pairs
 from ..topo.contract import CHIP, add_bundle
 from ..topo.devices import Device, register_device
 from .registry import register
+from ..topo.errors import BadInput
 
 __all__ = ["groq_lpx"]
 
@@ -93,12 +94,12 @@ def groq_lpx(*, inter: Literal["fullmesh", "dragonfly"] = "fullmesh", trays: int
     (256, 94)
     """
     if isinstance(trays, bool) or not isinstance(trays, int) or not 2 <= trays <= TRAYS:
-        raise ValueError(f"trays={trays!r} is out of range; valid: 2..{TRAYS}")
+        raise BadInput(f"trays={trays!r} is out of range; valid: 2..{TRAYS}")
     peers = CHIPS_PER_TRAY - 1
     if inter == "fullmesh":
         if isinstance(global_links, bool) or not isinstance(global_links, int) or global_links < 1 \
                 or global_links * (trays - 1) > C2C_LINKS - peers:
-            raise ValueError(f"global_links={global_links!r} is out of range; valid: 1.."
+            raise BadInput(f"global_links={global_links!r} is out of range; valid: 1.."
                              f"{(C2C_LINKS - peers) // (trays - 1)} with {trays} trays (96 links per chip, at "
                              f"least one to each tray peer)")
         local = (C2C_LINKS - global_links * (trays - 1)) // peers     # 9 with 32 trays
@@ -107,9 +108,9 @@ def groq_lpx(*, inter: Literal["fullmesh", "dragonfly"] = "fullmesh", trays: int
                     f"{peers * local + global_links * (trays - 1)} of {C2C_LINKS} links wired; 250 ns per hop")
     elif inter == "dragonfly":
         if isinstance(global_ports, bool) or not isinstance(global_ports, int) or not 1 <= global_ports <= 8:
-            raise ValueError(f"global_ports={global_ports!r} is out of range; valid: 1..8")
+            raise BadInput(f"global_ports={global_ports!r} is out of range; valid: 1..8")
         if CHIPS_PER_TRAY * global_ports < trays - 1:
-            raise ValueError(f"global_ports={global_ports} gives {CHIPS_PER_TRAY * global_ports} global ports "
+            raise BadInput(f"global_ports={global_ports} gives {CHIPS_PER_TRAY * global_ports} global ports "
                              f"per tray, fewer than the {trays - 1} other trays; use at least "
                              f"{-(-(trays - 1) // CHIPS_PER_TRAY)}")
         local = C2C_LINKS // (peers + global_ports)            # 8 with 4 global ports
@@ -118,7 +119,7 @@ def groq_lpx(*, inter: Literal["fullmesh", "dragonfly"] = "fullmesh", trays: int
                     f"in a tray, {global_ports} global ports of {width} links per chip, one port per tray "
                     f"pair; 250 ns per hop")
     else:
-        raise ValueError(f"inter={inter!r}; choose one of: fullmesh, dragonfly")
+        raise BadInput(f"inter={inter!r}; choose one of: fullmesh, dragonfly")
     # compiler-scheduled C2C, no NCCL protocols: collectives/cost/families/groq-c2c.toml
     G = nx.Graph(routing="ecmp", family="groq-c2c")
     for t in range(trays):

@@ -19,6 +19,7 @@ import networkx as nx
 from ..topo.builders import switched_domain
 from ..topo.devices import Device, register_device
 from .registry import register
+from ..topo.errors import BadInput
 
 __all__ = ["helios", "VALID_SWITCHES"]
 
@@ -69,7 +70,7 @@ def helios(*, switches: int = 12) -> nx.Graph:
     (6, 72)
     """
     if switches not in VALID_SWITCHES:
-        raise ValueError(f"switches={switches!r}; choose one of: {', '.join(map(str, VALID_SWITCHES))} "
+        raise BadInput(f"switches={switches!r}; choose one of: {', '.join(map(str, VALID_SWITCHES))} "
                          f"(divisors of {GPU_LANES} lanes that fit {SWITCH_LANES}-lane switches)")
     lanes = GPU_LANES // switches
     port_lanes = next(k for k in (4, 2, 1) if lanes % k == 0)   # widest whole port: 800G, 400G or 200G

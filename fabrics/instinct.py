@@ -100,7 +100,7 @@ def instinct(*, generation: Literal["mi300x", "mi355x"] = "mi355x") -> nx.Graph:
     (28, 7, 76.8)
     """
     if generation not in GENERATIONS:
-        raise ValueError(f"generation={generation!r}; choose one of: {', '.join(GENERATIONS)}")
+        raise BadInput(f"generation={generation!r}; choose one of: {', '.join(GENERATIONS)}")
     G = xgmi_node(generation)
     G.graph.update(generation=generation, family="infinity-fabric",  # collectives/cost/families/infinity-fabric.toml
                    inferred="link latency inferred (300 ns)")

@@ -22,6 +22,7 @@ from ..topo.builders import check_size
 from ..topo.contract import CHIP, SWITCH, add_bundle
 from ..topo.devices import device
 from .registry import register
+from ..topo.errors import BadInput
 
 # Link latencies: passive copper backplane ~1 m, optics through a passive optical
 # switch ~10 m of fibre at 5 ns/m. Inferred defaults (I), overridable per edge.
@@ -65,11 +66,11 @@ def _add_rack(G: nx.Graph, rack: int, *, trays: int, chips_per_tray: int, local_
 
 def _check_common(trays: int, chips_per_tray: int, local_switch: str) -> None:
     if trays < 1:
-        raise ValueError(f"trays={trays} must be at least 1")
+        raise BadInput(f"trays={trays} must be at least 1")
     if chips_per_tray < 1:
-        raise ValueError(f"chips_per_tray={chips_per_tray} must be at least 1")
+        raise BadInput(f"chips_per_tray={chips_per_tray} must be at least 1")
     if local_switch not in ("BCM78914", "BCM78910"):
-        raise ValueError(f"local_switch={local_switch!r}; choose BCM78914 or BCM78910")
+        raise BadInput(f"local_switch={local_switch!r}; choose BCM78914 or BCM78910")
 
 
 @register("jalapeno-rack", description="OpenAI Jalapeño rack: 128 chips, 6 Tomahawk 6 local switches, "
@@ -133,16 +134,16 @@ def jalapeno_pod(*, racks: int = 16, trays: int = 16, chips_per_tray: int = 8,
     """
     _check_common(trays, chips_per_tray, local_switch)
     if racks < 1:
-        raise ValueError(f"racks={racks} must be at least 1")
+        raise BadInput(f"racks={racks} must be at least 1")
     n = trays * chips_per_tray   # chips per rack
     check_size(f"a Jalapeño pod of {racks:,} racks x {n:,} chips",
                nodes=racks * (n + LOCAL_SWITCHES + LEAVES_PER_RACK) + RAILS * chips_per_tray,
                links=racks * (n * (LOCAL_SWITCHES + LEAVES_PER_RACK) + 2 * LEAVES_PER_RACK * chips_per_tray))
     if chips_per_tray != RAILS:
-        raise ValueError(f"chips_per_tray={chips_per_tray}: the rail wiring needs one chip column per "
+        raise BadInput(f"chips_per_tray={chips_per_tray}: the rail wiring needs one chip column per "
                          f"rail switch, so chips_per_tray must be {RAILS}")
     if rail_wiring == "per-port" and trays % 2:
-        raise ValueError(f"trays={trays}: per-port wiring puts 2 trays on each rail switch; use an even count")
+        raise BadInput(f"trays={trays}: per-port wiring puts 2 trays on each rail switch; use an even count")
     chip = device("jalapeno")
     rs_dev = device(rail_switch)
     leaf_dev = device("BCM78914")

@@ -30,6 +30,7 @@ import networkx as nx
 from ..topo.contract import CHIP, SWITCH, add_bundle
 from ..topo.devices import Device, device, register_device
 from .registry import register
+from ..topo.errors import BadInput
 
 __all__ = ["maia200"]
 
@@ -85,15 +86,15 @@ def maia200(*, accelerators: int = 6144, peer_ports: int = 7, planes: int = 7) -
     for name, v, lo in (("accelerators", accelerators, CHIPS_PER_T0), ("peer_ports", peer_ports, 0),
                         ("planes", planes, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise ValueError(f"{name}={v!r} must be an integer >= {lo}")
+            raise BadInput(f"{name}={v!r} must be an integer >= {lo}")
     t1_ports = device("BCM78914").ports_at(PORT_GBPS)
     max_chips = CHIPS_PER_T0 * (t1_ports // T1_PORTS_PER_T0)
     if accelerators % CHIPS_PER_T0 or accelerators > max_chips:
-        raise ValueError(f"accelerators={accelerators}: must be a multiple of {CHIPS_PER_T0} (one tier-0 "
+        raise BadInput(f"accelerators={accelerators}: must be a multiple of {CHIPS_PER_T0} (one tier-0 "
                          f"switch of chips) up to {max_chips:,} (the tier-1 switches' {t1_ports} ports)")
     net_ports = PORTS - (TRAY - 1) * peer_ports
     if net_ports < planes or net_ports % planes:
-        raise ValueError(f"peer_ports={peer_ports}, planes={planes}: {PORTS} - 3 x {peer_ports} = {net_ports} "
+        raise BadInput(f"peer_ports={peer_ports}, planes={planes}: {PORTS} - 3 x {peer_ports} = {net_ports} "
                          f"ports left for the network must split evenly over the planes (and be >= planes)")
     per_plane = net_ports // planes
     lanes_per_port = int(PORT_GBPS // LANE_GBPS)

@@ -26,6 +26,7 @@ import networkx as nx
 from ..topo.builders import switched_domain
 from ..topo.devices import Device, register_device
 from .registry import register
+from ..topo.errors import BadInput
 
 __all__ = ["nvl72", "GENERATIONS"]
 
@@ -82,7 +83,7 @@ def nvl72(*, generation: Literal["gb200", "gb300", "vera-rubin"] = "gb200") -> n
     (1296, 72)
     """
     if generation not in GENERATIONS:
-        raise ValueError(f"generation={generation!r}; choose one of: {', '.join(GENERATIONS)}")
+        raise BadInput(f"generation={generation!r}; choose one of: {', '.join(GENERATIONS)}")
     gpu, switch, chips, per_tray, inferred = GENERATIONS[generation]
     G = switched_domain(chips=GPUS, planes=chips, lanes_per_link=LANES_PER_LINK, lane_gbps=LANE_GBPS,
                         chip_model=gpu, switch_model=switch, tier="nvlink", role="nvlink", medium="copper",

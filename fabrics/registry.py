@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import networkx as nx
 
-from ..topo.errors import close_matches
+from ..topo.errors import BadInput, close_matches
 
 __all__ = ["Fabric", "FABRICS", "register", "build", "parse_params", "param_specs", "close_matches"]
 
@@ -44,7 +44,7 @@ def _fabric(name: str) -> Fabric:
         return FABRICS[name]
     except KeyError:
         shown = repr(name) if len(str(name)) <= 80 else f"{str(name)[:40]!r}... ({len(str(name)):,} characters)"
-        raise ValueError(f"unknown fabric {shown}{close_matches(str(name)[:200], FABRICS)}; "
+        raise BadInput(f"unknown fabric {shown}{close_matches(str(name)[:200], FABRICS)}; "
                          f"choose one of: {', '.join(sorted(FABRICS))}") from None
 
 
@@ -90,7 +90,7 @@ def _convert(key: str, raw: Any, ann) -> Any:
         if ann in (int, str):
             return ann(raw)
     except ValueError:
-        raise ValueError(f"{key}={raw!r} is not valid: expected {_describe(ann)}") from None
+        raise BadInput(f"{key}={raw!r} is not valid: expected {_describe(ann)}") from None
     return raw
 
 
@@ -100,7 +100,7 @@ def parse_params(name: str, raw: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for key, val in raw.items():
         if key not in specs:
-            raise ValueError(f"{name} has no parameter {key!r}{close_matches(key, specs)}; "
+            raise BadInput(f"{name} has no parameter {key!r}{close_matches(key, specs)}; "
                              f"valid keys: {', '.join(specs) or '(none)'}")
         out[key] = _convert(key, val, specs[key].annotation)
     return out

@@ -22,6 +22,7 @@ import networkx as nx
 from ..topo.builders import check_rate, torus as torus_builder
 from ..topo.devices import Device, register_device
 from .registry import register
+from ..topo.errors import BadInput
 
 __all__ = ["torus", "ironwood"]
 
@@ -121,7 +122,7 @@ def ironwood(*, dims: tuple[int, int, int] = (16, 24, 24), link_GBps: float = 10
     dims = tuple(dims)
     if len(dims) != 3 or any(isinstance(k, bool) or not isinstance(k, int) or k < CUBE or k % CUBE
                              for k in dims):
-        raise ValueError(f"dims={dims!r}: an Ironwood pod is 3 ring lengths, each a positive multiple of "
+        raise BadInput(f"dims={dims!r}: an Ironwood pod is 3 ring lengths, each a positive multiple of "
                          f"{CUBE} (whole 4x4x4 cubes), e.g. 16x24x24 = 9,216 chips")
     G = torus_builder(dims, lanes_per_link=LANES_PER_LINK, lane_gbps=_lane_gbps(link_GBps),
                       chip_model="tpu7x", medium="copper", tier="ici", latency_ns=HOP_NS)

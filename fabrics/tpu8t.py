@@ -46,6 +46,7 @@ from ..topo.contract import ASICS, CHIP, SWITCH, bundle_attrs
 from ..topo.devices import Device, device, register_device
 from .registry import register
 from .torus import ironwood
+from ..topo.errors import BadInput
 
 __all__ = ["tpu8t", "tpu8t_virgo"]
 
@@ -78,7 +79,7 @@ LEAF_GROUP = register_device(Device(
 
 def _check_link(link_GBps: float) -> float:
     if isinstance(link_GBps, bool) or not isinstance(link_GBps, (int, float)) or not 0 < link_GBps < 1e6:
-        raise ValueError(f"link_GBps={link_GBps!r} must be a number > 0 (200 raw per direction, D)")
+        raise BadInput(f"link_GBps={link_GBps!r} must be a number > 0 (200 raw per direction, D)")
     return float(link_GBps)
 
 
@@ -112,7 +113,7 @@ def tpu8t(*, dims: tuple[int, int, int] = (20, 20, 24), link_GBps: float = 200.0
     link = _check_link(link_GBps)
     dims = tuple(dims)
     if all(isinstance(k, int) and not isinstance(k, bool) for k in dims) and math.prod(dims) > MAX_CHIPS:
-        raise ValueError(f"dims={'x'.join(map(str, dims))} gives {math.prod(dims):,} chips (~{6 * math.prod(dims):,} "
+        raise BadInput(f"dims={'x'.join(map(str, dims))} gives {math.prod(dims):,} chips (~{6 * math.prod(dims):,} "
                          f"graph edge ends); the catalog builds at most {MAX_CHIPS:,} (a TPU 8t superpod is 9,600)")
     G = ironwood(dims=dims, link_GBps=90.0)     # the cube/tray/OCS layout; rates are set below
     lane = link * 8 / LANES_PER_LINK
@@ -180,9 +181,9 @@ def tpu8t_virgo(*, superpods: int = SUPERPODS, planes: int = 4, plane_gbps: floa
     """
     for name, v, hi in (("superpods", superpods, 17), ("planes", planes, 16)):
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
-            raise ValueError(f"{name}={v!r} is out of range; valid: 1..{hi}")
+            raise BadInput(f"{name}={v!r} is out of range; valid: 1..{hi}")
     if isinstance(plane_gbps, bool) or not isinstance(plane_gbps, (int, float)) or not 0 < plane_gbps <= 100.0:
-        raise ValueError(f"plane_gbps={plane_gbps!r} must be a number in (0, 100] Gb/s (one 100G port, I)")
+        raise BadInput(f"plane_gbps={plane_gbps!r} must be a number in (0, 100] Gb/s (one 100G port, I)")
     sw = device("BCM78910")
     n = superpods * SUPERPOD
     per_pod = SUPERPOD // LEAF_CHIPS                        # 20 leaves per superpod per plane

@@ -314,3 +314,16 @@ def test_round_trip_keeps_the_families(name, ext, tmp_path):
     assert json.loads(H.graph["families"]) == json.loads(G.graph["families"])
     assert H.edges["n0/gpu0" if name == "rail-cluster" else "gpu0", "rail0"] == \
         G.edges["n0/gpu0" if name == "rail-cluster" else "gpu0", "rail0"]
+
+
+@pytest.mark.parametrize("call", [
+    lambda: build("jalapeno_pod"),
+    lambda: build("torus", dims=(0, 4)),
+    lambda: build("jalapeno-pod", racks=0),
+    lambda: build("rail-cluster", gpu="bogus"),
+])
+def test_library_build_errors_are_fabric_errors(call):
+    """A notebook user catches FabricError (still a ValueError) for every bad catalog input."""
+    from fabricsim.topo.errors import FabricError
+    with pytest.raises(FabricError):
+        call()

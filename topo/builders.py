@@ -38,7 +38,7 @@ import networkx as nx
 
 from .contract import CHIP, LANE_GBPS_RANGE, SWITCH, add_bundle, bundle_attrs
 from .devices import Device, device, register_device
-from .errors import TooLarge
+from .errors import BadInput, TooLarge
 
 __all__ = ["switched_domain", "leaf_spine", "torus", "dragonfly", "full_mesh", "boardfly",
            "BUILDERS", "GENERIC_CHIP", "GENERIC_SWITCH", "AXES", "torus_node_id",
@@ -71,9 +71,9 @@ def _check_model(name: str, param: str, kind: str) -> Device:
     try:
         dev = device(name)
     except ValueError as exc:
-        raise ValueError(f"{param}={name!r}: {exc}") from None
+        raise BadInput(f"{param}={name!r}: {exc}") from None
     if dev.kind != kind:
-        raise ValueError(f"{param}={name!r} is a {dev.kind}; choose a {kind} device")
+        raise BadInput(f"{param}={name!r} is a {dev.kind}; choose a {kind} device")
     return dev
 
 
@@ -112,25 +112,25 @@ def check_rate(name: str, value, *, unit: str = "Gb/s", scale: float = 1.0) -> f
     lo, hi = (r / scale for r in LANE_GBPS_RANGE)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or not lo <= value <= hi:
-        raise ValueError(f"{name}={value!r} is out of range; valid: a finite rate {lo:g} .. {hi:g} {unit}")
+        raise BadInput(f"{name}={value!r} is out of range; valid: a finite rate {lo:g} .. {hi:g} {unit}")
     return float(value)
 
 
 def _latency(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name}={value!r} must be a finite number >= 0 (ns)")
+        raise BadInput(f"{name}={value!r} must be a finite number >= 0 (ns)")
     return float(value)
 
 
 def _positive(name: str, value, *, minimum=1) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-        raise ValueError(f"{name}={value!r} must be a number >= {minimum}")
+        raise BadInput(f"{name}={value!r} must be a number >= {minimum}")
 
 
 def _link_rate(lanes_per_link: int, lane_gbps: float, link_gbps: float | None) -> tuple[int, float]:
     """(lanes, lane_gbps) of one link from either the lane pair or a whole-link rate."""
     if isinstance(lanes_per_link, bool) or not isinstance(lanes_per_link, int) or lanes_per_link < 1:
-        raise ValueError(f"lanes_per_link={lanes_per_link!r} must be an integer >= 1")
+        raise BadInput(f"lanes_per_link={lanes_per_link!r} must be an integer >= 1")
     if link_gbps is not None:
         return lanes_per_link, check_rate("link_gbps", link_gbps) / lanes_per_link
     return lanes_per_link, check_rate("lane_gbps", lane_gbps)
@@ -200,15 +200,15 @@ def torus(dims, *, lanes_per_link: int = 1, lane_gbps: float = 200.0, link_gbps:
     try:
         dims = tuple(dims)
     except TypeError:
-        raise ValueError(f"dims={dims!r} must be a sequence of 1 to {len(AXES)} ring lengths") from None
+        raise BadInput(f"dims={dims!r} must be a sequence of 1 to {len(AXES)} ring lengths") from None
     if not 1 <= len(dims) <= len(AXES):
-        raise ValueError(f"dims={dims!r} has {len(dims)} dimensions; a torus has 1 to {len(AXES)}")
+        raise BadInput(f"dims={dims!r} has {len(dims)} dimensions; a torus has 1 to {len(AXES)}")
     for k in dims:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"dims={dims!r}: every ring length must be an integer >= 1, got {k!r}")
+            raise BadInput(f"dims={dims!r}: every ring length must be an integer >= 1, got {k!r}")
     n = math.prod(dims)
     if n < 2:
-        raise ValueError(f"dims={dims!r} gives {n} chip; a torus needs at least 2 chips")
+        raise BadInput(f"dims={dims!r} gives {n} chip; a torus needs at least 2 chips")
     check_size(f"a {'x'.join(map(str, dims))} torus", nodes=n,
                links=sum(n if k > 2 else n // 2 for k in dims if k > 1))
     lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, link_gbps)
@@ -248,9 +248,9 @@ def _int(name: str, value, minimum: int = 1, maximum: int | None = None) -> int:
     """Check an integer parameter; the message names it, its value and the valid range."""
     rng = f"{minimum}..{maximum}" if maximum is not None else f">= {minimum}"
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name}={value!r} must be an integer {rng}")
+        raise BadInput(f"{name}={value!r} must be an integer {rng}")
     if value < minimum or (maximum is not None and value > maximum):
-        raise ValueError(f"{name}={value} is out of range; valid: {rng}")
+        raise BadInput(f"{name}={value} is out of range; valid: {rng}")
     return value
 
 
@@ -409,14 +409,14 @@ def leaf_spine(*, leaves: int, chips_per_leaf: int, spines: int, oversubscriptio
     leaf_dev = _check_model(leaf_model, "leaf_model", SWITCH)
     spine_dev = _check_model(spine_model, "spine_model", SWITCH)
     if leaves * chips_per_leaf < 2:
-        raise ValueError(f"leaves={leaves} x chips_per_leaf={chips_per_leaf} gives 1 chip; need at least 2")
+        raise BadInput(f"leaves={leaves} x chips_per_leaf={chips_per_leaf} gives 1 chip; need at least 2")
     down = chips_per_leaf * lanes  # lanes facing the chips on one leaf
     if not oversubscription > 0:
-        raise ValueError(f"oversubscription={oversubscription!r} must be > 0")
+        raise BadInput(f"oversubscription={oversubscription!r} must be > 0")
     up_each = down / (oversubscription * spines)
     if abs(up_each - round(up_each)) > 1e-9 or round(up_each) < 1:
         valid = [down / (spines * k) for k in range(1, down // spines + 1) if down % (spines * k) == 0]
-        raise ValueError(f"oversubscription={oversubscription} gives {up_each:g} lanes per leaf-spine bundle; "
+        raise BadInput(f"oversubscription={oversubscription} gives {up_each:g} lanes per leaf-spine bundle; "
                          f"it must be whole: valid ratios for {down} down lanes and {spines} spines: "
                          f"{', '.join(f'{r:g}' for r in sorted(valid))}")
     up_each = round(up_each)
@@ -552,7 +552,7 @@ def dragonfly(*, p: int, a: int, h: int, g: int | None = None, lanes_per_link: i
     _latency("latency_ns", latency_ns)
     _latency("global_latency_ns", global_latency_ns)
     if g * a * p < 2:
-        raise ValueError(f"p={p}, a={a}, g={g} gives 1 terminal; need at least 2")
+        raise BadInput(f"p={p}, a={a}, g={g} gives 1 terminal; need at least 2")
     lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, None)
     _check_model(chip_model, "chip_model", CHIP)
     rdev = _check_model(router_model, "router_model", SWITCH)
@@ -624,7 +624,7 @@ def _board_ports(*, chips_per_board: int, boards_per_group: int, ports_per_board
         used[k % C] += 1
     free = [cap[c] - used[c] for c in range(C)]
     if min(free) < 0:
-        raise ValueError(f"port_placement='spread' puts {max(used)} board-to-board links on one chip but "
+        raise BadInput(f"port_placement='spread' puts {max(used)} board-to-board links on one chip but "
                          f"ports_per_board={ports_per_board} gives chips {min(cap)}..{max(cap)} ports; "
                          f"use more ports or port_placement='naive'")
     # a global tuple takes the same chip on boards s apart, so the links of one group pair
@@ -730,14 +730,14 @@ def boardfly(*, chips_per_board: int = 4, boards_per_group: int = 8, groups: int
     global_ports = B * (P - (B - 1))
     g = _int("groups", groups, 1, 1 + global_ports // m)
     if port_placement not in ("spread", "naive"):
-        raise ValueError(f"port_placement={port_placement!r}; choose one of: spread, naive")
+        raise BadInput(f"port_placement={port_placement!r}; choose one of: spread, naive")
     check_size(f"a boardfly of {g:,} groups x {B:,} boards x {C:,} chips", nodes=C * B * g,
                links=C * B * g + g * B * (B - 1) // 2 + g * (g - 1) // 2 * m)
     for key, val in (("ring_latency_ns", ring_latency_ns), ("copper_latency_ns", copper_latency_ns),
                      ("optical_latency_ns", optical_latency_ns)):
         _latency(key, val)
     if C * B * g < 2:
-        raise ValueError("chips_per_board x boards_per_group x groups gives 1 chip; need at least 2")
+        raise BadInput("chips_per_board x boards_per_group x groups gives 1 chip; need at least 2")
     lanes, lane_rate = _link_rate(lanes_per_link, lane_gbps, None)
     _check_model(chip_model, "chip_model", CHIP)
     copper, tuples = _board_ports(chips_per_board=C, boards_per_group=B, ports_per_board=P,
