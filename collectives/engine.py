@@ -244,6 +244,12 @@ def plan(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pr
     view = view_of(G)
     by_rank = _rank_nodes(G)
     present = set(by_rank)
+    if not G.graph.get("failed"):
+        # an intact fabric has every rank 0..N-1: a missing one is a typo, not a failure
+        bad = next((r for g in groups for r in g if r not in present), None)
+        if bad is not None:
+            raise BadInput(f"group rank {bad} is not a chip of {G.graph.get('name', 'this fabric')}: ranks are "
+                           f"0..{len(present) - 1}")
     ok_idx = [i for i, g in enumerate(groups) if all(r in present for r in g)]
     ok_set = set(ok_idx)
     broken = [i for i in range(len(groups)) if i not in ok_set]

@@ -66,3 +66,16 @@ def test_the_report_names_the_channels_nccl_opens_for_the_size():
     full = price(G, "all-reduce", groups=g, size_bytes=128 * 1024, algorithm="ring", protocol="simple",
                  efficiency=None)
     assert full.as_dict()["channels"] == 4
+
+
+def test_a_rank_the_intact_fabric_lacks_is_an_error_not_a_partial_price():
+    """On an intact fabric every rank 0..N-1 exists: 999 on a 128-chip rack is a typo (issue 26: was nan)."""
+    from fabricsim.topo.errors import BadInput
+    G = build("jalapeno-rack")
+    with pytest.raises(BadInput, match=r"group rank 999 is not a chip of jalapeno-rack: ranks are 0\.\.127"):
+        price(G, "all-reduce", groups=[[0, 1, 999]], size_bytes=2 ** 20)
+    # a degraded copy keeps the partial price: its missing ranks are failures
+    from fabricsim.topo.failures import apply_failures
+    H, _ = apply_failures(G, ["chip:r00/xpu005"])
+    r = price(H, "all-reduce", groups=[[4, 5, 6, 7], [8, 9, 10, 11]], size_bytes=2 ** 20)
+    assert r.partial and r.broken_groups["count"] == 1
