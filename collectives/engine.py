@@ -91,6 +91,26 @@ class CostReport:
     base_latency_s: float = 0.0          # per call, before the first step (launch + base latency)
     channels: int | None = None          # channels NCCL runs this call on (its size's); None: ideal model
 
+    def summary(self) -> str:
+        """One line: what was priced, how, and what it costs (what a notebook shows)."""
+        from .cost.calibrate import size_text
+        how = f"{self.algorithm}/{self.protocol}" + ("" if self.channels is None else f" on {self.channels} channels")
+        cost = ("nothing priced" if not math.isfinite(self.time_s) else
+                f"{self.time_s * 1e6:,.2f} us, busbw {self.busbw_GBps:,.1f} GB/s")
+        return (f"{self.collective} on {self.fabric}: {self.groups:,} group(s) of {self.group_size:,}, "
+                f"{size_text(self.size_bytes)}, {how}: {cost}" + (", PARTIAL" if self.partial else ""))
+
+    def __repr__(self) -> str:
+        return f"CostReport({self.summary()})"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+        rows = "".join(f"<tr><td>{escape(p.name)}</td><td>{p.repeat}</td><td>{p.time_s * 1e6:,.2f} us</td></tr>"
+                       for p in self.phases)
+        notes = "".join(f"<li>{escape(n)}</li>" for n in self.notes)
+        return (f"<b>{escape(self.summary())}</b><table><tr><th>phase</th><th>steps</th><th>time</th></tr>{rows}"
+                f"</table><ul>{notes}</ul>")
+
     def as_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in (
             "collective", "algorithm", "protocol", "channels", "fabric", "group_size", "groups", "size_bytes", "time_s",

@@ -415,6 +415,25 @@ class Audit:
     def ok(self) -> bool:
         return all(f.ok for f in self.findings)
 
+    def summary(self) -> str:
+        """One line: size, diameter, bisection, budget checks (what a notebook shows)."""
+        failed = sum(1 for f in self.findings if not f.ok)
+        checks = (f"{len(self.findings):,} budget checks ok" if not failed else
+                  f"FAILED {failed:,} of {len(self.findings):,} budget checks")
+        hops = "diameter not computed" if self.diameter_hops is None else f"diameter {self.diameter_hops} hops"
+        bis = ("bisection not computed" if self.bisection_GBps is None else
+               f"bisection {self.bisection_GBps:,.1f} GB/s")
+        return f"{self.fabric}: {self.chips:,} chips, {self.switches:,} switches, {hops}, {bis}, {checks}"
+
+    def __repr__(self) -> str:
+        return f"Audit({self.summary()})"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+        rows = "".join(f"<tr><td>{escape(str(k))}</td><td>{escape(str(v))}</td></tr>"
+                       for k, v in list(self.totals.items())[:12])
+        return f"<b>{escape(self.summary())}</b><table>{rows}</table>"
+
     def as_dict(self) -> dict[str, Any]:
         return {"fabric": self.fabric, "params": self.params, "chips": self.chips, "switches": self.switches,
                 "diameter_hops": self.diameter_hops, "mean_hops": self.mean_hops,

@@ -72,10 +72,15 @@ class JobResult:
     def time_s(self) -> float:
         return self.finish_s - self.start_s
 
+    @property
+    def slowdown(self) -> float | None:
+        """Time beside the other jobs over the job's price alone (None when it has no price alone)."""
+        return self.time_s / self.solo_s if self.solo_s > 0 else None
+
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "collective": self.collective, "algorithm": self.algorithm,
                 "start_s": self.start_s, "finish_s": self.finish_s, "time_s": self.time_s,
-                "solo_s": self.solo_s, "slowdown": self.time_s / self.solo_s if self.solo_s > 0 else None,
+                "solo_s": self.solo_s, "slowdown": self.slowdown,
                 "bytes_total": self.bytes_total, "groups": self.groups, "group_size": self.group_size}
 
 
@@ -87,6 +92,15 @@ class MixResult:
     notes: tuple = ()
     fabric: str = "?"
     events: int = 0             # max-min solves while two or more jobs ran
+
+    def summary(self) -> str:
+        """One line: the jobs and the makespan (what a notebook shows)."""
+        slow = max(self.jobs, key=lambda j: j.finish_s - j.start_s, default=None)
+        return (f"{len(self.jobs)} job(s) on {self.fabric}: makespan {self.makespan_s * 1e6:,.2f} us"
+                + ("" if slow is None else f", longest {slow.name!r}"))
+
+    def __repr__(self) -> str:
+        return f"MixResult({self.summary()})"
 
     def as_dict(self) -> dict[str, Any]:
         return _finite({"fabric": self.fabric, "makespan_s": self.makespan_s,
