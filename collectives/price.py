@@ -18,14 +18,30 @@ from .engine import (AUTO_PAIRWISE_MAX, DEFAULT_MESSAGE_OVERHEAD_NS, DEFAULT_STE
 __all__ = ["CostReport", "PhaseReport", "PriceOptions", "price", "busbw_factor", "DEFAULT_STEP_OVERHEAD_NS",
            "DEFAULT_MESSAGE_OVERHEAD_NS", "AUTO_PAIRWISE_MAX", "PROTOCOL_CHOICES"]
 
-_UNSET: Any = object()
+class _Default:
+    """A keyword left out: it shows (in ``help(price)``) as the PriceOptions default it stands for,
+    and is told apart from a value given, so ``options=`` keeps its own values."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+_D = {f: _Default(getattr(PriceOptions(), f)) for f in ("algorithm", "protocol", "calibration", "split", "tiers",
+                                                        "efficiency", "step_overhead_ns", "message_overhead_ns",
+                                                        "bound_only", "memory_limit_bytes", "symmetry")}
 
 
 def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size_bytes: float | None = None,
-          algorithm: str = _UNSET, protocol: str = _UNSET, calibration=_UNSET, traffic: np.ndarray | None = None,
-          split: str = _UNSET, tiers: str = _UNSET, efficiency: float | None = _UNSET,
-          step_overhead_ns: float | None = _UNSET, message_overhead_ns: float | None = _UNSET,
-          bound_only: bool = _UNSET, memory_limit_bytes: int | None = _UNSET, symmetry: bool = _UNSET,
+          algorithm: str = _D["algorithm"], protocol: str = _D["protocol"], calibration=_D["calibration"],
+          traffic: np.ndarray | None = None, split: str = _D["split"], tiers: str = _D["tiers"],
+          efficiency: float | None = _D["efficiency"], step_overhead_ns: float | None = _D["step_overhead_ns"],
+          message_overhead_ns: float | None = _D["message_overhead_ns"], bound_only: bool = _D["bound_only"],
+          memory_limit_bytes: int | None = _D["memory_limit_bytes"], symmetry: bool = _D["symmetry"],
           reference: nx.Graph | None = None, options: PriceOptions | None = None) -> CostReport:
     """Price ``collective`` of ``size_bytes`` for every group of ``groups`` at once on ``G``.
 
@@ -84,7 +100,7 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
                                    tiers=tiers, efficiency=efficiency, step_overhead_ns=step_overhead_ns,
                                    message_overhead_ns=message_overhead_ns, bound_only=bound_only,
                                    memory_limit_bytes=memory_limit_bytes, symmetry=symmetry).items()
-             if v is not _UNSET}
+             if not isinstance(v, _Default)}
     opts = (options or PriceOptions()).replace(**given)
     if size_bytes is not None or options is None:
         opts = opts.replace(size_bytes=size_bytes)

@@ -41,3 +41,18 @@ def test_mix_result_repr_and_job_slowdown(rack):
     j = m.jobs[0]
     assert j.slowdown == pytest.approx(j.time_s / j.solo_s) and j.slowdown > 1     # shared links: slower together
     assert j.as_dict()["slowdown"] == j.slowdown
+
+
+def test_price_signature_shows_the_real_defaults():
+    """help(price) shows PriceOptions' defaults, not <object object at 0x...>; options= still wins when left out."""
+    import inspect
+    from fabricsim.collectives import PriceOptions
+    sig = inspect.signature(price)
+    assert "object at 0x" not in str(sig)
+    assert repr(sig.parameters["algorithm"].default) == "'auto'" and repr(sig.parameters["symmetry"].default) == "True"
+    G = build("jalapeno-rack")
+    opts = PriceOptions(size_bytes=2 ** 26, algorithm="ring", protocol="ll")
+    r = price(G, "all-reduce", groups=by_size(G, 8), options=opts)
+    assert (r.algorithm, r.protocol) == ("ring", "ll")                # not overridden by the shown defaults
+    r = price(G, "all-reduce", groups=by_size(G, 8), options=opts, protocol="simple")
+    assert r.protocol == "simple"                                     # a keyword given still overrides
