@@ -243,40 +243,73 @@ def _leaving_links(shape: Sequence[int], dims: Sequence[int]) -> int:
     return total
 
 
+def _ring_time(shape: Sequence[int], dims: Sequence[int]) -> float:
+    """Per-chip time of a reduce-scatter over one box, in units of S / (link rate), as
+    ``torus-concurrent`` schedules it: a shard per axis of extent >= 2 (share
+    w_i = k_i / (k_i - 1)), stage j running shard i on axis i + j, each ring
+    bidirectional (half its stage's data each way), a stage as long as its slowest ring.
+
+    A ring whose side is the whole ring length (or a ring of 2, one bundle) runs at the
+    link rate; an open side closes its ring back over k - 1 hops, so every link of the
+    line carries two flows each way: half the rate.  Contention between boxes is left out
+    (an open ring's return stays inside its box while k - 1 <= L - k + 1).
+
+    >>> round(1 / _ring_time((4, 4, 4), (16, 24, 24)), 3), round(1 / _ring_time((4, 4, 1), (4, 4, 4)), 3)
+    (3.048, 4.267)
+    """
+    ax = [(a, k) for a, k in zip(shape, dims) if a >= 2]
+    if not ax:
+        return math.inf
+    ext = [a for a, _ in ax]
+    rate = [1.0 if (a == k or k == 2) else 0.5 for a, k in ax]
+    w = [a / (a - 1) for a in ext]
+    data = [x / sum(w) for x in w]
+    t = 0.0
+    for j in range(len(ext)):
+        on = [(i + j) % len(ext) for i in range(len(ext))]
+        t += max(data[i] * (ext[a] - 1) / ext[a] / 2 / rate[a] for i, a in enumerate(on))
+        data = [data[i] / ext[a] for i, a in enumerate(on)]
+    return t
+
+
 def slice_shape(dims: Sequence[int], group_size: int) -> tuple[int, ...] | None:
     """The most compact box of ``group_size`` chips that tiles a torus of ``dims``, or None.
 
     A box's side along each axis divides that ring's length (so equal boxes tile the
     torus, as TPU slices are cut from whole cubes).  Among those boxes the rule is, in order:
 
-    1. fewest links leaving the box (:func:`_leaving_links`): the box's surface, where a
-       side spanning the whole ring counts no faces because its wraparound links stay
-       inside.  Fewer leaving links = more of every chip's links inside its own group;
-    2. the largest smallest side (over the axes longer than 1): more axes of extent >= 2
-       let ``torus-concurrent`` run a ring on each at once, and a long thin box's open
-       sides close their rings back over k - 1 hops;
-    3. more sides equal to a whole ring (wraparound rings), then the shape itself
-       (lexicographically largest: longer sides on the slower axes), for a fixed answer.
+    1. the shortest ring time :func:`_ring_time`: the box's own ``torus-concurrent``
+       schedule in closed form.  It weighs both things that make a box fast: compact
+       (more axes of extent >= 2 carry a shard each, shorter rings move more per link) and
+       closed (a side spanning the whole ring closes over its wraparound link: full rate;
+       an open side's return runs back over the line: half rate);
+    2. fewest links leaving the box (:func:`_leaving_links`, its surface; a whole-ring side
+       has no faces): less traffic of other groups can share its links;
+    3. the largest smallest side, then the shape itself (lexicographically largest:
+       longer sides on the slower axes), for a fixed answer.
 
-    Measured (all-reduce, 1 GiB, torus-concurrent chosen by auto, 64-chip groups): on
-    ``torus`` 8x12x12 the 4x4x4 cube (96 leaving links) gives busbw 269.8 GB/s, the
-    8x4x2 and 8x2x4 slabs (also 96: their 8-sides are whole rings) 258.8 and 213.2;
-    on ``ironwood`` 4x4x4 gives 269.8 and 2x4x8 (112) 201.3.  Any divisor of the chip
-    count has such a box (per prime, its exponent splits over the axes), so None means
-    ``group_size`` does not divide the chips.
+    Neither surface nor the smallest side alone ranks boxes as the pricing does: on a
+    4x4x4 torus 16-chip boxes 4x4x1 and 4x2x2 both leave 32 links, but the 4x4x1 slab
+    closes two whole rings and prices at busbw 359.7 GB/s against 266.5 (all-reduce,
+    1 GiB, torus-concurrent), while 64-chip boxes on 8x12x12 prefer the 4x4x4 cube
+    (269.8) to the 8x4x2 slab with a whole 8-ring (258.8) at the same 96 leaving links.
+    The closed form ranks every shape priced so far as the pricing does, to 0.1%: 8 chips
+    on 4x4x4 (2x2x2 269.8 vs 1x2x4 190.8), 64 on Ironwood (4x4x4 269.8 vs 2x4x8 201.3), 64
+    on 8x12x12 (also 8x2x4 213.2).  Any divisor of the chip count has such a box (per prime,
+    its exponent splits over the axes), so None means ``group_size`` does not divide the chips.
 
     Examples
     --------
-    >>> slice_shape((16, 24, 24), 64), slice_shape((4, 4, 4), 8), slice_shape((8, 12, 12), 128)
-    ((4, 4, 4), (2, 2, 2), (8, 4, 4))
+    >>> slice_shape((16, 24, 24), 64), slice_shape((4, 4, 4), 8), slice_shape((4, 4, 4), 16)
+    ((4, 4, 4), (2, 2, 2), (4, 4, 1))
     """
     best, best_key = None, None
     for shape in product(*([a for a in range(1, k + 1) if k % a == 0] for k in dims)):
         if math.prod(shape) != group_size:
             continue
         sides = [a for a, k in zip(shape, dims) if k > 1] or [1]
-        key = (_leaving_links(shape, dims), -min(sides),
-               -sum(a == k for a, k in zip(shape, dims) if k > 1), tuple(-a for a in shape))
+        key = (round(_ring_time(shape, dims), 12), _leaving_links(shape, dims), -min(sides),
+               tuple(-a for a in shape))
         if best_key is None or key < best_key:
             best, best_key = tuple(shape), key
     return best
