@@ -582,14 +582,13 @@ def _auto(opts) -> bool:
     return (opts.get("placement") == "auto" and opts.get("mesh") is None and opts.get("groups_file") is None)
 
 
-def _auto_place(G, collective, opts, options):
+def _auto_place(G, collective, opts, options, traffic=None):
     """--placement auto: price packed and slice (where they differ), keep the cheaper; the report says which."""
-    import dataclasses
-
     from . import collectives as C
     _groups_for(G, opts["group_size"], "packed", None, None, None, opts["count"])    # the usual size errors
     size = len(C.placement.chip_ranks(G)) if opts["group_size"] is None else opts["group_size"]
-    choice = C.placement.auto_place(G, size, lambda g: C.price(G, collective, groups=g, options=options),
+    choice = C.placement.auto_place(G, size, lambda g: C.price(G, collective, groups=g, traffic=traffic,
+                                                                     options=options),
                                     count=opts["count"])
     r = choice.result
     return dataclasses.replace(choice, result=dataclasses.replace(r, notes=(*r.notes, choice.note)))
@@ -747,9 +746,6 @@ def _price_traffic(G, collective, opts, traffic_path, moe_spec):
         raise click.UsageError(f"--{'traffic' if traffic_path else 'moe'} is an all-to-all-v; "
                                f"{collective} takes --size")
     options = _options(opts, collective, size=False)
-    if _auto(opts):
-        raise click.BadParameter("auto prices a --size collective; with --traffic / --moe give packed, spread, "
-                                 "random[:SEED] or slice", param_hint="--placement")
     groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                          opts["groups_file"], opts["count"])
     n = len(groups[0])
@@ -769,7 +765,10 @@ def _price_traffic(G, collective, opts, traffic_path, moe_spec):
         if distinct > 64 and flows > 4096:
             _progress(f"traffic: {distinct:,} distinct flow sizes over {flows:,} flows per group; the solver "
                       f"retires them event by event (nothing is quantised), which can take minutes")
-        r = C.price(G, collective, groups=groups, traffic=T, options=options)
+        if _auto(opts):    # every candidate's group i carries matrix i, as packed's would
+            r = _auto_place(G, collective, opts, options, traffic=T).result
+        else:
+            r = C.price(G, collective, groups=groups, traffic=T, options=options)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--traffic" if traffic_path else "--moe") from None
     return r, summary

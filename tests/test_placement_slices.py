@@ -178,10 +178,13 @@ def test_cli_auto_says_which_placement_it_kept():
     assert len(notes) == 2 and "picked slice" in notes[0] and "picked packed" in notes[1]
 
 
-def test_cli_auto_is_refused_with_traffic():
-    res = CliRunner().invoke(main, ["price", "all-to-all", "--fabric", "nvl72", "--group-size", "8",
-                                    "--moe", "experts=16,top_k=2,tokens=64,hidden=8", "--placement", "auto"])
-    assert res.exit_code == 2 and "--placement" in res.output
+def test_cli_auto_prices_moe_traffic_on_each_candidate():
+    base = ["price", "all-to-all", "--fabric", "torus", "--set", "dims=4x4x8", "--group-size", "16",
+            "--moe", "experts=32,top_k=4,tokens=256,hidden=64", "--json"]
+    got = {p: json.loads(CliRunner().invoke(main, [*base, "--placement", p]).stdout) for p in ("auto", "packed", "slice")}
+    note = next(n for n in got["auto"]["notes"] if n.startswith("placement auto picked"))
+    kept = note.split()[3].rstrip(":")
+    assert got["auto"]["time_s"] == got[kept]["time_s"] == min(got["packed"]["time_s"], got["slice"]["time_s"])
 
 
 def test_whatif_auto_places_before_failing():
