@@ -1225,12 +1225,15 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
     options = _options(opts, collective, size=False)
-    if _auto(opts):        # auto: the placement cheapest on the intact fabric, swept as explicit groups
+    if _auto(opts):        # auto: the placement cheapest on the intact fabric is swept
         try:
             chose = _auto_place(G, collective, opts, dataclasses.replace(options, size_bytes=size_bytes))
         except BadInput as exc:
             raise click.BadParameter(str(exc), param_hint=_price_hint(str(exc), opts, "--group-size")) from None
-        groups = chose.groups
+        if groups is None:
+            opts["placement"] = chose.placement    # by name: the workers cut it and the orbit folds see it
+        else:
+            groups = chose.groups
         _progress(chose.note)
 
     progress = SweepProgress()
