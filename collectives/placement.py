@@ -2,6 +2,9 @@
 
 A placement returns a tuple of groups, each a tuple of chip ranks.  All groups of
 the chosen dimension run at once, so the pricing sees the contention between them.
+Rank-order placements (packed, spread, random) read only the ranks; ``slice`` reads the
+graph (a torus's ring positions, or the chips' domain attributes); ``auto`` prices
+packed and slice and keeps the cheaper (:func:`auto_place`).
 """
 from __future__ import annotations
 
