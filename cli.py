@@ -1,6 +1,7 @@
 """The ``fabricsim`` command line: parses, calls the library, formats.  No figure is computed here."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -438,7 +439,9 @@ def _price_options(fn):
         click.option("--count", type=click.IntRange(min=1), help="With --group-size: run only this many groups "
                      "(the size then need not divide the chips), e.g. one 64-chip group on every fabric."),
         click.option("--placement", default="packed", show_default=True,
-                     help="With --group-size: packed | spread | random[:SEED]."),
+                     help="With --group-size: packed | spread | random[:SEED] | slice (a torus: the most compact "
+                     "boxes, e.g. Ironwood's 4x4x4 cubes; elsewhere whole trays/racks/boards) | auto (prices "
+                     "packed and slice, keeps the cheaper, says which in a note)."),
         click.option("--mesh", help="A parallelism mesh over chip ranks, TP innermost, e.g. tp=8,ep=32,dp=8."),
         click.option("--over", help="With --mesh: the dimension whose groups communicate (tp, ep, dp ...)."),
         click.option("--groups", "groups_file", type=click.Path(), help="JSON file: a list of groups, each a "
@@ -551,7 +554,8 @@ def _groups_for(G, group_size, placement, mesh, over, groups_file, count=None):
         raise click.BadParameter(str(exc), param_hint="--placement") from None
     size = len(C.placement.chip_ranks(G)) if group_size is None else group_size
     try:
-        return C.by_size(G, size, placement, count=count)
+        # auto is priced where the collective is known (_auto_place); here its sizes are checked as packed's
+        return C.by_size(G, size, "packed" if placement == "auto" else placement, count=count)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--count" if str(exc).startswith("count ")
                                  else "--group-size") from None
@@ -561,13 +565,33 @@ def _price(G, collective, opts, groups=None):
     from . import collectives as C
     from .topo.errors import BadInput
     options = _options(opts, collective)
+    auto = groups is None and _auto(opts)
     if groups is None:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
     try:
+        if auto:
+            return _auto_place(G, collective, opts, options).result
         return C.price(G, collective, groups=groups, options=options)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint=_price_hint(str(exc), opts)) from None
+
+
+def _auto(opts) -> bool:
+    """--placement auto with --group-size (or none): groups from a mesh or a file are as given."""
+    return (opts.get("placement") == "auto" and opts.get("mesh") is None and opts.get("groups_file") is None)
+
+
+def _auto_place(G, collective, opts, options, traffic=None):
+    """--placement auto: price packed and slice (where they differ), keep the cheaper; the report says which."""
+    from . import collectives as C
+    _groups_for(G, opts["group_size"], "packed", None, None, None, opts["count"])    # the usual size errors
+    size = len(C.placement.chip_ranks(G)) if opts["group_size"] is None else opts["group_size"]
+    choice = C.placement.auto_place(G, size, lambda g: C.price(G, collective, groups=g, traffic=traffic,
+                                                                     options=options),
+                                    count=opts["count"])
+    r = choice.result
+    return dataclasses.replace(choice, result=dataclasses.replace(r, notes=(*r.notes, choice.note)))
 
 
 MAX_TIME_S = 1e15   # ~30 million years: past it (or inf/NaN) a priced time is an overflow, not a result (I)
@@ -741,7 +765,10 @@ def _price_traffic(G, collective, opts, traffic_path, moe_spec):
         if distinct > 64 and flows > 4096:
             _progress(f"traffic: {distinct:,} distinct flow sizes over {flows:,} flows per group; the solver "
                       f"retires them event by event (nothing is quantised), which can take minutes")
-        r = C.price(G, collective, groups=groups, traffic=T, options=options)
+        if _auto(opts):    # every candidate's group i carries matrix i, as packed's would
+            r = _auto_place(G, collective, opts, options, traffic=T).result
+        else:
+            r = C.price(G, collective, groups=groups, traffic=T, options=options)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--traffic" if traffic_path else "--moe") from None
     return r, summary
@@ -786,7 +813,7 @@ def compare_cmd(collective, fabric_list, as_json, plot, **opts):
     reports = []
     for name, G, groups in jobs:
         _progress(f"pricing on {name} ...")
-        reports.append(_finite(_price(G, collective, opts, groups)))
+        reports.append(_finite(_price(G, collective, opts, None if _auto(opts) else groups)))
     if plot:
         from .collectives.plots import plot_compare
         try:
@@ -901,11 +928,17 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     G = load_fabric(fabric, sets, hint="--fabric")
     groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"], opts["groups_file"],
                          opts["count"])
+    chose = None
     try:
+        if _auto(opts):    # auto: the placement cheapest on the intact fabric, then its failures
+            chose = _auto_place(G, collective, opts, dataclasses.replace(options, size_bytes=size_bytes))
+            groups = chose.groups
         w = whatif(G, list(fails), collective, groups=groups, size_bytes=size_bytes,
                    explain=explain, **options.price_kwargs())
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint=_price_hint(str(exc), opts, "--fail")) from None
+    if chose is not None:
+        w = dataclasses.replace(w, notes=(*w.notes, chose.note))
     _finite(w.baseline)
     if as_json:
         _emit_json(w.as_dict())
@@ -1192,6 +1225,16 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
     options = _options(opts, collective, size=False)
+    if _auto(opts):        # auto: the placement cheapest on the intact fabric is swept
+        try:
+            chose = _auto_place(G, collective, opts, dataclasses.replace(options, size_bytes=size_bytes))
+        except BadInput as exc:
+            raise click.BadParameter(str(exc), param_hint=_price_hint(str(exc), opts, "--group-size")) from None
+        if groups is None:
+            opts["placement"] = chose.placement    # by name: the workers cut it and the orbit folds see it
+        else:
+            groups = chose.groups
+        _progress(chose.note)
 
     progress = SweepProgress()
     try:
