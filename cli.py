@@ -438,7 +438,7 @@ def _price_options(fn):
                      "(default: one group of every chip)."),
         click.option("--count", type=click.IntRange(min=1), help="With --group-size: run only this many groups "
                      "(the size then need not divide the chips), e.g. one 64-chip group on every fabric."),
-        click.option("--placement", default="packed", show_default=True,
+        click.option("--placement", default="auto", show_default=True,
                      help="With --group-size: packed | spread | random[:SEED] | slice (a torus: the most compact "
                      "boxes, e.g. Ironwood's 4x4x4 cubes; elsewhere whole trays/racks/boards) | auto (prices "
                      "packed and slice, keeps the cheaper, says which in a note)."),
@@ -591,6 +591,8 @@ def _auto_place(G, collective, opts, options, traffic=None):
                                                                      options=options),
                                     count=opts["count"])
     r = choice.result
+    if not choice.note:
+        return choice
     return dataclasses.replace(choice, result=dataclasses.replace(r, notes=(*r.notes, choice.note)))
 
 
@@ -938,7 +940,7 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint=_price_hint(str(exc), opts, "--fail")) from None
     if chose is not None:
-        w = dataclasses.replace(w, notes=(*w.notes, chose.note))
+        w = dataclasses.replace(w, notes=(*w.notes, chose.note)) if chose.note else w
     _finite(w.baseline)
     if as_json:
         _emit_json(w.as_dict())
@@ -1234,7 +1236,8 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
             opts["placement"] = chose.placement    # by name: the workers cut it and the orbit folds see it
         else:
             groups = chose.groups
-        _progress(chose.note)
+        if chose.note:
+            _progress(chose.note)
 
     progress = SweepProgress()
     try:

@@ -459,6 +459,9 @@ class AutoPlacement:
 
     @property
     def note(self) -> str:
+        """What auto chose and why; empty when there was no choice (one candidate priced)."""
+        if len(self.times_s) <= 1:
+            return ""
         priced = ", ".join(f"{k} {v * 1e6:,.1f} us" for k, v in sorted(self.times_s.items(), key=lambda kv: kv[1]))
         skipped = "".join(f"; {k} not priced: {why}" for k, why in self.skipped.items())
         return f"placement auto picked {self.placement}: {priced}{skipped}"

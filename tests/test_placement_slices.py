@@ -166,16 +166,19 @@ def test_cli_auto_says_which_placement_it_kept():
     args = ["price", "all-reduce", "--fabric", "torus", "--set", "dims=4x4x8", "--group-size", "16",
             "--size", "64MiB"]
     auto = CliRunner().invoke(main, [*args, "--placement", "auto", "--json"])
-    packed = CliRunner().invoke(main, [*args, "--json"])
+    packed = CliRunner().invoke(main, [*args, "--placement", "packed", "--json"])
+    default = CliRunner().invoke(main, [*args, "--json"])          # auto is the default
     assert auto.exit_code == 0 and packed.exit_code == 0, auto.output + packed.output
     a, p = json.loads(auto.stdout), json.loads(packed.stdout)
     assert any(n.startswith("placement auto picked slice") for n in a["notes"])
     assert a["busbw_GBps"] > p["busbw_GBps"]
+    assert json.loads(default.stdout) == a
     res = CliRunner().invoke(main, ["compare", "all-reduce", "--fabrics", "torus,nvl72", "--group-size", "8",
                                     "--size", "1MiB", "--placement", "auto", "--json"])
     assert res.exit_code == 0, res.output
     notes = [n for r in json.loads(res.stdout) for n in r["notes"] if n.startswith("placement auto")]
-    assert len(notes) == 2 and "picked slice" in notes[0] and "picked packed" in notes[1]
+    # nvl72's slice is its packed groups: nothing to choose, so no note there
+    assert len(notes) == 1 and "picked slice" in notes[0]
 
 
 def test_cli_auto_prices_moe_traffic_on_each_candidate():
