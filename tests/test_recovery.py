@@ -164,6 +164,7 @@ def test_restart_sweep_reports_a_scenario_that_cannot_restart():
               algorithm="direct", recovery="restart", n=2)
     (sc,) = s.scenarios
     assert sc["recovery"]["restarted"] is False and "cannot restart" in sc["recovery"]["reason"]
+    assert sc["chips_lost"] == 64 and sc["slowdown"] != sc["slowdown"]          # NaN: nothing priced
     assert s.summary["unpriced"] == 1 and s.summary["restart"]["refused"] == 1
 
 

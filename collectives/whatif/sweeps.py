@@ -179,10 +179,10 @@ def _run_scenario(task: _Task) -> dict:
             groups, info = restart_job(G, H, task.collective, groups, placement=task.groups[2], spares=task.groups[3])
         except BadInput as exc:
             # not one group fits the survivors: nothing to price, and the reason
+            present = set(chip_ranks(H).tolist())
             return {"index": task.index, "failed": list(task.specs), "time_s": math.nan, "bandwidth_time_s": math.nan,
                     "algorithm": None, "partial": False, "broken_groups": 0, "unreachable_pairs": 0,
-                    "chips_lost": sum(1 for k in _tier_bw(task.fabric, task.params_json)
-                                      if k not in set(chip_ranks(H).tolist())),
+                    "chips_lost": sum(1 for k in _tier_bw(task.fabric, task.params_json) if k not in present),
                     "chips_bandwidth_changed": None, "top_bottleneck": None,
                     "recovery": {"restarted": False, "reason": str(exc)}}
         rec = {"recovery": {"restarted": True, **{k: info[k] for k in (
