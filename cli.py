@@ -885,6 +885,41 @@ _fail_option = click.option("--fail", "fails", multiple=True, metavar="SPEC",
                             "(see `fabricsim domains FABRIC`).")
 
 
+def _recovery_options(fn):
+    fn = click.option("--spares", type=click.IntRange(min=0), default=0, show_default=True,
+                      help="With --recovery restart: hold the N highest-ranked chips out of the job, used first "
+                      "on restart.")(fn)
+    return click.option("--recovery", type=click.Choice(["reroute", "restart"]), default="reroute",
+                        show_default=True, help="reroute: the job keeps its chips, traffic routes around the "
+                        "failures; restart: the job is placed again on the surviving chips (and spares), "
+                        "all-to-all groups shrink, other collectives lose whole groups.")(fn)
+
+
+def _job_groups(G, opts, recovery, spares):
+    """The job's groups: as _groups_for, or for a restart the placement rule's groups with spares held out."""
+    from .collectives.whatif.scenario import job_groups
+    from .topo.errors import BadInput
+    if spares and recovery != "restart":
+        raise click.BadParameter(f"--spares {spares} needs --recovery restart (reroute keeps the job on its chips)",
+                                 param_hint="--spares")
+    if recovery == "restart" and (opts["mesh"] is not None or opts["groups_file"] is not None
+                                  or opts["over"] is not None):
+        raise click.BadParameter("restart re-places the job by --group-size and --placement; a --mesh or --groups "
+                                 "job cannot be re-placed (use --recovery reroute)", param_hint="--recovery")
+    if not spares:
+        return _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"], opts["groups_file"],
+                           opts["count"])
+    _groups_for(G, 2, opts["placement"], None, None, None, 1)      # checks --placement alone
+    try:
+        from .collectives.placement import chip_ranks
+        size = len(chip_ranks(G)) - spares if opts["group_size"] is None else opts["group_size"]
+        return job_groups(G, size, opts["placement"], spares, opts["count"])
+    except BadInput as exc:
+        msg = str(exc)
+        raise click.BadParameter(msg, param_hint="--spares" if msg.startswith("spares") else
+                                 "--count" if msg.startswith("count") else "--group-size") from None
+
+
 def _check_fails(fails) -> None:
     """``--fail node:a,node:b`` is two failures in one value: refuse it and say to repeat --fail."""
     import re
@@ -905,13 +940,16 @@ def _check_fails(fails) -> None:
 @_explain_option("Say which methods priced it and which verified symmetries of the fabric the failures keep "
                  "(refused ones with the reason).")
 @_price_options
+@_recovery_options
 @click.option("--json", "as_json", is_flag=True, help="Print baseline, degraded and what changed as JSON.")
-def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
+def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spares=0, **opts):
     """Price a collective on the intact fabric and with failures applied, side by side.
 
     Groups are placed on the intact fabric; a group that loses a chip is reported
     broken.  Traffic reroutes around the failures (--split equal or capacity over the
     surviving next hops); rail-only fabrics relay through the rack where a rail is lost.
+    --recovery restart instead places the job again on the surviving chips (and
+    --spares), as a job restarted after a failure runs, and prices that.
 
     \b
     Examples:
@@ -928,19 +966,24 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, **opts):
     size_bytes = parse_size(opts["size"])
     options = _options(opts, collective, size=False)
     G = load_fabric(fabric, sets, hint="--fabric")
-    groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"], opts["groups_file"],
-                         opts["count"])
     chose = None
-    try:
-        if _auto(opts):    # auto: the placement cheapest on the intact fabric, then its failures
+    if _auto(opts):    # auto: the placement cheapest on the intact fabric, then its failures (and restart)
+        try:
             chose = _auto_place(G, collective, opts, dataclasses.replace(options, size_bytes=size_bytes))
-            groups = chose.groups
+        except BadInput as exc:
+            raise click.BadParameter(str(exc), param_hint=_price_hint(str(exc), opts, "--group-size")) from None
+        opts["placement"] = chose.placement
+    groups = _job_groups(G, opts, recovery, spares)
+    try:
         w = whatif(G, list(fails), collective, groups=groups, size_bytes=size_bytes,
-                   explain=explain, **options.price_kwargs())
+                   explain=explain, recovery=recovery, spares=spares, placement=opts["placement"],
+                   **options.price_kwargs())
     except BadInput as exc:
-        raise click.BadParameter(str(exc), param_hint=_price_hint(str(exc), opts, "--fail")) from None
-    if chose is not None:
-        w = dataclasses.replace(w, notes=(*w.notes, chose.note)) if chose.note else w
+        msg = str(exc)
+        raise click.BadParameter(msg, param_hint="--recovery" if msg.startswith("restart") else
+                                 _price_hint(msg, opts, "--fail")) from None
+    if chose is not None and chose.note:
+        w = dataclasses.replace(w, notes=(*w.notes, chose.note))
     _finite(w.baseline)
     if as_json:
         _emit_json(w.as_dict())
@@ -963,7 +1006,8 @@ def _format_whatif(w) -> str:
                    ["latency", _us(b.latency_s), _us(d.latency_s)],
                    ["busbw GB/s", _gbps(b.busbw_GBps), _gbps(d.busbw_GBps)],
                    ["algorithm", b.algorithm, d.algorithm if priced else "n/a"],
-                   ["protocol", b.protocol, d.protocol if priced else "n/a"]], ["", "baseline", "degraded"])]
+                   ["protocol", b.protocol, d.protocol if priced else "n/a"]],
+                  ["", "baseline", "restarted" if w.recovery.get("mode") == "restart" else "degraded"])]
     if priced:
         out.append(f"slowdown {_x(w.slowdown)} (bandwidth {_x(w.bandwidth_slowdown)})"
                    + ("   PARTIAL: over what could be priced only" if w.partial else ""))
@@ -971,6 +1015,7 @@ def _format_whatif(w) -> str:
         lost_all = d.broken_groups.get("count", 0) == d.groups
         out.append("slowdown n/a: " + ("every group lost a chip" if lost_all else "no group could be priced")
                    + ", nothing was priced after the failures")
+    out.append(_format_recovery(w.recovery))
     ac = w.affected_chips
     out.append(f"affected chips: {ac.get('count', 0):,} (lost {ac.get('lost', 0):,}, cut off {ac.get('cut_off', 0):,}"
                f", tier bandwidth changed {ac.get('tier_bandwidth_changed', 0):,}, in slowed groups "
@@ -989,6 +1034,20 @@ def _format_whatif(w) -> str:
     out.extend(f"note: {n}" for n in w.notes)
     out.extend(f"degraded: {n}" for n in d.notes)
     return "\n".join(out)
+
+
+def _format_recovery(r: dict) -> str:
+    if r.get("mode") != "restart":
+        return "recovery: reroute (the job keeps its chips; traffic routes around the failures)"
+    d = r["chips_dropped"]
+    return (f"recovery: restart ({r['placement']}): {r['ranks_after']:,} of {r['ranks_before']:,} ranks in "
+            f"{r['groups_after']:,} group(s) of {r['group_size_after']}; lost {r['ranks_lost']:,} rank(s), "
+            f"{r['groups_lost']:,} group(s)"
+            + (f"; spares used {r['spares_used']} of {r['spares']}" if r["spares"] else "; no spares")
+            + f"; chips dropped: {d['lost']} lost, {d['cut_off']} cut off, {d['disconnected']} disconnected"
+            + ("" if r["shrunk"] == "none" else
+               f"\n  the job shrank: per byte of its payload (ranks x S) x{r['per_byte_slowdown']:.6g} "
+               f"the intact job's time (the slowdown above is per collective, same S per rank)"))
 
 
 def _removed(f: dict) -> str:
@@ -1195,12 +1254,13 @@ def _format_whatif_method(m: dict) -> str:
 @_explain_option("Say which symmetry generators folded the scenarios (refused ones with the reason), the "
                  "orbits and the representatives solved.")
 @_price_options
+@_recovery_options
 @click.option("--json", "as_json", is_flag=True, help="Print the ranked scenarios and summary as JSON.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Scenarios shown in the table.")
 @click.option("--plot", "plot", type=_plot_path(), help="Write sorted slowdowns and their "
               "distribution to a PNG, SVG or PDF.")
 def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, scheduler, results_file, as_json,
-              top, plot, fold, **opts):
+              top, plot, fold, recovery="reroute", spares=0, **opts):
     """Price every failure of a class (or pairs, or random samples), ranked worst first.
 
     \b
@@ -1223,6 +1283,13 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
     if samples is not None and samples >= math.comb(k, n):
         _progress(f"--samples {samples} >= the {math.comb(k, n):,} scenarios: all of them run")
     groups = None
+    if spares and recovery != "restart":
+        raise click.BadParameter(f"--spares {spares} needs --recovery restart (reroute keeps the job on its chips)",
+                                 param_hint="--spares")
+    if recovery == "restart" and (opts["mesh"] is not None or opts["groups_file"] is not None or opts["count"]
+                                  or opts["over"] is not None):
+        raise click.BadParameter("restart re-places the job by --group-size and --placement; a --mesh, --groups or "
+                                 "--count job cannot be re-placed (use --recovery reroute)", param_hint="--recovery")
     if opts["mesh"] is not None or opts["groups_file"] is not None or opts["count"] or opts["over"] is not None:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
@@ -1250,10 +1317,13 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
         s = sweep(fabric, _parse_sets(sets), failure_class, n=n, samples=samples, seed=seed, collective=collective,
                   size_bytes=size_bytes, group_size=None if groups else opts["group_size"],
                   placement=opts["placement"],
-                  groups=groups, runner=runner, progress=progress, fold=fold, **options.price_kwargs())
+                  groups=groups, runner=runner, progress=progress, fold=fold, recovery=recovery, spares=spares,
+                  **options.price_kwargs())
     except BadInput as exc:
         msg = str(exc)
         hint = ("--class" if msg.startswith(f"{failure_class!r}") or "failure class" in msg else
+                "--spares" if msg.startswith("spares") else
+                "--samples" if "recovery 'restart' is more than" in msg else
                 "--samples" if "samples" in msg else
                 "--group-size" if msg.startswith("group size") else _price_hint(msg, opts))
         raise click.BadParameter(msg, param_hint=hint) from None
@@ -1277,10 +1347,26 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
                f"max {_x(sm.get('max'))}  ({sm.get('distinct', 0)} distinct; {sm.get('partial', 0)} partial"
                + (f"; {sm['unpriced']} with nothing priced" if sm.get("unpriced") else "") + ")")
     folded = bool(s.scenarios) and "orbit" in s.scenarios[0]
+    restart = s.recovery.get("mode") == "restart"
+    if restart:
+        rs = sm["restart"]
+        n_sp = s.recovery.get("spares", 0)
+        click.echo(f"recovery: restart{f' with {n_sp} spare(s)' if n_sp else ''}: "
+                   f"{rs['restarted']:,} restarted, {rs['shrunk']:,} shrank, {rs['used_spares']:,} used spares"
+                   + (f", {rs['refused']:,} could not restart" if rs["refused"] else "")
+                   + f"; per-byte slowdown max {_x(rs['per_byte_slowdown_max'])}")
+
+    def _job(sc):
+        r = sc.get("recovery", {})
+        if not r.get("restarted"):
+            return ["-", "-", "n/a"]
+        return [f"{r['ranks_after']:,}/{r['ranks_before']:,}", f"{r['spares_used']}", _x(r["per_byte_slowdown"])]
     click.echo(_table([["; ".join(sc["failed"]), _x(sc['slowdown']), _us(sc.get("time_s"))]
+                       + (_job(sc) if restart else [])
                        + ([f"{sc['orbit']:,}", f"{sc['orbit_size']:,}"] if folded else [])
                        + ["PARTIAL" if sc.get("partial") else ""] for sc in s.scenarios[:top]],
-                      ["failed", "slowdown", "time"] + (["orbit", "orbit size"] if folded else []) + [""]))
+                      ["failed", "slowdown", "time"] + (["ranks", "spares used", "per byte"] if restart else [])
+                      + (["orbit", "orbit size"] if folded else []) + [""]))
     for note in s.notes:
         click.echo(f"note: {note}")
     if explain:

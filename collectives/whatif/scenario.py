@@ -7,6 +7,10 @@ WhatIf, whatif
     the chips and groups affected and by how much, the new bottlenecks.
 PRICE_OPTIONS
     The :func:`~fabricsim.collectives.price` options a whatif or a sweep passes through.
+RECOVERIES, SHRINKABLE, job_groups, survivors, restart_job
+    Recovery after the failures: ``reroute`` (the job keeps its chips, traffic routes
+    around the failures) or ``restart`` (the job is placed again on the chips that
+    survive, on spares first, shrinking when too few survive).
 
 A sweep of many scenarios is :mod:`fabricsim.collectives.whatif.sweeps`.
 
@@ -32,10 +36,17 @@ from ...topo import routing as _routing
 from ...topo.contract import CHIP, FORWARDS, KIND, RANK
 from ...topo.errors import BadInput
 from ...topo.failures import apply_failures, chip_tier_bandwidth
-from ..placement import chip_ranks
+from ...topo.contract import forwarding_graph
+from ..placement import by_size, chip_ranks, parse_placement
 from ..price import CostReport, _finite, price
 
-__all__ = ["WhatIf", "whatif", "PRICE_OPTIONS"]
+__all__ = ["WhatIf", "whatif", "PRICE_OPTIONS", "RECOVERIES", "SHRINKABLE", "job_groups", "survivors",
+           "restart_job"]
+
+RECOVERIES = ("reroute", "restart")
+# collectives whose groups may shrink on restart (an EP all-to-all spreads its experts over fewer
+# ranks); the others keep their group size and lose whole groups (I: a modelling choice, see Notes)
+SHRINKABLE = ("all-to-all",)
 
 # price() options a whatif or sweep passes through
 PRICE_OPTIONS = ("algorithm", "split", "tiers", "efficiency", "step_overhead_ns", "bound_only",
@@ -59,6 +70,174 @@ def _check_price_kwargs(kw: dict) -> None:
 
 def _key(v: float) -> str:
     return f"{v:.6g}"
+
+
+# ---------------------------------------------------------------------------------------
+# Recovery: restart on the surviving chips
+# ---------------------------------------------------------------------------------------
+def check_recovery(recovery: str, spares: int) -> None:
+    """Refuse an unknown recovery, a bad spare count, or spares without a restart (one line)."""
+    if recovery not in RECOVERIES:
+        raise BadInput(f"unknown recovery {recovery!r}; choose one of: {', '.join(RECOVERIES)}")
+    if not isinstance(spares, int) or isinstance(spares, bool) or spares < 0:
+        raise BadInput(f"spares {spares!r} must be an integer >= 0")
+    if spares and recovery != "restart":
+        raise BadInput(f"spares {spares}: spare chips are used only by recovery 'restart' (reroute keeps the job "
+                       f"on its chips)")
+
+
+def _rule_groups(pool: Sequence[int], group_size: int, placement: str, count: int) -> tuple:
+    """``count`` groups of ``group_size`` by the placement rule of :func:`by_size`, applied by position over
+    the chip ranks ``pool`` (sorted): over ranks ``0 .. N-1`` it gives exactly ``by_size``'s groups."""
+    m = len(pool)
+    strategy, seed = parse_placement(placement)
+    pos = np.arange(m)
+    if strategy == "random":
+        order = np.random.default_rng(seed).permutation(m)
+    elif strategy == "spread":
+        order = pos[: m - m % group_size].reshape(group_size, -1).T.ravel()
+    else:
+        order = pos
+    usable = (m // group_size) * group_size
+    idx = order[:usable].reshape(m // group_size, group_size)[:count]
+    arr = np.asarray(pool, dtype=np.int64)
+    return tuple(tuple(int(r) for r in arr[g]) for g in idx)
+
+
+def job_groups(G: nx.Graph, group_size: int, placement: str = "packed", spares: int = 0,
+               count: int | None = None) -> tuple:
+    """The job's groups on the intact fabric with the ``spares`` highest-ranked chips held out.
+
+    ``spares=0`` is :func:`~fabricsim.collectives.by_size` itself.  With spares, the rule is
+    applied over ranks ``0 .. chips-spares-1`` and the job takes ``count`` groups (default:
+    as many whole groups as fit; the chips left over stay idle).
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> G = build("jalapeno-pod", racks=2, trays=4)
+    >>> job_groups(G, 8, spares=8)[-1]
+    (48, 49, 50, 51, 52, 53, 54, 55)
+    """
+    check_recovery("restart", spares)
+    if not spares:
+        return by_size(G, group_size, placement, count=count)
+    ranks = chip_ranks(G)
+    if spares >= len(ranks):
+        raise BadInput(f"spares {spares} leave no chip for the job: {G.graph.get('name', 'the fabric')!r} has "
+                       f"{len(ranks):,} chips")
+    pool = ranks[: len(ranks) - spares]
+    if group_size < 2 or group_size > len(pool):
+        raise BadInput(f"group size {group_size} does not fit the {len(pool):,} chips left beside {spares} "
+                       f"spare(s) (2 .. {len(pool):,})")
+    most = len(pool) // group_size
+    if count is not None and not 1 <= count <= most:
+        raise BadInput(f"count {count} groups of {group_size} do not fit the {len(pool):,} chips left beside "
+                       f"{spares} spare(s); at most {most}")
+    return _rule_groups(pool.tolist(), group_size, placement, most if count is None else count)
+
+
+def survivors(H: nx.Graph) -> tuple[list[int], dict[str, int]]:
+    """Chips a restarted job can use on the degraded graph ``H``, and why the others were dropped.
+
+    Returns
+    -------
+    ranks : list of int
+        Sorted ranks of the chips present, with a link left, in the connected component
+        of ``forwarding_graph(H)`` holding the most chips (ties: lowest rank).
+    dropped : dict
+        ``cut_off`` (present, no link left) and ``disconnected`` (links left, outside that
+        component); chips missing from ``H`` are counted by the caller.
+    """
+    F = forwarding_graph(H)
+    chips = {n: int(d[RANK]) for n, d in F.nodes(data=True) if d.get(KIND) == CHIP}
+    cut = [n for n in chips if F.degree(n) == 0]
+    best: list = []
+    for comp in nx.connected_components(F):
+        mine = [chips[n] for n in comp if n in chips and F.degree(n) > 0]
+        if mine and (len(mine) > len(best) or (len(mine) == len(best) and min(mine) < min(best))):
+            best = mine
+    keep = sorted(best)
+    return keep, {"cut_off": len(cut), "disconnected": len(chips) - len(cut) - len(keep)}
+
+
+def restart_job(G: nx.Graph, H: nx.Graph, collective: str, groups: Sequence[Sequence[int]], *,
+                placement: str = "packed", spares: int = 0) -> tuple[tuple, dict]:
+    """Re-place the job ``groups`` (placed on ``G`` by ``placement`` with ``spares`` held out) on ``H``'s survivors.
+
+    Returns
+    -------
+    groups : tuple of tuple of int
+        The restarted job's groups (ranks of ``H``).
+    recovery : dict
+        ``mode`` ("restart"), ``placement``, ``spares``, ``spares_used`` (spare chips in the
+        new placement), ``chips_dropped`` (``lost``, ``cut_off``, ``disconnected``: chips the
+        job or the spares had that a restart cannot use), ``ranks_before`` / ``ranks_after`` /
+        ``ranks_lost``, ``groups_before`` / ``groups_after`` / ``groups_lost``,
+        ``group_size_before`` / ``group_size_after``, ``shrunk`` ("none", "groups" or
+        "ranks"), ``moved`` (ranks of the job now on another chip).
+
+    Raises
+    ------
+    BadInput
+        ``groups`` are not the placement rule's groups (a restart must know the rule), or
+        not one group fits the survivors.
+    """
+    check_recovery("restart", spares)
+    groups = tuple(tuple(int(r) for r in g) for g in groups)
+    sizes = {len(g) for g in groups}
+    if len(sizes) != 1:
+        raise BadInput("restart re-places groups of one size; these groups have sizes "
+                       f"{', '.join(map(str, sorted(sizes)))}")
+    g_size, n_groups = sizes.pop(), len(groups)
+    all_ranks = chip_ranks(G)
+    pool0 = all_ranks[: len(all_ranks) - spares].tolist()
+    if groups != _rule_groups(pool0, g_size, placement, n_groups):
+        raise BadInput(f"restart re-places the job by its placement rule, and these {n_groups} group(s) of {g_size} "
+                       f"are not the '{placement}' groups over chips 0..{len(pool0) - 1}; place the job with a "
+                       f"group size and placement (not a mesh or a groups file), or use recovery 'reroute'")
+    alive, dropped = survivors(H)
+    spare_set = set(all_ranks[len(all_ranks) - spares:].tolist()) if spares else set()
+    in_h = set(chip_ranks(H).tolist())
+    job_set = set(r for g in groups for r in g)
+    used = job_set | spare_set
+    alive_set = set(alive)
+    n_lost = sum(1 for r in used if r not in in_h)
+    gone = {"lost": n_lost, "cut_off": 0, "disconnected": 0}
+    # count only the chips of the job and its spares (other idle chips do not matter to it)
+    if dropped["cut_off"] or dropped["disconnected"]:
+        F = forwarding_graph(H)
+        deg = {int(d[RANK]): F.degree(n) for n, d in F.nodes(data=True) if d.get(KIND) == CHIP}
+        for r in used:
+            if r in in_h and r not in alive_set:
+                gone["cut_off" if deg.get(r, 0) == 0 else "disconnected"] += 1
+    # the pool: the job's own surviving chips, the surviving spares, and nothing else (idle chips the job
+    # never had stay idle: a restart asks for the same allocation)
+    pool = sorted(r for r in alive if r in used)
+    need = g_size * n_groups
+    shrunk = "none"
+    if len(pool) >= need:
+        new_size, new_n = g_size, n_groups
+    elif collective in SHRINKABLE:
+        new_size, new_n, shrunk = len(pool) // n_groups, n_groups, "ranks"
+        if new_size < 2:
+            raise BadInput(f"restart: {len(pool):,} chip(s) survive for {n_groups:,} {collective} group(s); "
+                           f"a group needs at least 2 ranks, so the job cannot restart")
+    else:
+        new_size, new_n, shrunk = g_size, len(pool) // g_size, "groups"
+        if new_n < 1:
+            raise BadInput(f"restart: {len(pool):,} chip(s) survive, fewer than one group of {g_size}; "
+                           f"the job cannot restart ({collective} groups keep their size)")
+    new = _rule_groups(pool, new_size, placement, new_n)
+    old_pos = [r for g in groups for r in g]
+    new_pos = [r for g in new for r in g]
+    moved = sum(1 for a, b in zip(old_pos, new_pos) if a != b) + max(0, len(old_pos) - len(new_pos))
+    info = {"mode": "restart", "placement": placement, "spares": int(spares),
+            "spares_used": sum(1 for r in new_pos if r in spare_set), "chips_dropped": gone,
+            "ranks_before": need, "ranks_after": len(new_pos), "ranks_lost": need - len(new_pos),
+            "groups_before": n_groups, "groups_after": new_n, "groups_lost": n_groups - new_n,
+            "group_size_before": g_size, "group_size_after": new_size, "shrunk": shrunk, "moved": moved}
+    return new, info
 
 
 # ---------------------------------------------------------------------------------------
@@ -106,6 +285,12 @@ class WhatIf:
         reports carry one) and, with ``explain=True``, ``symmetry``
         (:func:`~fabricsim.collectives.whatif.orbits.failure_symmetry`: generators verified
         and refused with reasons, those that keep the failures, the failure's orbit).
+    recovery : dict
+        ``mode``: ``reroute`` (the job kept its chips) or ``restart``; a restart adds
+        :func:`restart_job`'s record and ``per_byte_slowdown`` (slowdown x ranks before /
+        ranks after: time per byte of the job's payload against the intact job).  With
+        restart, ``degraded`` is the restarted job's price and ``affected_groups`` lists
+        the intact job's groups that lost a chip (``broken``; the restart re-placed them).
     """
 
     failed: tuple
@@ -120,6 +305,7 @@ class WhatIf:
     new_bottlenecks: tuple
     notes: tuple = ()
     method: dict = field(default_factory=dict)
+    recovery: dict = field(default_factory=lambda: {"mode": "reroute"})
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (``fabricsim whatif --json``); NaN and inf become null."""
@@ -129,7 +315,7 @@ class WhatIf:
             "slowdown": self.slowdown, "bandwidth_slowdown": self.bandwidth_slowdown, "partial": self.partial,
             "affected_chips": self.affected_chips, "affected_groups": [dict(g) for g in self.affected_groups],
             "tier_bandwidth": self.tier_bandwidth, "new_bottlenecks": [dict(b) for b in self.new_bottlenecks],
-            "notes": list(self.notes), "method": self.method})
+            "notes": list(self.notes), "method": self.method, "recovery": dict(self.recovery)})
 
 
 def _tier_hist(tb: dict[int, dict[str, float]], ranks: Iterable[int]) -> dict[str, dict[str, int]]:
@@ -168,7 +354,7 @@ def _new_bottlenecks(G: nx.Graph, H: nx.Graph, base: CostReport, deg: CostReport
 
 def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequence[Sequence[int]],
            size_bytes: float, baseline: CostReport | None = None, explain: bool = False,
-           **price_kwargs) -> WhatIf:
+           recovery: str = "reroute", spares: int = 0, placement: str = "packed", **price_kwargs) -> WhatIf:
     """Price ``collective`` on ``G`` and on ``G`` with ``specs`` failed, side by side.
 
     Parameters
@@ -186,6 +372,15 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
     explain : bool
         Also work out which verified symmetries of the intact fabric the failures keep
         (``method["symmetry"]``; costs a symmetry check of the fabric).
+    recovery : {"reroute", "restart"}
+        ``reroute`` (default): the job keeps ``groups`` and traffic routes around the
+        failures.  ``restart``: the job is placed again on the surviving chips by
+        ``placement`` (see the module Notes); ``groups`` must be that rule's groups,
+        :func:`job_groups` with the same ``spares``.
+    spares : int
+        With restart: the highest-ranked chips held out of the job, used first on restart.
+    placement : str
+        With restart: the rule ``groups`` were placed by (``packed``, ``spread``, ``random[:SEED]``).
     **price_kwargs
         ``algorithm``, ``split``, ``tiers``, ``efficiency``, ``step_overhead_ns``,
         ``bound_only``, ``memory_limit_bytes``: as :func:`~fabricsim.collectives.price`.
@@ -205,20 +400,34 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
     1.2
     """
     _check_price_kwargs(price_kwargs)
+    check_recovery(recovery, spares)
     groups = [tuple(int(r) for r in g) for g in groups]
     H, applied = apply_failures(G, specs)
+    rec: dict = {"mode": recovery}
+    run_groups = groups
+    if recovery == "restart":
+        run_groups, info = restart_job(G, H, collective, groups, placement=placement, spares=spares)
+        rec.update(info)
     base = baseline if baseline is not None else price(G, collective, groups=groups, size_bytes=size_bytes,
                                                        **price_kwargs)
-    deg = price(H, collective, groups=groups, size_bytes=size_bytes, reference=G, **price_kwargs)
+    deg = price(H, collective, groups=run_groups, size_bytes=size_bytes, reference=G, **price_kwargs)
     slow = _ratio(deg.time_s, base.time_s)
     bw_slow = _ratio(deg.bandwidth_time_s, base.bandwidth_time_s)
+    if recovery == "restart":
+        rec["per_byte_slowdown"] = slow * rec["ranks_before"] / rec["ranks_after"]
 
     # groups
     present = set(chip_ranks(H).tolist())
     bt = dict(zip(base.group_ids, base.group_time_s))
     dt = dict(zip(deg.group_ids, deg.group_time_s))
+    if recovery == "restart":
+        # the restarted job's groups are not the intact job's: only which intact groups lost a chip compares
+        alive = set(survivors(H)[0])
+        dt = {i: None for i in base.group_ids if all(r in alive for r in groups[i])}
     affected_groups, per_group = [], {}
     for i in base.group_ids:
+        if recovery == "restart" and i in dt:
+            continue
         if i not in dt:
             per_group[i] = None
             affected_groups.append({"group": int(i), "broken": True, "slowdown": None,
@@ -291,6 +500,15 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
                          f"{n_broken:,} broken group(s)" if n_broken else "",
                          f"{n_pairs:,} chip pair(s) without a route{why}" if n_pairs else "") if x)
                      + "; the slowdown covers only what could be priced")
+    if recovery == "restart":
+        how = {"none": "kept its size", "groups": f"lost {rec['groups_lost']:,} whole group(s) of {rec['group_size_before']}",
+               "ranks": f"shrank every group from {rec['group_size_before']} to {rec['group_size_after']} ranks"}
+        notes.append(f"restart: the job was placed again ({placement}) on the surviving chips"
+                     + (f" and {rec['spares_used']} of {spares} spare(s)" if spares else "")
+                     + f": {rec['ranks_after']:,} of {rec['ranks_before']:,} ranks, {how[rec['shrunk']]}"
+                     + ("" if rec["shrunk"] == "none" else
+                        f"; per byte of its payload (ranks x S) it runs x{rec['per_byte_slowdown']:.6g} "
+                        f"the intact job's time"))
     if priced and deg.algorithm != base.algorithm:
         notes.append(f"the algorithm changed: {base.algorithm} on the intact fabric, {deg.algorithm} degraded")
     method: dict = {}
@@ -303,4 +521,4 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
         method["symmetry"] = failure_symmetry(G, groups, deg.algorithm if deg.algorithm == base.algorithm
                                               else base.algorithm, [a["spec"] for a in applied])
     return WhatIf(tuple(applied), base, deg, slow, bw_slow, partial, affected_chips, tuple(affected_groups),
-                  tiers_out, new_bn, tuple(notes), method)
+                  tiers_out, new_bn, tuple(notes), method, rec)

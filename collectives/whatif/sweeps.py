@@ -32,6 +32,12 @@ Notes
   every scenario is reported with its orbit's result, ``orbit`` and ``orbit_size``, and
   the sweep's ``method`` says which generators held and why the others were refused
   (``fold=False`` solves every scenario).
+* ``recovery="restart"`` (:mod:`~fabricsim.collectives.whatif.scenario`'s Notes) re-places
+  the job on each scenario's survivors by rank order.  A symmetry of the fabric maps a
+  scenario's survivors onto the other's but not their rank order, so the restarted
+  placements of two scenarios of one orbit need not be images of each other and the
+  orbit argument fails: a restart sweep does not fold.  It prices every scenario, and
+  refuses more than ``MAX_RESTART_SCENARIOS`` of them (sample them instead).
 """
 from __future__ import annotations
 
@@ -52,12 +58,15 @@ from ...topo.errors import BadInput
 from ...topo.failures import apply_failures, chip_tier_bandwidth, domains
 from ..placement import by_size, chip_ranks
 from ..price import CostReport, _finite, price
-from .scenario import REL_TOL, _check_price_kwargs, _ratio
+from .scenario import REL_TOL, _check_price_kwargs, _ratio, check_recovery, job_groups, restart_job
 
 __all__ = ["Sweep", "sweep", "Runner", "LocalRunner"]
 
 # full enumeration of C(k, n) scenarios above this count is refused (use samples=)
 MAX_SCENARIOS = 100_000
+# a restart sweep prices every scenario (no fold): more than this is refused (sample them).  I: a bound on
+# work, one full price per scenario; a 2,048-chip pod all-to-all prices in seconds, so 256 is minutes
+MAX_RESTART_SCENARIOS = 256
 HIST_BINS = 10
 
 
@@ -116,7 +125,8 @@ class _Task:
     params_json: str
     specs: tuple
     collective: str
-    groups: tuple          # ("size", group_size, placement) or ("explicit", groups)
+    groups: tuple          # ("size", group_size, placement), ("explicit", groups) or, restarting after the
+    #                        failures, ("restart", group_size, placement, spares)
     size_bytes: float
     price_kwargs: tuple    # sorted (key, value) pairs
 
@@ -142,7 +152,10 @@ def _groups(fabric: str, params_json: str, spec: tuple) -> tuple:
     if spec[0] == "explicit":
         return spec[1]
     G = _fabric(fabric, params_json)
-    size = len(chip_ranks(G)) if spec[1] is None else spec[1]   # 0 is refused by by_size, not "all"
+    spares = spec[3] if spec[0] == "restart" else 0
+    size = len(chip_ranks(G)) - spares if spec[1] is None else spec[1]   # 0 is refused by by_size, not "all"
+    if spec[0] == "restart":
+        return job_groups(G, size, spec[2], spares)
     return by_size(G, size, spec[2])
 
 
@@ -160,6 +173,21 @@ def _run_scenario(task: _Task) -> dict:
         return {"index": task.index, "baseline": price(G, task.collective, groups=groups,
                                                        size_bytes=task.size_bytes, **dict(task.price_kwargs))}
     H, _ = apply_failures(G, task.specs)
+    rec = {}
+    if task.groups[0] == "restart":
+        try:
+            groups, info = restart_job(G, H, task.collective, groups, placement=task.groups[2], spares=task.groups[3])
+        except BadInput as exc:
+            # not one group fits the survivors: nothing to price, and the reason
+            present = set(chip_ranks(H).tolist())
+            return {"index": task.index, "failed": list(task.specs), "time_s": math.nan, "bandwidth_time_s": math.nan,
+                    "algorithm": None, "partial": False, "broken_groups": 0, "unreachable_pairs": 0,
+                    "chips_lost": sum(1 for k in _tier_bw(task.fabric, task.params_json) if k not in present),
+                    "chips_bandwidth_changed": None, "top_bottleneck": None,
+                    "recovery": {"restarted": False, "reason": str(exc)}}
+        rec = {"recovery": {"restarted": True, **{k: info[k] for k in (
+            "ranks_before", "ranks_after", "ranks_lost", "groups_lost", "group_size_after", "shrunk",
+            "spares_used", "chips_dropped")}}}
     r = price(H, task.collective, groups=groups, size_bytes=task.size_bytes, reference=G, **dict(task.price_kwargs))
     tb0, tb1 = _tier_bw(task.fabric, task.params_json), chip_tier_bandwidth(H)
     lost = sum(1 for k in tb0 if k not in tb1)
@@ -170,7 +198,7 @@ def _run_scenario(task: _Task) -> dict:
             "broken_groups": int(r.broken_groups.get("count", 0)),
             "unreachable_pairs": int(r.unreachable_pairs.get("count", 0)),
             "chips_lost": lost, "chips_bandwidth_changed": changed,
-            "top_bottleneck": r.bottlenecks[0]["link"] if r.bottlenecks else None,
+            "top_bottleneck": r.bottlenecks[0]["link"] if r.bottlenecks else None, **rec,
             **({"method": _plain(r.method)} if isinstance(getattr(r, "method", None), dict) else {})}
 
 
@@ -309,7 +337,14 @@ class Sweep:
         (``name``, ``family``, ``conditional``), ``refused`` (``name``, ``reason``),
         ``preserves``, ``notes`` and ``representatives`` (``orbit``, ``failed``,
         ``orbit_size`` and the price's ``method`` where the cost report has one).
-        Scenarios gain ``orbit`` and ``orbit_size``.
+        Scenarios gain ``orbit`` and ``orbit_size``.  A restart sweep: ``fold`` False
+        and the reason.
+    recovery : dict
+        ``mode`` (``reroute`` or ``restart``) and ``spares``.  With restart every scenario
+        has ``recovery``: ``restarted`` and, when it did, ``ranks_before``, ``ranks_after``,
+        ``ranks_lost``, ``groups_lost``, ``group_size_after``, ``shrunk``, ``spares_used``,
+        ``chips_dropped`` and ``per_byte_slowdown`` (as :func:`~.scenario.whatif`'s), else
+        ``reason``; ``summary["restart"]`` counts them.
     """
 
     fabric: str
@@ -325,6 +360,7 @@ class Sweep:
     summary: dict
     notes: tuple = ()
     method: dict = field(default_factory=dict)
+    recovery: dict = field(default_factory=lambda: {"mode": "reroute", "spares": 0})
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (``fabricsim sweep --json``); NaN and inf become null."""
@@ -333,7 +369,7 @@ class Sweep:
             "samples": self.samples, "seed": self.seed, "collective": self.collective,
             "algorithm": self.algorithm, "baseline": self.baseline.as_dict(),
             "scenarios": [dict(s) for s in self.scenarios], "summary": self.summary, "notes": list(self.notes),
-            "method": self.method})
+            "method": self.method, "recovery": dict(self.recovery)})
 
 
 def _summary(scen: list[dict]) -> dict:
@@ -359,7 +395,8 @@ def _summary(scen: list[dict]) -> dict:
 def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, samples: int | None = None,
           seed: int = 0, collective: str, size_bytes: float, group_size: int | None = None,
           placement: str = "packed", groups: Sequence[Sequence[int]] | None = None, runner: Runner | None = None,
-          progress: Callable[[int, int, dict], None] | None = None, fold: bool = True, **price_kwargs) -> Sweep:
+          progress: Callable[[int, int, dict], None] | None = None, fold: bool = True, recovery: str = "reroute",
+          spares: int = 0, **price_kwargs) -> Sweep:
     """Price every failure of ``failure_class`` (N-1), every pair (``n=2``), or seeded samples.
 
     Parameters
@@ -389,6 +426,9 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     fold : bool
         Fold the scenarios into orbits of the verified symmetries and solve one per
         orbit (default); ``False`` solves every scenario.
+    recovery, spares : as :func:`~fabricsim.collectives.whatif.scenario.whatif`: ``restart``
+        re-places the job (``group_size`` and ``placement``, not ``groups``) on each
+        scenario's survivors; it does not fold and runs at most ``MAX_RESTART_SCENARIOS``.
     **price_kwargs
         ``algorithm``, ``split``, ``tiers``, ``efficiency``, ``step_overhead_ns``,
         ``bound_only``, ``memory_limit_bytes``.
@@ -411,6 +451,10 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
         raise BadInput(f"samples {samples!r} must be a positive integer")
     if groups is not None and group_size is not None:
         raise BadInput("give group_size (with placement) or groups, not both")
+    check_recovery(recovery, spares)
+    if recovery == "restart" and groups is not None:
+        raise BadInput("recovery 'restart' re-places the job by group_size and placement; explicit groups (a mesh, "
+                       "a groups file, a count) cannot be re-placed: use recovery 'reroute'")
     params_json = json.dumps(params or {}, sort_keys=True, default=list)
     G = _fabric(fabric, params_json)
     doms = domains(G, [failure_class])[failure_class]
@@ -418,8 +462,12 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
         raise BadInput(f"{failure_class!r} has {len(doms)} domain(s) in {fabric!r}; cannot fail {n} at once")
     ids = [f"{failure_class}:{d.id}" for d in doms]
     combos = _scenarios(ids, n, samples, seed)
+    if recovery == "restart" and len(combos) > MAX_RESTART_SCENARIOS:
+        raise BadInput(f"{len(combos):,} scenarios with recovery 'restart' is more than {MAX_RESTART_SCENARIOS}: a "
+                       f"restart does not fold by symmetry, so each is priced on its own; sample them "
+                       f"(samples=K, --samples K)")
     gspec = ("explicit", tuple(tuple(int(r) for r in g) for g in groups)) if groups is not None else \
-        ("size", group_size, placement)
+        ("restart", group_size, placement, int(spares)) if recovery == "restart" else ("size", group_size, placement)
     _groups(fabric, params_json, gspec)          # cached before any worker is forked
     notes = []
     base = None
@@ -436,8 +484,12 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
         from ..engine import CalibrationTable
         kw["calibration"] = CalibrationTable.of(kw["calibration"])     # plain dicts: picklable for workers
     groups_t = _groups(fabric, params_json, gspec)
-    orb, method = _fold(G, groups_t, kw.get("algorithm", "auto"), failure_class, doms, ids, combos, fold,
-                        price_kwargs.get("tiers", "rule"))
+    if recovery == "restart":
+        orb, method = None, {"fold": False, "reason": "recovery 'restart' re-places the job by rank order on each "
+                             "scenario's survivors, which the fabric's symmetries do not keep: every scenario priced"}
+    else:
+        orb, method = _fold(G, groups_t, kw.get("algorithm", "auto"), failure_class, doms, ids, combos, fold,
+                            price_kwargs.get("tiers", "rule"))
     solve = orb.reps.tolist() if orb is not None else list(range(len(combos)))
     if progress is not None and hasattr(progress, "plan"):
         progress.plan(len(combos), len(solve))
@@ -480,10 +532,27 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
         s.pop("method", None)
         s = {"failed": s.pop("failed"), "slowdown": _ratio(res["time_s"], base.time_s),
              "bandwidth_slowdown": _ratio(res["bandwidth_time_s"], base.bandwidth_time_s), **s}
+        if s.get("recovery", {}).get("restarted"):
+            r = s["recovery"] = dict(s["recovery"])
+            r["per_byte_slowdown"] = s["slowdown"] * r["ranks_before"] / r["ranks_after"]
         scen.append(s)
     scen.sort(key=lambda s: (math.isfinite(s["slowdown"]), -s["slowdown"] if math.isfinite(s["slowdown"]) else 0.0,
                              s["failed"]))
     summary = _summary(scen)
+    if recovery == "restart":
+        rs = [s["recovery"] for s in scen]
+        ok = [r for r in rs if r.get("restarted")]
+        pb = np.array([r["per_byte_slowdown"] for r in ok], dtype=float)
+        pb = pb[np.isfinite(pb)]
+        summary["restart"] = {"restarted": len(ok), "refused": len(rs) - len(ok),
+                              "shrunk": sum(1 for r in ok if r["shrunk"] != "none"),
+                              "used_spares": sum(1 for r in ok if r["spares_used"]),
+                              "ranks_lost_max": max((r["ranks_lost"] for r in ok), default=None),
+                              "per_byte_slowdown_max": float(pb.max()) if len(pb) else None}
+        notes.append(f"recovery restart{f' with {spares} spare(s)' if spares else ''}: every scenario re-places the "
+                     f"job on its surviving chips; {summary['restart']['shrunk']} of {len(ok)} restarted job(s) "
+                     f"shrank" + (f", {len(rs) - len(ok)} could not restart (too few chips survive)"
+                                  if len(rs) > len(ok) else ""))
     if orb is not None:
         summary["orbits"] = orb.n_orbits
         summary["solved"] = len(by_rep)
@@ -497,4 +566,4 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
         notes.append(f"{summary['unpriced']} scenario(s) priced nothing (every group lost a chip, or nothing could "
                      f"be priced): slowdown n/a, left out of the distribution")
     return Sweep(fabric, json.loads(params_json), failure_class, n, samples, seed, collective, base.algorithm,
-                 base, tuple(scen), summary, tuple(notes), method)
+                 base, tuple(scen), summary, tuple(notes), method, {"mode": recovery, "spares": int(spares)})
