@@ -391,8 +391,8 @@ def atlas(fabric: str, params: dict | None, *, collective: str, size_bytes: floa
     >>> a = atlas("jalapeno-rack", None, collective="all-reduce", size_bytes=2**30, group_size=8,
     ...           algorithm="ring", classes=["local-switch"])
     >>> c = a.get("local-switch")
-    >>> c.scenarios, c.orbits, round(c.slowdown_max, 9), c.groups_affected_max
-    (6, 1, 1.2, 8)
+    >>> c.scenarios, c.orbits, round(c.slowdown_max, 2), c.groups_affected_max, c.chips_affected_max
+    (6, 1, 1.2, 16, 128)
     """
     _check_price_kwargs(price_kwargs)
     if not isinstance(max_orbits, int) or isinstance(max_orbits, bool) or max_orbits < 1:
