@@ -26,8 +26,8 @@ def _pod_atlas(classes, **kw):
 
 @pytest.fixture(scope="module")
 def pod():
-    """The 2-rack pod's atlas of four classes: switch, link, lane and OCS failures, and chips."""
-    return _pod_atlas(["rail-switch", "link", "lanes", "ocs", "chip"])
+    """The 2-rack pod's atlas of four classes: rail switches, links, OCS and chips."""
+    return _pod_atlas(["rail-switch", "link", "ocs", "chip"])
 
 
 def _whatif(a, spec):
@@ -68,7 +68,7 @@ def test_drawn_scenarios_equal_whatif(pod):
     """Random members of each class's orbits (not only representatives) price as whatif prices them."""
     rng = np.random.default_rng(7)
     G = _fabric(pod.fabric, json.dumps(pod.params, sort_keys=True))
-    for cls in ("link", "lanes", "rail-switch"):
+    for cls in ("link", "rail-switch"):
         c = pod.get(cls)
         doms = domains(G, [cls])[cls]
         for i in rng.choice(len(doms), size=2, replace=False):
@@ -98,6 +98,20 @@ def test_max_orbits_refuses_a_class_with_its_reason():
 def test_time_budget_stops_a_class():
     a = _pod_atlas(["link"], budget_s=1e-6)
     assert a.get("link").skipped and "budget" in a.get("link").skipped
+
+
+@pytest.mark.slow
+def test_full_pod_atlas_every_class_worst_equals_whatif():
+    """Every class of the 2-rack pod (about 3 s): all present, each worst equal to whatif."""
+    a = atlas(*POD, collective="all-to-all", size_bytes=GiB, algorithm="direct")
+    assert a.names == domain_classes(_fabric(POD[0], json.dumps(POD[1], sort_keys=True)))
+    for c in a.classes:
+        assert c.skipped is None
+        w = _whatif(a, c.worst)
+        if c.worst_slowdown is None:
+            assert math.isnan(w.slowdown)
+        else:
+            assert w.slowdown == pytest.approx(c.worst_slowdown, rel=1e-9, abs=0)
 
 
 def test_unknown_class_is_one_line():
@@ -150,7 +164,8 @@ def test_availability_matches_a_hand_computation(pod, toy):
     # the default file's link rate is kept (the toy file names other classes); OCS: partial -> down
     assert row["link"]["rate_per_year"] == load_rates().of("link")[0]
     assert row["ocs"]["fraction_down"] == row["ocs"]["fraction_degraded"] > 0
-    assert row["lanes"]["rate_per_year"] is None and "no rate" in row["lanes"]["note"]
+    only_chips = {r["class"]: r for r in availability(pod, Rates({"chip": (0.01, 5.0, "toy")})).classes}
+    assert only_chips["link"]["rate_per_year"] is None and "no rate" in only_chips["link"]["note"]
     t = v.total
     assert t["fraction_degraded"] == pytest.approx(sum(r["fraction_degraded"] for r in v.classes
                                                        if r["rate_per_year"] is not None), rel=1e-15)

@@ -191,10 +191,17 @@ class _ClassBounds:
     """The sweep's progress hook for one class: refuses too many orbits before any is solved,
     and a class whose time per representative so far says it will not end within the budget."""
 
-    def __init__(self, max_orbits: int, budget_s: float | None, t0: float):
-        self.max_orbits, self.budget_s, self.t0 = max_orbits, budget_s, t0
+    def __init__(self, max_orbits: int, budget_s: float | None, t0: float, base_time_s: float):
+        self.max_orbits, self.budget_s, self.t0, self.base_time_s = max_orbits, budget_s, t0, base_time_s
         self.scenarios = self.orbits = 0
         self.seen: set = set()
+        self.worst: tuple[float, str] | None = None     # the worst priced scenario solved so far
+
+    def so_far(self) -> str:
+        """What the solved orbits say before the class was stopped (a lower bound on its worst)."""
+        if self.worst is None:
+            return ""
+        return f"; worst of the {len(self.seen):,} orbit(s) solved: x{self.worst[0]:.6g} ({self.worst[1]})"
 
     def plan(self, scenarios: int, orbits: int) -> None:
         self.scenarios, self.orbits = int(scenarios), int(orbits)
@@ -205,6 +212,11 @@ class _ClassBounds:
 
     def __call__(self, done: int, total: int, result: dict) -> None:
         self.seen.add(result.get("orbit", result.get("index")))
+        t = result.get("time_s", math.nan)
+        if math.isfinite(t) and not result.get("partial") and self.base_time_s > 0:
+            s = t / self.base_time_s
+            if self.worst is None or s > self.worst[0]:
+                self.worst = (s, "; ".join(result.get("failed", [])))
         if self.budget_s is None:
             return
         solved, el = len(self.seen), time.monotonic() - self.t0
@@ -434,16 +446,17 @@ def atlas(fabric: str, params: dict | None, *, collective: str, size_bytes: floa
         n_dom = len(domains(G, [cls])[cls])
         say(f"atlas {i}/{len(wanted)} {cls}: {n_dom:,} scenario(s) ...")
         t0 = time.monotonic()
-        bounds = _ClassBounds(max_orbits, budget_s, t0)
+        bounds = _ClassBounds(max_orbits, budget_s, t0, float(base.time_s))
         run = _AtlasRunner(inner, None if budget_s is None else time.time() + budget_s)
         try:
             s = sweep(fabric, params, cls, n=1, collective=collective, size_bytes=size_bytes,
                       group_size=group_size if groups is None else None, placement=placement, groups=groups,
                       runner=run, progress=bounds, fold=True, **sweep_kw)
         except _OverBound as exc:
-            rows.append(AtlasClass(cls, n_dom, bounds.orbits or None, None, skipped=exc.reason,
+            why = exc.reason + bounds.so_far()
+            rows.append(AtlasClass(cls, n_dom, bounds.orbits or None, len(bounds.seen) or None, skipped=why,
                                    seconds=time.monotonic() - t0))
-            say(f"atlas {i}/{len(wanted)} {cls}: skipped: {exc.reason}")
+            say(f"atlas {i}/{len(wanted)} {cls}: skipped: {why}")
             continue
         except BadInput as exc:
             rows.append(AtlasClass(cls, n_dom, skipped=f"the sweep refused it: {exc}",
