@@ -97,6 +97,7 @@ HOURS_PER_YEAR = 8760.0      # 365 x 24 (the rates are per 365-day year)
 DEFAULT_MAX_ORBITS = 512     # orbits a class may solve before it is refused (I: a bound, not a fact)
 DEFAULT_BUDGET_S = 120.0     # wall seconds a class may take (I: a bound, not a fact)
 DEFAULT_RATES_PATH = Path(__file__).with_name("failure_rates.toml")
+RARE = 0.05                  # total expected fraction down above which the no-overlap sum is flagged (I)
 
 
 # ---------------------------------------------------------------------------------------
@@ -626,6 +627,10 @@ def availability(a: Atlas, rates: Rates | None = None, *, samples: int | None = 
              "is fraction_down and counts as 1 in the slowdown",
              "classes that overlap (node / switch and their chips and role switches, link and lanes) count "
              "twice when both have a rate: the default file rates only one of each"]
+    if total["fraction_degraded"] > RARE:
+        notes.append(f"not rare: something is down {100 * total['fraction_degraded']:.3g}% of the year by the "
+                     f"analytic sum, which counts overlapping failures twice; the Monte Carlo (--samples) counts "
+                     f"each hour once")
     method = "analytic"
     if samples is not None:
         mc_rows, mc_total = _monte_carlo(used, samples, seed)
