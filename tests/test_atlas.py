@@ -114,6 +114,17 @@ def test_full_pod_atlas_every_class_worst_equals_whatif():
             assert w.slowdown == pytest.approx(c.worst_slowdown, rel=1e-9, abs=0)
 
 
+def test_worker_processes_give_the_same_atlas_and_keep_the_budget():
+    from fabricsim.collectives.whatif import LocalRunner
+    one = _pod_atlas(["link", "rail-switch"])
+    two = _pod_atlas(["link", "rail-switch"], runner=LocalRunner(2))
+    for x, y in zip(one.classes, two.classes):
+        assert (x.slowdowns, x.chips_affected_max, x.groups_affected_max, x.worst) == \
+            (y.slowdowns, y.chips_affected_max, y.groups_affected_max, y.worst)
+    stopped = _pod_atlas(["link"], runner=LocalRunner(2), budget_s=1e-3)
+    assert "budget" in stopped.get("link").skipped
+
+
 def test_unknown_class_is_one_line():
     with pytest.raises(BadInput, match=r"'rail-swich'.*rail-switch"):
         _pod_atlas(["rail-swich"])
