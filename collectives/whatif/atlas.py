@@ -192,8 +192,10 @@ class _ClassBounds:
     """The sweep's progress hook for one class: refuses too many orbits before any is solved,
     and a class whose time per representative so far says it will not end within the budget."""
 
-    def __init__(self, max_orbits: int, budget_s: float | None, t0: float, base_time_s: float):
+    def __init__(self, max_orbits: int, budget_s: float | None, t0: float, base_time_s: float,
+                 say: Callable[[str], None] = lambda msg: None, label: str = "", quiet_s: float = 2.0):
         self.max_orbits, self.budget_s, self.t0, self.base_time_s = max_orbits, budget_s, t0, base_time_s
+        self.say, self.label, self.quiet_s = say, label, quiet_s
         self.scenarios = self.orbits = 0
         self.seen: set = set()
         self.worst: tuple[float, str] | None = None     # the worst priced scenario solved so far
@@ -212,7 +214,12 @@ class _ClassBounds:
                              f"--samples K)")
 
     def __call__(self, done: int, total: int, result: dict) -> None:
-        self.seen.add(result.get("orbit", result.get("index")))
+        key = result.get("orbit", result.get("index"))
+        new = key not in self.seen
+        self.seen.add(key)
+        if new and len(self.seen) < (self.orbits or total) and time.monotonic() - self.t0 > self.quiet_s:
+            self.say(f"{self.label}: {len(self.seen):,}/{self.orbits or total:,} orbit(s) solved, "
+                     f"{time.monotonic() - self.t0:,.0f} s")
         t = result.get("time_s", math.nan)
         if math.isfinite(t) and not result.get("partial") and self.base_time_s > 0:
             s = t / self.base_time_s
@@ -392,7 +399,8 @@ def atlas(fabric: str, params: dict | None, *, collective: str, size_bytes: floa
     budget_s : float or None
         Wall seconds per class (see the module notes); None: no time bound (orbits only).
     progress : callable, optional
-        ``progress(message)`` at the start and end of each class (the CLI writes to stderr).
+        ``progress(message)`` at the start and end of each class, and after each orbit solved once a
+        class has run 2 s (the CLI writes to stderr).
     **price_kwargs : as :func:`~fabricsim.collectives.price` (``algorithm``, ``split`` ...).
 
     Returns
@@ -447,7 +455,7 @@ def atlas(fabric: str, params: dict | None, *, collective: str, size_bytes: floa
         n_dom = len(domains(G, [cls])[cls])
         say(f"atlas {i}/{len(wanted)} {cls}: {n_dom:,} scenario(s) ...")
         t0 = time.monotonic()
-        bounds = _ClassBounds(max_orbits, budget_s, t0, float(base.time_s))
+        bounds = _ClassBounds(max_orbits, budget_s, t0, float(base.time_s), say, f"atlas {i}/{len(wanted)} {cls}")
         run = _AtlasRunner(inner, None if budget_s is None else time.time() + budget_s)
         try:
             s = sweep(fabric, params, cls, n=1, collective=collective, size_bytes=size_bytes,
