@@ -137,6 +137,13 @@ def _atlas_scenario(deadline: float | None, task) -> dict:
 
 
 _BASELINES: dict[tuple, CostReport] = {}
+_BASELINES_KEPT = 4          # intact prices kept per process (as the sweep's fabric cache keeps 4 fabrics)
+
+
+def _keep_baseline(key: tuple, report: CostReport) -> None:
+    _BASELINES[key] = report
+    while len(_BASELINES) > _BASELINES_KEPT:
+        _BASELINES.pop(next(iter(_BASELINES)))
 
 
 def _baseline_key(task) -> tuple:
@@ -149,8 +156,8 @@ def _baseline(task) -> CostReport:
     key = _baseline_key(task)
     if key not in _BASELINES:
         G = _fabric(task.fabric, task.params_json)
-        _BASELINES[key] = price(G, task.collective, groups=_groups(task.fabric, task.params_json, task.groups),
-                                size_bytes=task.size_bytes, **dict(task.price_kwargs))
+        _keep_baseline(key, price(G, task.collective, groups=_groups(task.fabric, task.params_json, task.groups),
+                                  size_bytes=task.size_bytes, **dict(task.price_kwargs)))
     return _BASELINES[key]
 
 
@@ -185,6 +192,7 @@ class _AtlasRunner:
     deadline: float | None = None
 
     def map(self, fn, tasks):
+        # fn is the sweep's own worker (sweeps._run_scenario): _atlas_scenario returns its fields and more
         return self.inner.map(functools.partial(_atlas_scenario, self.deadline), tasks)
 
 
@@ -449,7 +457,7 @@ def atlas(fabric: str, params: dict | None, *, collective: str, size_bytes: floa
     inner = runner or LocalRunner()
     # the intact price, computed once: the sweep's baseline task and every whatif read it from here
     probe = _Task(-1, fabric, pj, (), collective, gspec, float(size_bytes), tuple(sorted(sweep_kw.items())))
-    _BASELINES[_baseline_key(probe)] = base
+    _keep_baseline(_baseline_key(probe), base)
     rows = []
     for i, cls in enumerate(wanted, 1):
         n_dom = len(domains(G, [cls])[cls])
