@@ -1378,6 +1378,160 @@ def _x(v) -> str:
     return "n/a" if v is None or not math.isfinite(v) else f"x{v:.6g}"
 
 
+# --------------------------------------------------------------------------- atlas (issue 24)
+def _collective_option(fn):
+    from .collectives import COLLECTIVES
+    return click.option("--collective", "collective", required=True, type=click.Choice(COLLECTIVES),
+                        help="The collective every scenario prices.")(fn)
+
+
+@main.command("atlas")
+@click.argument("fabric")
+@_collective_option
+@_set_option
+@click.option("--classes", "classes", metavar="A,B", help="Only these failure classes, comma-separated "
+              "(default: every class `fabricsim domains FABRIC` lists).")
+@click.option("--max-orbits", type=click.IntRange(min=1), default=512, show_default=True,
+              help="A class with more orbits to solve is reported with the reason, not run.")
+@click.option("--budget-s", type=_Number(1e-3, 1e9, unit=" s"), default=120.0, show_default=True,
+              help="Wall seconds per class: a class estimated (or found) to take longer is stopped and reported.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local worker processes (ignored with --scheduler).")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run the scenarios on a Dask distributed scheduler.")
+@click.option("--availability", "avail", is_flag=True, help="Also the year's expected degradation per class "
+              "from failure rates (collectives/whatif/failure_rates.toml, or --rates).")
+@click.option("--rates", "rates_file", type=click.Path(dir_okay=False), help="TOML of [classes.NAME] rate_per_year "
+              "and repair_h over the default rates (implies --availability).")
+@click.option("--samples", type=click.IntRange(min=2), help="With --availability: also a Monte Carlo over this "
+              "many sampled years.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo.")
+@_price_options
+@click.option("--json", "as_json", is_flag=True, help="Print the atlas (and availability) as JSON.")
+@click.option("--plot", "plot", type=_plot_path(), help="Write the slowdowns per class (a box each) to a PNG, "
+              "SVG or PDF.")
+def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, scheduler, avail, rates_file,
+              samples, seed, as_json, plot, **opts):
+    """Every failure class of FABRIC, N-1: blast radius and slowdowns per class (and availability).
+
+    \b
+    Example:
+      fabricsim atlas jalapeno-pod --collective all-to-all --group-size 2048 --size 1GiB
+      fabricsim atlas jalapeno-pod --set racks=2 --collective all-to-all --size 1GiB --availability --samples 400
+    """
+    from .collectives.whatif.atlas import atlas, availability, load_rates, plot_atlas
+    from .collectives.whatif.dask_runner import sweep_runner
+    from .topo.errors import BadInput
+    if opts.pop("explain", False):
+        raise click.UsageError("atlas has no --explain; `fabricsim sweep --class C --explain` explains one class")
+    size_bytes = parse_size(opts["size"])
+    _check_algorithm(collective, opts["algorithm"])
+    G = load_fabric(fabric, sets)
+    wanted = None
+    if classes is not None:
+        wanted = [c.strip() for c in classes.split(",") if c.strip()]
+        from .topo.failures import domains
+        try:
+            domains(G, wanted or [""])
+        except BadInput as exc:
+            raise click.BadParameter(str(exc), param_hint="--classes") from None
+    if samples is not None and not (avail or rates_file):
+        raise click.UsageError("--samples is the availability Monte Carlo: give it with --availability")
+    rates = None
+    if avail or rates_file:
+        try:
+            rates = load_rates(rates_file)
+        except BadInput as exc:
+            raise click.BadParameter(str(exc), param_hint="--rates") from None
+    groups = None
+    if opts["mesh"] is not None or opts["groups_file"] is not None or opts["count"] or opts["over"] is not None:
+        groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
+                             opts["groups_file"], opts["count"])
+    options = _options(opts, collective, size=False)
+    try:
+        runner = sweep_runner(workers, scheduler=scheduler)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--scheduler") from None
+    try:
+        a = atlas(fabric, _parse_sets(sets), collective=collective, size_bytes=size_bytes,
+                  group_size=None if groups else opts["group_size"], placement=opts["placement"], groups=groups,
+                  classes=wanted, runner=runner, max_orbits=max_orbits, budget_s=float(budget_s),
+                  progress=lambda m: _progress(m), **options.price_kwargs())
+    except BadInput as exc:
+        msg = str(exc)
+        raise click.BadParameter(msg, param_hint="--group-size" if msg.startswith("group size")
+                                 else _price_hint(msg, opts)) from None
+    finally:
+        getattr(runner, "close", lambda: None)()
+    av = availability(a, rates, samples=samples, seed=seed) if rates is not None else None
+    if plot:
+        try:
+            plot_atlas(a, plot)
+        except OSError as exc:
+            raise _write_error(exc, plot) from None
+        _progress(f"wrote {plot}")
+    if as_json:
+        _emit_json(a.as_dict() | ({"availability": av.as_dict()} if av is not None else {}))
+        return
+    click.echo(_format_atlas(a))
+    if av is not None:
+        click.echo(_format_availability(av))
+
+
+def _format_atlas(a) -> str:
+    out = [f"{a.collective} on {a.fabric}: {a.groups:,} group(s) of {a.group_size}, S = {_fmt_bytes(a.size_bytes)}, "
+           f"algorithm {a.algorithm} ({a.protocol}); intact {_us(a.baseline.time_s)}; every class N-1"]
+    rows = []
+    for c in a.classes:
+        if c.skipped:
+            rows.append([c.failure_class, f"{c.scenarios:,}", "" if c.orbits is None else f"{c.orbits:,}", "", "",
+                         "", "", "", f"not run: {c.skipped}", f"{c.seconds:.1f}"])
+            continue
+        rows.append([c.failure_class, f"{c.scenarios:,}", f"{c.orbits:,}", f"{c.chips_affected_max:,}",
+                     f"{c.groups_affected_max:,}", _x(c.slowdown_min), _x(c.slowdown_median), _x(c.slowdown_max),
+                     (c.worst or "") + (f"  ({c.unpriced:,} priced nothing)" if c.unpriced else ""),
+                     f"{c.seconds:.1f}"])
+    out.append(_table(rows, ["class", "scenarios", "orbits", "chips hit", "groups hit", "min", "median", "max",
+                             "worst", "s"]))
+    out.append("chips hit / groups hit: the most of one scenario (chips lost, cut off or in a group that slowed or "
+               "broke; groups slowed or broken)")
+    out.extend(f"note: {n}" for n in a.notes)
+    return "\n".join(out)
+
+
+def _pct(v) -> str:
+    return "n/a" if v is None else f"{100 * v:.4g}%"
+
+
+def _format_availability(av) -> str:
+    mc = av.samples is not None
+    rows = []
+    for r in av.classes:
+        if r.get("rate_per_year") is None:
+            rows.append([r["class"], f"{r['elements']:,}", "", "", "", "", "", ""] + (["", ""] if mc else [])
+                        + [r.get("note", "")])
+            continue
+        row = [r["class"], f"{r['elements']:,}", f"{r['rate_per_year']:g}", f"{r['repair_h']:g}",
+               f"{r['failures_per_year']:.4g}", _pct(r["fraction_degraded"]), _pct(r["fraction_down"]),
+               _x(r["expected_slowdown"])]
+        if mc:
+            m = r["mc"]
+            row += [f"{_pct(m['fraction_degraded'])} +- {_pct(m['fraction_degraded_se'])}",
+                    f"{_x(m['expected_slowdown'])} +- {m['expected_slowdown_se']:.2g}"]
+        rows.append(row + [""])
+    t = av.total
+    tot = ["total", "", "", "", f"{t['failures_per_year']:.4g}", _pct(t["fraction_degraded"]),
+           _pct(t["fraction_down"]), _x(t["expected_slowdown"])]
+    if mc:
+        tot += [f"{_pct(t['mc']['fraction_degraded'])} +- {_pct(t['mc']['fraction_degraded_se'])}",
+                f"{_x(t['mc']['expected_slowdown'])} +- {t['mc']['expected_slowdown_se']:.2g}"]
+    rows.append(tot + [""])
+    out = [f"availability over a year ({av.method}):",
+           _table(rows, ["class", "elements", "rate/yr", "repair h", "failures/yr", "degraded", "down",
+                         "exp. slowdown"] + (["MC degraded", "MC slowdown"] if mc else []) + [""])]
+    out.extend(f"note: {n}" for n in av.notes)
+    return "\n".join(out)
+
+
 # --------------------------------------------------------------------------- calibrate (issue 13)
 @main.command("calibrate")
 @click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=True))

@@ -11,7 +11,10 @@ The pipeline
 3. Orbits folding (:mod:`.orbits`): the sweep folds its scenarios into orbits under
    the fabric's verified symmetries and solves one representative per orbit (and
    ``whatif --explain`` names the symmetries one scenario keeps).
-4. Runners: the sweep's tasks run on a ``Runner``; ``LocalRunner`` (:mod:`.sweeps`)
+4. An atlas (:mod:`.atlas`): every failure class of a fabric swept N-1 for one workload,
+   one row per class (blast radius, slowdowns, worst scenario), and the year's expected
+   degradation from cited failure rates (``failure_rates.toml``), analytic or Monte Carlo.
+5. Runners: the sweep's tasks run on a ``Runner``; ``LocalRunner`` (:mod:`.sweeps`)
    in-process or in a process pool, ``DaskRunner`` / ``ResumableRunner`` /
    ``sweep_runner`` (:mod:`.dask_runner`, imported on its own so Dask stays optional)
    on a Dask cluster and resuming from a results file.
@@ -28,14 +31,18 @@ Runner, LocalRunner
     How a sweep's scenarios are run: ``runner.map(fn, tasks)`` yields ``fn(task)``
     for every task, in any order, as each completes.  ``LocalRunner(workers=N)``
     runs them in-process (N = 1) or in a process pool.
+Atlas, AtlasClass, atlas, Rates, load_rates, Availability, availability, plot_atlas
+    Every failure class of a fabric N-1 for one workload, and its availability over a year.
 PRICE_OPTIONS
     The :func:`~fabricsim.collectives.price` options a whatif or a sweep passes through.
 (Pictures of a sweep: :func:`fabricsim.collectives.plots.plot_sweep`.)
 """
 from __future__ import annotations
 
+from .atlas import Atlas, AtlasClass, Availability, Rates, atlas, availability, load_rates, plot_atlas
 from .scenario import PRICE_OPTIONS, WhatIf, whatif
 # _fabric, _groups, _scenarios: private helpers the tests import from here, as from the flat module
 from .sweeps import LocalRunner, Runner, Sweep, _fabric, _groups, _scenarios, sweep
 
-__all__ = ["WhatIf", "whatif", "Sweep", "sweep", "Runner", "LocalRunner", "PRICE_OPTIONS"]
+__all__ = ["WhatIf", "whatif", "Sweep", "sweep", "Runner", "LocalRunner", "PRICE_OPTIONS", "Atlas", "AtlasClass",
+           "atlas", "Rates", "load_rates", "Availability", "availability", "plot_atlas"]
