@@ -1443,10 +1443,18 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
         except BadInput as exc:
             raise click.BadParameter(str(exc), param_hint="--rates") from None
     groups = None
+    options = _options(opts, collective, size=False)
+    if _auto(opts):    # auto: the placement cheapest on the intact fabric, swept by its name
+        try:
+            chose = _auto_place(G, collective, opts, dataclasses.replace(options, size_bytes=size_bytes))
+        except BadInput as exc:
+            raise click.BadParameter(str(exc), param_hint=_price_hint(str(exc), opts, "--group-size")) from None
+        opts["placement"] = chose.placement
+        if chose.note:
+            _progress(chose.note)
     if opts["mesh"] is not None or opts["groups_file"] is not None or opts["count"] or opts["over"] is not None:
         groups = _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                              opts["groups_file"], opts["count"])
-    options = _options(opts, collective, size=False)
     try:
         runner = sweep_runner(workers, scheduler=scheduler)
     except BadInput as exc:
