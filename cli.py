@@ -329,22 +329,27 @@ def _format_audit(a, show_all: bool) -> str:
     return "\n".join(out)
 
 
-EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml")}
+EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml"), "simai": (".txt",)}
 
 
 @main.command("export")
 @click.argument("fabric")
 @_set_option
 @click.option("-o", "--output", "output", required=True, type=_OutputPath(sum(EXPORT_FORMATS.values(), ())),
-              help="Output file: .graphml, .json (node-link) or .yml (ASTRA-sim network config).")
+              help="Output file: .graphml, .json (node-link), .yml (ASTRA-sim network config) or .txt "
+                   "(SimAI ns-3 topology).")
 @click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default=None,
-              help="graphml | json | astra-sim (default: from the -o extension; .yml/.yaml is astra-sim).")
+              help="graphml | json | astra-sim | simai (default: from the -o extension; .yml/.yaml is astra-sim, "
+                   ".txt simai).")
 def export_cmd(fabric, sets, output, fmt):
     """Write a fabric's graph (GraphML, node-link JSON) or an ASTRA-sim 2.x network config.
 
     GraphML and JSON load back with FABRIC=FILE.  ``--format astra-sim`` writes the
     analytical backend's network.yml (topology, npus_count, bandwidth GB/s, latency ns,
     one entry per dimension) and says on stderr and in the file what the mapping loses.
+    ``--format simai`` writes SimAI's ns-3 topology text (header, switch ids, one
+    ``src dst bandwidth latency error_rate`` line per link) and, since SimAI reads no
+    comments, the losses and the graph node of every id to FILE.json beside it.
     """
     suffix = Path(output).suffix.lower()
     fmt = fmt or next(f for f, sfx in EXPORT_FORMATS.items() if suffix in sfx)
@@ -364,6 +369,19 @@ def export_cmd(fabric, sets, output, fmt):
                        f"{net.npus:,} NPUs", err=True)
             for loss in net.losses:
                 _progress(f"the ASTRA-sim mapping loses: {loss}")
+            return
+        if fmt == "simai":
+            from .topo.errors import BadInput
+            from .topo.export import write_simai
+            try:
+                topo = write_simai(G, output)
+            except BadInput as exc:
+                raise click.ClickException(str(exc)) from None
+            click.echo(f"wrote {output}: {len(topo.gpus):,} GPUs ({topo.gpus_per_server} per server), "
+                       f"{len(topo.nvswitches):,} NVSwitches, {len(topo.switches):,} switches, "
+                       f"{len(topo.links):,} links; losses in {output}.json", err=True)
+            for loss in topo.losses:
+                _progress(f"the SimAI mapping loses: {loss}")
             return
         from .fabrics.userfile import export_fabric
         export_fabric(G, output)
