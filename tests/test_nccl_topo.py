@@ -120,3 +120,24 @@ def test_parse_pairs_each_gpu_with_its_nearest_nic():
     n = parse_nccl_topo(H100)
     assert [name for name, _ in n.nics] == [f"mlx5_{g}" for g in range(8)]
     assert {s for _, s in n.nics} == {400.0}
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_TEXT = H100.read_text()
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(0, len(_TEXT)), drop=st.integers(0, len(_TEXT)), junk=st.text(st.characters(blacklist_categories=("Cs",)), max_size=8))
+def test_any_damaged_dump_imports_or_fails_in_one_line(tmp_path, cut, drop, junk):
+    """Cut the sample short, or splice junk into it: a valid fabric or one BadInput line, never a traceback."""
+    text = _TEXT[:cut] if cut < drop else _TEXT[:drop] + junk + _TEXT[drop + len(junk):]
+    p = tmp_path / "d.xml"
+    p.write_text(text, encoding="utf-8")
+    try:
+        G = read_nccl_topo(p)
+    except BadInput as exc:
+        assert "\n" not in str(exc) and str(p) in str(exc)
+    else:
+        assert validate(G) == []
