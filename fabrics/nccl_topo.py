@@ -56,7 +56,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from ..topo.builders import check_rate
+from ..topo.builders import check_rate, check_size
 from ..topo.contract import CHIP, SWITCH, add_bundle, validate
 from ..topo.devices import device
 from ..topo.errors import BadInput
@@ -356,6 +356,8 @@ def read_nccl_topo(path, *, nodes: int = 1, nic_gbps: float = 0.0, spine_oversub
         model, rate = t.gpu, 0.0
     node, chips = _node_graph(n, model)
     per = len(chips)
+    check_size(f"{nodes:,} copies of {Path(str(path)).name}", nodes=nodes * (node.number_of_nodes() + 2 * per),
+               links=nodes * (node.number_of_edges() + 2 * per))
     if nodes == 1:
         G = node
         if n.nics:

@@ -141,3 +141,9 @@ def test_any_damaged_dump_imports_or_fails_in_one_line(tmp_path, cut, drop, junk
         assert "\n" not in str(exc) and str(p) in str(exc)
     else:
         assert validate(G) == []
+
+
+def test_too_many_nodes_are_refused_before_building():
+    from fabricsim.topo.errors import TooLarge
+    with pytest.raises(TooLarge, match="copies of hgx_h100.xml"):
+        read_nccl_topo(H100, nodes=60_000)
