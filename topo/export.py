@@ -406,9 +406,10 @@ def write_astra(G: nx.Graph, path) -> AstraNetwork:
 
 
 # --------------------------------------------------------------------------- SimAI (ns-3)
-# SimAI's ns-3 backend (aliyun/SimAI: astra-sim-alibabacloud/inputs/topo/gen_Topo_Template.py writes it,
-# the ns-3 entry's SetupNetwork reads it with ``>>``, so fields are whitespace-separated and a comment
-# line would be read as numbers: no comments, the losses go to a sidecar JSON file) reads:
+# SimAI's ns-3 backend (F: aliyun/SimAI at cef83f9d, astra-sim-alibabacloud/inputs/topo/gen_Topo_Template.py
+# writes it, astra-sim/network_frontend/ns3/common.h SetupNetwork reads it with ``>>``, so fields are
+# whitespace-separated and a comment line would be read as numbers: no comments, the losses go to a
+# sidecar JSON file; DataRate and Delay strings go to ns-3 as written) reads:
 #   line 1: node_num gpus_per_server nvswitch_num switch_num link_num gpu_type
 #   line 2: the NVSwitch ids, then the switch ids (GPUs are ids 0 .. node_num - nvswitch_num - switch_num - 1)
 #   then one line per link: src dst bandwidth latency error_rate, e.g. ``0 8 400Gbps 0.0005ms 0``
