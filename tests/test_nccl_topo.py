@@ -129,7 +129,8 @@ _TEXT = H100.read_text()
 
 
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(cut=st.integers(0, len(_TEXT)), drop=st.integers(0, len(_TEXT)), junk=st.text(st.characters(blacklist_categories=("Cs",)), max_size=8))
+@given(cut=st.integers(0, len(_TEXT)), drop=st.integers(0, len(_TEXT)),
+       junk=st.text(st.characters(blacklist_categories=("Cs",)), max_size=8))
 def test_any_damaged_dump_imports_or_fails_in_one_line(tmp_path, cut, drop, junk):
     """Cut the sample short, or splice junk into it: a valid fabric or one BadInput line, never a traceback."""
     text = _TEXT[:cut] if cut < drop else _TEXT[:drop] + junk + _TEXT[drop + len(junk):]
