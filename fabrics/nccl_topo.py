@@ -1,8 +1,8 @@
 """A machine as NCCL sees it: read an NCCL topology dump (``NCCL_TOPO_DUMP_FILE``) into a fabric.
 
 NCCL writes the topology it detected as XML when ``NCCL_TOPO_DUMP_FILE`` is set and reads the same
-format back with ``NCCL_TOPO_FILE``.  The elements read here (NVIDIA/nccl ``src/graph/xml.cc``,
-``topo.cc``; dumps quoted in public issues, F)::
+format back with ``NCCL_TOPO_FILE``.  The elements read here (element and attribute names from NCCL
+dumps quoted in public issues and notes, F; bandwidth constants from NVIDIA/nccl ``src/graph/topo.h``, F)::
 
     <system version="1">
       <cpu numaid="0" arch="x86_64" vendor="GenuineIntel" ...>
