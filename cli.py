@@ -329,22 +329,27 @@ def _format_audit(a, show_all: bool) -> str:
     return "\n".join(out)
 
 
-EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml")}
+EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml"), "simai": (".txt",)}
 
 
 @main.command("export")
 @click.argument("fabric")
 @_set_option
 @click.option("-o", "--output", "output", required=True, type=_OutputPath(sum(EXPORT_FORMATS.values(), ())),
-              help="Output file: .graphml, .json (node-link) or .yml (ASTRA-sim network config).")
+              help="Output file: .graphml, .json (node-link), .yml (ASTRA-sim network config) or .txt "
+                   "(SimAI ns-3 topology).")
 @click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default=None,
-              help="graphml | json | astra-sim (default: from the -o extension; .yml/.yaml is astra-sim).")
+              help="graphml | json | astra-sim | simai (default: from the -o extension; .yml/.yaml is astra-sim, "
+                   ".txt simai).")
 def export_cmd(fabric, sets, output, fmt):
     """Write a fabric's graph (GraphML, node-link JSON) or an ASTRA-sim 2.x network config.
 
     GraphML and JSON load back with FABRIC=FILE.  ``--format astra-sim`` writes the
     analytical backend's network.yml (topology, npus_count, bandwidth GB/s, latency ns,
     one entry per dimension) and says on stderr and in the file what the mapping loses.
+    ``--format simai`` writes SimAI's ns-3 topology text (header, switch ids, one
+    ``src dst bandwidth latency error_rate`` line per link) and, since SimAI reads no
+    comments, the losses and the graph node of every id to FILE.json beside it.
     """
     suffix = Path(output).suffix.lower()
     fmt = fmt or next(f for f, sfx in EXPORT_FORMATS.items() if suffix in sfx)
@@ -365,11 +370,71 @@ def export_cmd(fabric, sets, output, fmt):
             for loss in net.losses:
                 _progress(f"the ASTRA-sim mapping loses: {loss}")
             return
+        if fmt == "simai":
+            from .topo.errors import BadInput
+            from .topo.export import write_simai
+            try:
+                topo = write_simai(G, output)
+            except BadInput as exc:
+                raise click.ClickException(str(exc)) from None
+            click.echo(f"wrote {output}: {len(topo.gpus):,} GPUs ({topo.gpus_per_server} per server), "
+                       f"{len(topo.nvswitches):,} NVSwitches, {len(topo.switches):,} switches, "
+                       f"{len(topo.links):,} links; losses in {output}.json", err=True)
+            for loss in topo.losses:
+                _progress(f"the SimAI mapping loses: {loss}")
+            return
         from .fabrics.userfile import export_fabric
         export_fabric(G, output)
     except OSError as exc:
         raise _write_error(exc, output) from None
     click.echo(f"wrote {output}: {G.number_of_nodes():,} nodes, {G.number_of_edges():,} links", err=True)
+
+
+@main.group("import")
+def import_grp():
+    """Read a machine description written by another tool into a fabric file.
+
+    \b
+      fabricsim import nccl-topo topo.xml -o node.json      an NCCL_TOPO_DUMP_FILE dump
+      fabricsim import nccl-topo topo.xml --nodes 4 -o cluster.json
+    """
+
+
+@import_grp.command("nccl-topo")
+@click.argument("xml_file", metavar="FILE.xml", type=click.Path(dir_okay=False))
+@click.option("--nodes", type=click.IntRange(1), default=1, show_default=True,
+              help="Copies of the node, joined rail-optimized (GPU r of every node on rail r's leaf, spines).")
+@click.option("--nic-gbps", type=_positive_finite(1e7, " Gb/s"), default=None,
+              help="Per-direction NIC port rate, Gb/s (default: each <net>'s speed).")
+@click.option("--spine-oversubscription", type=_positive_finite(1e6), default=1.0, show_default=True,
+              help="Leaf down:up bandwidth with --nodes > 1 (1 = non-blocking).")
+@click.option("-o", "--output", "output", required=True, type=_OutputPath((".json", ".graphml")),
+              help="Fabric file to write: .json (node-link) or .graphml; every command takes it as FABRIC.")
+def import_nccl_topo(xml_file, nodes, nic_gbps, spine_oversubscription, output):
+    """Build a fabric from an NCCL topology dump (the XML NCCL writes with NCCL_TOPO_DUMP_FILE).
+
+    GPUs become chips (NVLink generation from sm), NVSwitch targets switches, each GPU's
+    nearest <net> its NIC port to its rail's leaf; PCIe and C2C are counted, not priced.
+    A malformed dump exits 2 with one line naming the element.
+    """
+    from .fabrics.nccl_topo import read_nccl_topo
+    from .fabrics.userfile import export_fabric
+    from .topo.errors import BadInput
+    try:
+        G = read_nccl_topo(xml_file, nodes=nodes, nic_gbps=nic_gbps or 0.0,
+                           spine_oversubscription=spine_oversubscription)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="FILE.xml") from None
+    try:
+        export_fabric(G, output)
+    except OSError as exc:
+        raise _write_error(exc, output) from None
+    chips = sum(1 for _, d in G.nodes(data=True) if d["kind"] == "chip")
+    click.echo(f"wrote {output}: {chips:,} GPUs, {G.number_of_nodes() - chips:,} switches, "
+               f"{G.number_of_edges():,} links ({G.graph['families']})", err=True)
+    for what in ("inferred", "notes"):
+        if G.graph.get(what):
+            _progress(f"{what}: {G.graph[what]}")
 
 
 @main.command("draw")

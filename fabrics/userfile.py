@@ -246,12 +246,29 @@ def load_fabric(path: str | os.PathLike, **overrides) -> nx.Graph:
                            f"not to a stored graph")
         G = _load_graphml(path) if suffix == ".graphml" else _load_json(path)
         G.graph.setdefault("name", path.stem)
+        _register_gpu_nic_models(G)
     bad = validate(G)
     if bad:
         shown = "; ".join(map(str, bad[:_SHOW]))
         more = f" (and {len(bad) - _SHOW} more)" if len(bad) > _SHOW else ""
         raise BadInput(f"{path}: {len(bad)} contract violation{'s' * (len(bad) > 1)}: {shown}{more}")
     return G
+
+
+def _register_gpu_nic_models(G: nx.Graph) -> None:
+    """Register the ``"<gpu>+<nic>"`` chip devices a stored graph names (they exist only once built).
+
+    A catalog cluster's chips are GPU-with-NIC devices that :func:`fabricsim.fabrics.devices.gpu_with_nic`
+    registers while building; a file exported from one names them, so a fresh process must register them
+    before validating.  Unknown parts are left for ``validate`` to report.
+    """
+    from ..topo.devices import DEVICES
+    from .devices import NICS, gpu_with_nic
+    for model in {d.get("model") for _, d in G.nodes(data=True)}:
+        if isinstance(model, str) and model not in DEVICES and "+" in model:
+            gpu, _, nic = model.rpartition("+")
+            if gpu in DEVICES and nic in NICS:
+                gpu_with_nic(gpu, nic)
 
 
 def _check_scalars(G: nx.Graph) -> None:

@@ -132,7 +132,8 @@ def test_graphml_and_json_exports_stay_as_they_were(tmp_path, name, fmt):
 
 @pytest.mark.parametrize("name, fmt, match", [("g.json", "astra-sim", "writes .yml or .yaml"),
                                                ("g.yml", "graphml", "writes .graphml"),
-                                               ("g.txt", None, "ending in .graphml, .json, .yml, .yaml")])
+                                               ("g.json", "simai", "writes .txt"),
+                                               ("g.csv", None, "ending in .graphml, .json, .yml, .yaml, .txt")])
 def test_format_and_extension_must_agree(tmp_path, name, fmt, match):
     args = ["nvl72"] + (["--format", fmt] if fmt else [])
     res, _ = export(tmp_path, *args, name=name)

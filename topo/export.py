@@ -45,7 +45,8 @@ import networkx as nx
 from .contract import CAPACITY_GBPS, CHIP, KIND, LATENCY_NS, RANK, chips as chip_list, params_of
 from .errors import BadInput
 
-__all__ = ["Dimension", "AstraNetwork", "astra_network", "write_astra"]
+__all__ = ["Dimension", "AstraNetwork", "astra_network", "write_astra", "SimaiTopology", "simai_topology",
+           "write_simai"]
 
 TOPOLOGIES = ("Ring", "FullyConnected", "Switch")
 
@@ -402,3 +403,158 @@ def write_astra(G: nx.Graph, path) -> AstraNetwork:
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(net.as_yaml(header))
     return net
+
+
+# --------------------------------------------------------------------------- SimAI (ns-3)
+# SimAI's ns-3 backend (F: aliyun/SimAI at cef83f9d, astra-sim-alibabacloud/inputs/topo/gen_Topo_Template.py
+# writes it, astra-sim/network_frontend/ns3/common.h SetupNetwork reads it with ``>>``, so fields are
+# whitespace-separated and a comment line would be read as numbers: no comments, the losses go to a
+# sidecar JSON file; DataRate and Delay strings go to ns-3 as written) reads:
+#   line 1: node_num gpus_per_server nvswitch_num switch_num link_num gpu_type
+#   line 2: the NVSwitch ids, then the switch ids (GPUs are ids 0 .. node_num - nvswitch_num - switch_num - 1)
+#   then one line per link: src dst bandwidth latency error_rate, e.g. ``0 8 400Gbps 0.0005ms 0``
+# GPU ``i`` is in server ``i // gpus_per_server``; same-server pairs go through the server's NVSwitches.
+SIMAI_GPU_TYPES = ("A100", "A800", "H100", "H800")   # the types SimAI's reader names; others become NONE (F)
+SIMAI_SCALE_UP_ROLES = ("nvlink",)                    # switch roles SimAI models as NVSwitch nodes
+
+
+@dataclass(frozen=True)
+class SimaiTopology:
+    """A fabric as SimAI's ns-3 topology: header fields, links, the id of each graph node, the losses."""
+
+    fabric: str
+    gpus_per_server: int
+    gpu_type: str
+    gpus: tuple            # graph node ids of GPUs 0 .. n-1 (rank order)
+    nvswitches: tuple      # graph node ids of the NVSwitch nodes, in id order
+    switches: tuple        # graph node ids of the other switches, in id order
+    links: tuple           # (src id, dst id, bandwidth_gbps, latency_ns)
+    losses: tuple[str, ...]
+
+    @property
+    def node_ids(self) -> dict:
+        return {n: i for i, n in enumerate(self.gpus + self.nvswitches + self.switches)}
+
+    def as_text(self) -> str:
+        """The topology file: header, switch-id line, one ``src dst bw latency error_rate`` line per link."""
+        n_gpu, n_nv, n_sw = len(self.gpus), len(self.nvswitches), len(self.switches)
+        out = [f"{n_gpu + n_nv + n_sw} {self.gpus_per_server} {n_nv} {n_sw} {len(self.links)} {self.gpu_type}",
+               " ".join(str(i) for i in range(n_gpu, n_gpu + n_nv + n_sw))]
+        out += [f"{u} {v} {_num(bw)}Gbps {_num(lat / 1e6, 9)}ms 0" for u, v, bw, lat in self.links]
+        return "\n".join(out) + "\n"
+
+    def sidecar(self) -> dict:
+        """What the text cannot say: the fabric, the graph node of every id, the losses."""
+        ids = self.node_ids
+        return {"format": "SimAI ns-3 topology (aliyun/SimAI)", "fabric": self.fabric,
+                "header": ["node_num", "gpus_per_server", "nvswitch_num", "switch_num", "link_num", "gpu_type"],
+                "nodes": {str(i): str(n) for n, i in ids.items()}, "losses": list(self.losses)}
+
+
+def _num(x: float, digits: int = 6) -> str:
+    """``400``, ``0.0005``: a plain decimal (no exponent, no trailing zeros) as SimAI's files spell them."""
+    if float(x).is_integer():
+        return str(int(x))
+    return f"{x:.{digits}f}".rstrip("0").rstrip(".")
+
+
+def simai_topology(G: nx.Graph) -> SimaiTopology:
+    """Map ``G`` onto SimAI's ns-3 topology; :class:`BadInput` when it does not map.
+
+    GPUs are the chips in rank order; switches of role ``nvlink`` become NVSwitch nodes (their
+    scale-up domain, the chips they join, is SimAI's server, which must be the same size everywhere
+    and contiguous in rank order); every other switch a network switch.  Each bundle is one link at
+    its per-direction capacity; its delay is the link latency plus half the latency of each switch
+    it touches, so a chip-to-chip path carries every switch it crosses once.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> t = simai_topology(build("hgx-h100"))
+    >>> t.as_text().splitlines()[0], t.as_text().splitlines()[2]
+    ('20 8 4 8 40 H100', '0 8 1000Gbps 0.000152ms 0')
+    """
+    name = str(G.graph.get("name", "fabric"))
+    chips = chip_list(G)
+    if not chips:
+        raise BadInput(f"{name}: cannot be written for SimAI: it has no chips")
+    for u, v in G.edges:
+        if G.nodes[u].get(KIND) == CHIP and G.nodes[v].get(KIND) == CHIP:
+            raise BadInput(f"{name}: cannot be written for SimAI: {u} -- {v} is a direct chip-to-chip link; SimAI's "
+                           f"ns-3 joins GPUs only through NVSwitch or network switches (a torus or xGMI mesh "
+                           f"does not map)")
+    nv = [n for n, d in G.nodes(data=True) if d.get(KIND) != CHIP and d.get("role") in SIMAI_SCALE_UP_ROLES]
+    sw = [n for n, d in G.nodes(data=True) if d.get(KIND) != CHIP and n not in set(nv)]
+    losses = []
+    if nv:
+        H = nx.Graph()
+        H.add_nodes_from(chips)
+        H.add_edges_from((u, v) for u, v in G.edges if u in set(nv) or v in set(nv))
+        rank = {c: i for i, c in enumerate(chips)}
+        comps = [sorted(rank[c] for c in comp if c in rank) for comp in nx.connected_components(H)]
+        comps = [c for c in comps if c]
+        per = len(comps[0])
+        bad = next((c for c in comps if len(c) != per or c != list(range(c[0], c[0] + per)) or c[0] % per), None)
+        if bad is not None:
+            raise BadInput(f"{name}: cannot be written for SimAI: its NVLink domains are not equal blocks of "
+                           f"consecutive ranks (ranks {bad[0]}..{bad[-1]}, {len(bad)} chips, vs {per}); SimAI's "
+                           f"server is GPUs i // gpus_per_server")
+        # NVSwitch ids in server order, so server k's switches precede server k+1's
+        first = {s: min(rank[c] for c in G[s] if c in rank) if any(c in rank for c in G[s]) else len(chips)
+                 for s in nv}
+        nv.sort(key=lambda s: first[s])
+    else:
+        per = 1
+        losses.append("no NVLink switches: every GPU is its own SimAI server (gpus_per_server 1), so no pair "
+                      "takes SimAI's intra-server NVLink path; the scale-up switches are network switches here")
+    models = {str(G.nodes[c].get("model", "")).lower() for c in chips}
+    gpu_type = next((t for t in SIMAI_GPU_TYPES if all(m.startswith(t.lower()) for m in models)), "NONE")
+    if gpu_type == "NONE":
+        losses.append(f"GPU type NONE: SimAI names only {', '.join(SIMAI_GPU_TYPES)} (chips here: "
+                      f"{', '.join(sorted(models))})")
+    ids = {n: i for i, n in enumerate(chips + nv + sw)}
+    half = {n: float(G.nodes[n].get("latency_ns", 0.0)) / 2 for n in nv + sw}
+    links = tuple(sorted((min(ids[u], ids[v]), max(ids[u], ids[v]), float(d[CAPACITY_GBPS]),
+                          float(d[LATENCY_NS]) + half.get(u, 0.0) + half.get(v, 0.0))
+                         for u, v, d in G.edges(data=True)))
+    losses.append("lanes and ports: each bundle is one link of its total per-direction capacity (lane count, "
+                  "port speed, a lane's failure and the audit's budgets are not in the format)")
+    losses.append("switch latency is folded into the link delays (half of each switch's latency on each of its "
+                  "links); SimAI adds its own queueing")
+    losses.append(f"routing: fabricsim's {G.graph.get('routing', 'ecmp')!r} policy is not carried; SimAI routes "
+                  f"with its own ECMP over shortest paths and its NVSwitch rule for same-server pairs")
+    tags = sorted({t for _, d in G.nodes(data=True) for t in d if t in
+                   ("rack", "tray", "switch_tray", "board", "group", "plane", "cube", "column", "rail")}
+                  | {t for *_, d in G.edges(data=True) for t in d if t in ("ocs", "harness", "rail")})
+    if tags:
+        losses.append(f"failure domains ({', '.join(tags)}) are not in the format (node ids map back to the graph "
+                      f"in this file's 'nodes')")
+    if any(G.nodes[n].get("reduces") for n in nv + sw):
+        losses.append("in-network reduction (NVLS / SHARP) flags are not carried; SimAI chooses NVLS from its "
+                      "own configuration")
+    if any(G.nodes[n].get("asics", 1) > 1 for n in nv + sw):
+        losses.append("a switch node standing for several ASICs is one SimAI switch")
+    if any(G.nodes[n].get("role") == "rail" for n in sw):
+        losses.append("rail-only wiring: fabricsim relays cross-rail pairs through the rack (PXN); SimAI's "
+                      "routing has no relays")
+    if any(G.nodes[n].get("patch") for n in sw):
+        losses.append("static (patched) leaves are written as switches")
+    media = {d.get("medium") for *_, d in G.edges(data=True)}
+    losses.append(f"link media and tiers ({', '.join(sorted(m for m in media if m))}) are not in the format; "
+                  f"only their rates and delays are")
+    return SimaiTopology(name, per, gpu_type, tuple(chips), tuple(nv), tuple(sw), links, tuple(losses))
+
+
+def write_simai(G: nx.Graph, path) -> SimaiTopology:
+    """Write ``G`` as a SimAI ns-3 topology at ``path`` and its losses to ``path + ".json"``.
+
+    SimAI reads the topology with C++ ``>>`` and no comment syntax, so what the mapping loses,
+    and which graph node each id stands for, go to the sidecar JSON file beside it.
+    """
+    import json
+    topo = simai_topology(G)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(topo.as_text())
+    with open(f"{path}.json", "w", encoding="utf-8") as fh:
+        json.dump(topo.sidecar(), fh, indent=1)
+    return topo
