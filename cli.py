@@ -156,6 +156,21 @@ def _table(rows: list[list], header: list[str]) -> str:
     return "\n".join(lines)
 
 
+class _OneLineError(click.UsageError):
+    """A bad value for an option or argument: ``Error: ...`` and the help hint, without click's usage block.
+
+    The usage block stays for errors where the usage itself is wrong (a missing argument, an unknown option,
+    options that do not go together): those remain click's own exceptions.
+    """
+
+    def show(self, file=None) -> None:
+        file = file if file is not None else click.get_text_stream("stderr")
+        click.echo(f"Error: {self.format_message()}", file=file)
+        if self.ctx is not None and self.ctx.help_option_names:
+            flag = max(self.ctx.help_option_names, key=len)   # --help, as click's own hint spells it
+            click.echo(f"Try '{self.ctx.command_path} {flag}' for help.", file=file)
+
+
 class _Group(click.Group):
     """Library errors become one-line messages, never tracebacks."""
 
@@ -166,6 +181,10 @@ class _Group(click.Group):
             # in one line; numpy's RuntimeWarnings on the way there would only be noise above it.
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 return super().invoke(ctx)
+        except click.MissingParameter:   # the usage is what is wrong: click's usage block helps
+            raise
+        except click.BadParameter as exc:   # a bad value: one line and the hint
+            raise _OneLineError(exc.format_message(), ctx=exc.ctx) from None
         except FabricError as exc:
             raise click.ClickException(str(exc)) from None
         except MemoryError:
