@@ -171,8 +171,25 @@ class _OneLineError(click.UsageError):
             click.echo(f"Try '{self.ctx.command_path} {flag}' for help.", file=file)
 
 
+def _quiet_broken_pipe() -> None:
+    """stdout was closed by the reader (``| head``): end quietly, as a shell tool does (exit 141 = SIGPIPE)."""
+    import os
+    try:   # later flushes (at exit too) go nowhere instead of raising again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):   # no real file descriptor (e.g. a test runner's buffer)
+        pass
+    sys.exit(141)
+
+
 class _Group(click.Group):
-    """Library errors become one-line messages, never tracebacks."""
+    """Library errors become one-line messages, never tracebacks; a closed stdout ends quietly."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except BrokenPipeError:   # `fabricsim --help | head -1`
+            _quiet_broken_pipe()
 
     def invoke(self, ctx):
         import numpy as np   # every command loads it anyway
@@ -185,6 +202,8 @@ class _Group(click.Group):
             raise
         except click.BadParameter as exc:   # a bad value: one line and the hint
             raise _OneLineError(exc.format_message(), ctx=exc.ctx) from None
+        except BrokenPipeError:
+            _quiet_broken_pipe()
         except FabricError as exc:
             raise click.ClickException(str(exc)) from None
         except MemoryError:

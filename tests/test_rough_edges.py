@@ -1,4 +1,7 @@
 """The rough edges a new user hits (issue 26, item 6): each test fails without its fix."""
+import subprocess
+import sys
+
 from click.testing import CliRunner
 
 from fabricsim.cli import main
@@ -29,3 +32,23 @@ def test_wrong_usage_keeps_the_usage_block():
                  ("price", "all-reduce", "--fabric", "nvl72", "--size", "1GiB", "--bogus")):   # unknown option
         res = run(*args)
         assert res.exit_code == 2 and "Usage: fabricsim price" in res.output, res.output
+
+
+# --------------------------------------------------------------------------- 2. a closed pipe ends quietly
+def _closed_stdout(*args):
+    """Run the CLI with its stdout's reader already gone (as `| head -1` after the first line)."""
+    p = subprocess.Popen([sys.executable, "-m", "fabricsim.cli", *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()   # before the interpreter has started: every write hits a closed pipe
+    err = p.stderr.read().decode()
+    return p.wait(timeout=60), err
+
+
+def test_closed_pipe_ends_quietly_for_a_command():
+    rc, err = _closed_stdout("params", "nvl72")
+    assert rc in (0, 141) and err == "", (rc, err)
+
+
+def test_closed_pipe_ends_quietly_for_help():
+    rc, err = _closed_stdout("--help")
+    assert rc in (0, 141) and err == "", (rc, err)
