@@ -52,3 +52,13 @@ def test_closed_pipe_ends_quietly_for_a_command():
 def test_closed_pipe_ends_quietly_for_help():
     rc, err = _closed_stdout("--help")
     assert rc in (0, 141) and err == "", (rc, err)
+
+
+# --------------------------------------------------------------------------- 3. the divisibility hint
+def test_group_size_that_does_not_divide_suggests_count_1():
+    res = run("price", "all-reduce", "--fabric", "nvl72", "--group-size", "64", "--size", "1GiB")
+    assert res.exit_code == 2 and "64 does not divide the 72 chips" in res.output, res.output
+    assert "--count 1" in res.output and "one group of 64" in res.output, res.output
+    # and the suggestion works
+    res = run("price", "all-reduce", "--fabric", "nvl72", "--group-size", "64", "--size", "1GiB", "--count", "1")
+    assert res.exit_code == 0 and "1 group(s) of 64" in res.output, res.output
