@@ -818,11 +818,13 @@ def _price_traffic(G, collective, opts, traffic_path, moe_spec):
 @_collective_arg
 @click.option("--fabrics", "fabric_list", required=True,
               help="Comma-separated catalog names or files, e.g. jalapeno-rack,nvl72,torus; 'all': the catalog.")
+@click.option("--set", "sets", multiple=True, metavar="FABRIC:KEY=VALUE",
+              help="Override a parameter of one of --fabrics (repeatable), e.g. --set torus:dims=8x8x8.")
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of cost reports.")
 @click.option("--plot", "plot", type=_plot_path(),
               help="Also write a chart (.png/.svg/.pdf) of time and busbw per fabric.")
-def compare_cmd(collective, fabric_list, as_json, plot, **opts):
+def compare_cmd(collective, fabric_list, as_json, plot, sets=(), **opts):
     """Price the same collective on several fabrics, one table.
 
     The same group size, size and algorithm choice apply on every fabric (auto picks
@@ -835,25 +837,31 @@ def compare_cmd(collective, fabric_list, as_json, plot, **opts):
     Examples:
       fabricsim compare all-reduce --fabrics jalapeno-rack,nvl72,torus --group-size 8 --size 256MiB
       fabricsim compare all-reduce --fabrics jalapeno-rack,nvl72,torus --group-size 64 --count 1 --size 256MiB
+      fabricsim compare all-reduce --fabrics nvl72,torus --set torus:dims=8x8x8 --group-size 64 --count 1 --size 256MiB
     """
+    from .topo.contract import CHIP, KIND
     names = [f.strip() for f in fabric_list.split(",") if f.strip()]
     if names == ["all"]:
         names = sorted(_fabrics.FABRICS)
     if not names:
         raise click.BadParameter("no fabrics given", param_hint="--fabrics")
+    per_fabric = _fabric_sets(sets, names)
     _options(opts, collective)
     for name in names:     # every name before any fabric is built
         if name not in _fabrics.FABRICS and not name.endswith(FILE_SUFFIXES) and not _is_file(name):
             load_fabric(name, hint="--fabrics")    # raises: unknown fabric, with the catalog
     jobs = []
     for name in names:     # then every fabric's groups before any is priced
-        G = load_fabric(name, hint="--fabrics")
+        G = load_fabric(name, per_fabric.get(name, ()), hint="--set" if name in per_fabric else "--fabrics")
         jobs.append((name, G, _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                                           opts["groups_file"], opts["count"])))
-    reports = []
+    reports, labels, chips = [], [], []
     for name, G, groups in jobs:
         _progress(f"pricing on {name} ...")
         reports.append(_finite(_price(G, collective, opts, None if _auto(opts) else groups)))
+        given = _parse_sets(per_fabric.get(name, ()))
+        labels.append(reports[-1].fabric + (f"({','.join(f'{k}={v}' for k, v in given.items())})" if given else ""))
+        chips.append(sum(1 for _, d in G.nodes(data=True) if d.get(KIND) == CHIP))
     if plot:
         from .collectives.plots import plot_compare
         try:
@@ -861,14 +869,32 @@ def compare_cmd(collective, fabric_list, as_json, plot, **opts):
         except OSError as exc:
             raise _write_error(exc, plot) from None
         _progress(f"wrote {plot}")
-    if as_json:
-        _emit_json([r.as_dict() for r in reports])
+    if as_json:   # each report, plus the fabric's chips and the --set overrides it was built with
+        _emit_json([{**r.as_dict(), "chips": n, "set": _parse_sets(per_fabric.get(name, ()))}
+                    for (name, _, _), r, n in zip(jobs, reports, chips)])
         return
-    click.echo(_table([[r.fabric, r.algorithm, r.protocol, r.groups, _us(r.time_s), _us(r.bandwidth_time_s),
+    click.echo(_table([[label, n, r.algorithm, r.protocol, r.groups, _us(r.time_s), _us(r.bandwidth_time_s),
                         _us(r.latency_s), f"{r.algbw_GBps:,.1f}", f"{r.busbw_GBps:,.1f}",
-                        "PARTIAL" if r.partial else ""] for r in reports],
-                      ["fabric", "algorithm", "protocol", "groups", "time", "bandwidth", "latency", "algbw GB/s",
-                       "busbw GB/s", ""]))
+                        "PARTIAL" if r.partial else ""] for label, n, r in zip(labels, chips, reports)],
+                      ["fabric", "chips", "algorithm", "protocol", "groups", "time", "bandwidth", "latency",
+                       "algbw GB/s", "busbw GB/s", ""]))
+
+
+def _fabric_sets(sets: tuple[str, ...], names: list[str]) -> dict[str, tuple[str, ...]]:
+    """compare's ``--set FABRIC:KEY=VALUE`` -> {fabric: ("KEY=VALUE", ...)}; FABRIC must be one of --fabrics."""
+    out: dict[str, tuple[str, ...]] = {}
+    for item in sets:
+        left, eq, value = item.partition("=")
+        fabric, colon, key = left.rpartition(":")   # a file name may hold ':'; a parameter name does not
+        fabric, key = fabric.strip(), key.strip()
+        if not eq or not colon or not fabric or not key:
+            raise click.BadParameter(f"{item[:120]!r} is not FABRIC:KEY=VALUE (e.g. --set torus:dims=8x8x8)",
+                                     param_hint="--set")
+        if fabric not in names:
+            raise click.BadParameter(f"{fabric[:120]!r} in {item[:120]!r} is not one of --fabrics; choose one "
+                                     f"of: {', '.join(dict.fromkeys(names))}", param_hint="--set")
+        out[fabric] = (*out.get(fabric, ()), f"{key}={value}")
+    return out
 
 
 # --------------------------------------------------------------------------- failures

@@ -1,4 +1,5 @@
 """The rough edges a new user hits (issue 26, item 6): each test fails without its fix."""
+import json
 import subprocess
 import sys
 
@@ -62,3 +63,29 @@ def test_group_size_that_does_not_divide_suggests_count_1():
     # and the suggestion works
     res = run("price", "all-reduce", "--fabric", "nvl72", "--group-size", "64", "--size", "1GiB", "--count", "1")
     assert res.exit_code == 0 and "1 group(s) of 64" in res.output, res.output
+
+
+# --------------------------------------------------------------------------- 4. compare --set and chips
+def test_compare_set_applies_to_the_named_fabric_and_shows_chips():
+    base = ["compare", "all-reduce", "--fabrics", "nvl72,torus", "--group-size", "8", "--size", "64MiB"]
+    res = run(*base, "--set", "torus:dims=4x4x2")
+    assert res.exit_code == 0, res.output
+    table = [line.split() for line in res.output.splitlines() if line.startswith(("nvl72", "torus"))]
+    assert table[0][:2] == ["nvl72", "72"] and table[1][:2] == ["torus(dims=4x4x2)", "32"], res.output
+    header = res.stdout.splitlines()[0].split()
+    assert header[:2] == ["fabric", "chips"]
+    rows = json.loads(run(*base, "--set", "torus:dims=4x4x2", "--json").stdout)
+    assert [r["chips"] for r in rows] == [72, 32] and rows[1]["set"] == {"dims": "4x4x2"} and rows[0]["set"] == {}
+    default = json.loads(run(*base, "--json").stdout)   # the override changes the fabric and so the answer
+    assert default[1]["chips"] != 32 and default[1]["time_s"] != rows[1]["time_s"]
+    assert default[0] == rows[0]                         # and leaves the other fabric alone
+
+
+def test_compare_set_errors_name_the_choices():
+    base = ["compare", "all-reduce", "--fabrics", "nvl72,torus", "--group-size", "8", "--size", "64MiB"]
+    res = run(*base, "--set", "dims=4x4")
+    assert res.exit_code == 2 and "is not FABRIC:KEY=VALUE" in res.output, res.output
+    res = run(*base, "--set", "tor:dims=4x4")
+    assert res.exit_code == 2 and "choose one of: nvl72, torus" in res.output, res.output
+    res = run(*base, "--set", "torus:dimz=4x4")
+    assert res.exit_code == 2 and "Invalid value for --set" in res.output and "dims" in res.output, res.output
