@@ -3,6 +3,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 from fabricsim.cli import main
@@ -89,3 +90,39 @@ def test_compare_set_errors_name_the_choices():
     assert res.exit_code == 2 and "choose one of: nvl72, torus" in res.output, res.output
     res = run(*base, "--set", "torus:dimz=4x4")
     assert res.exit_code == 2 and "Invalid value for --set" in res.output and "dims" in res.output, res.output
+
+
+# --------------------------------------------------------------------------- 5. fabric TOML strings as --set
+def test_toml_string_values_are_read_like_set(tmp_path):
+    from fabricsim.fabrics.userfile import load_fabric
+    p = tmp_path / "t.toml"
+    p.write_text('builder = "torus"\n[params]\ndims = "4x4x2"\nlanes_per_link = "2"\n')
+    G = load_fabric(p)
+    assert G.graph["dims"] == "4x4x2" and G.number_of_nodes() == 32
+    assert G.edges["c00.00.00", "c01.00.00"]["lanes"] == 2
+    # the same file with an array and an integer builds the same graph
+    q = tmp_path / "u.toml"
+    q.write_text('builder = "torus"\n[params]\ndims = [4, 4, 2]\nlanes_per_link = 2\n')
+    assert sorted(load_fabric(q).edges) == sorted(G.edges)
+
+
+def test_toml_bad_string_value_names_the_file_and_what_is_expected(tmp_path):
+    from fabricsim.fabrics.userfile import load_fabric
+    from fabricsim.topo.errors import BadInput
+    p = tmp_path / "t.toml"
+    p.write_text('builder = "torus"\n[params]\ndims = "4xfour"\n')
+    with pytest.raises(BadInput, match=r"t\.toml: dims='4xfour' is not valid: expected integers joined by x"):
+        load_fabric(p)
+
+
+def test_torus_refuses_a_string_dims_in_the_library():
+    from fabricsim.topo.builders import torus
+    from fabricsim.topo.errors import BadInput
+    with pytest.raises(BadInput, match="is a string"):
+        torus("4x4")
+
+
+def test_set_converter_reads_optional_ints():
+    from fabricsim.fabrics.registry import convert_value
+    assert convert_value("g", "4", int | None) == 4
+    assert convert_value("dims", "8x8x8", tuple[int, ...]) == (8, 8, 8)
