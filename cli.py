@@ -317,10 +317,13 @@ def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection):
 
 def _format_audit(a, show_all: bool) -> str:
     # a figure the audit skipped is None: say so, never print it as 0
+    failed = [f for f in a.findings if not f.ok]
+    # a failing audit leads with what failed: the headline and tables follow
+    out = _audit_failures(a, failed) + [""] if failed else []
     hops = ("hop diameter, mean hops, relayed and unreachable pairs: not computed (--no-hops)"
             if a.diameter_hops is None
             else f"hop diameter {a.diameter_hops}   mean hops {a.mean_hops:.3f}")
-    out = [f"{a.fabric}  " + " ".join(f"{k}={v}" for k, v in a.params.items()),
+    out += [f"{a.fabric}  " + " ".join(f"{k}={v}" for k, v in a.params.items()),
            f"chips {a.chips:,}   switch ASICs {a.switches:,}"
            + (f" ({a.totals['switch_nodes']:,} graph nodes: a grouped node stands for several)"
               if "switch_nodes" in a.totals else "") + f"   {hops}",
@@ -340,7 +343,6 @@ def _format_audit(a, show_all: bool) -> str:
             if not k.endswith("_per_rack")]
     out.append(_table(rows, ["total", "fabric", "per rack" if per_rack else ""]))
     out.append("")
-    failed = [f for f in a.findings if not f.ok]
     notes: dict[tuple, list] = {}
     for f in a.findings:
         if f.ok and f.note:
@@ -354,17 +356,28 @@ def _format_audit(a, show_all: bool) -> str:
         out.append(_table([[f.where, f.check, f.used, f.available, f.unit, "ok" if f.ok else "FAIL", f.note]
                            for f in a.findings], ["where", "check", "used", "available", "unit", "", "note"]))
     if failed:
-        out.append(f"FAILED: {len(failed):,} of {len(a.findings):,} budget checks")
-        groups: dict[str, list] = {}
-        for f in failed:
-            groups.setdefault(f.check, []).append(f)
-        for check, fs in groups.items():
-            f = fs[0]
-            out.append(f"  {check}: {len(fs):,} x, e.g. {f.where}: {_fmt(f.used)} of {_fmt(f.available)} "
-                       f"{f.unit}" + (f" ({f.note})" if f.note else ""))
+        out.append(f"FAILED (above): {len(failed):,} of {len(a.findings):,} budget checks")
     else:
-        out.append(f"OK: all {len(a.findings):,} budget checks pass")
+        out.append(f"OK: all {len(a.findings):,} budget checks pass ({_CHECKS_COUNTED})")
     return "\n".join(out)
+
+
+# what "N budget checks" counts: the same N on every run and option of one fabric (topo.audit.budget_findings)
+_CHECKS_COUNTED = ("per chip and switch: lanes, ports per speed, bandwidth, lane rate; per chip: lanes per tier; "
+                   "per switch with links down and up, or a local switch: down/up")
+
+
+def _audit_failures(a, failed) -> list[str]:
+    """The FAILED line and one line per failing check (how many, one example)."""
+    out = [f"FAILED: {len(failed):,} of {len(a.findings):,} budget checks ({_CHECKS_COUNTED})"]
+    groups: dict[str, list] = {}
+    for f in failed:
+        groups.setdefault(f.check, []).append(f)
+    for check, fs in groups.items():
+        f = fs[0]
+        out.append(f"  {check}: {len(fs):,} x, e.g. {f.where}: {_fmt(f.used)} of {_fmt(f.available)} "
+                   f"{f.unit}" + (f" ({f.note})" if f.note else ""))
+    return out
 
 
 EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml")}

@@ -126,3 +126,25 @@ def test_set_converter_reads_optional_ints():
     from fabricsim.fabrics.registry import convert_value
     assert convert_value("g", "4", int | None) == 4
     assert convert_value("dims", "8x8x8", tuple[int, ...]) == (8, 8, 8)
+
+
+# --------------------------------------------------------------------------- 6. audit: failures first, stable count
+def test_audit_check_count_does_not_depend_on_failures_or_options():
+    from fabricsim.fabrics import build
+    from fabricsim.topo.audit import audit
+    ok = audit(build("jalapeno-rack"), bisect=False)
+    bad = audit(build("jalapeno-rack", local_switch="BCM78910"), hops=False, bisect=False)
+    assert ok.ok and not bad.ok
+    assert len(ok.findings) == len(bad.findings)            # was 536 passing vs 1,304 with 768 failing
+    assert [(f.where, f.check) for f in ok.findings] == [(f.where, f.check) for f in bad.findings]
+
+
+def test_failing_audit_prints_failures_first():
+    res = run("audit", "jalapeno-rack", "--set", "local_switch=BCM78910", "--no-bisection")
+    assert res.exit_code == 1
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("FAILED: 6 of 670 budget checks (per chip and switch:"), lines[0]
+    assert lines[1].startswith("  lane rate: 6 x, e.g. r00/lsw0: 200 of 100 Gb/s per lane"), lines[1]
+    assert lines[3].startswith("jalapeno-rack ")           # then the headline and the tables
+    ok = run("audit", "jalapeno-rack", "--no-bisection").stdout.splitlines()
+    assert ok[-1].startswith("OK: all 670 budget checks pass")
