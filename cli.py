@@ -1704,7 +1704,16 @@ def _step_one(G, fabric_spec, model, mesh, opts, verbose):
         raise click.BadParameter(f"{fabric_spec}: {exc}", param_hint=_step_hint(str(exc), opts)) from None
 
 
-def _format_step(r) -> str:
+def _step_scope_note(compute_us) -> str:
+    """What a step's figures leave out: said on screen, not only in the docstring."""
+    if compute_us is None:
+        return ("note: communication only: compute, HBM traffic and the KV cache are not modelled "
+                "(--compute-us US adds a flat compute time per layer); tokens/s is a bound set by communication")
+    return (f"note: compute is a flat {compute_us:g} us per layer (--compute-us), added in series with no "
+            f"overlap; HBM traffic and the KV cache are not modelled")
+
+
+def _format_step(r, compute_us=None) -> str:
     from .collectives.jobs.step import _mesh_text
     tps = r.tokens_per_s_comm_bound
     out = [f"{r.model} {r.phase} on {r.fabric}, mesh {_mesh_text(r.mesh)} ({r.chips:,} chips), batch {r.batch:,}"
@@ -1741,6 +1750,7 @@ def _format_step(r) -> str:
     if r.partial:
         out.append("PARTIAL: some pairs have no route or some groups lost a chip (see --json notes)")
     out.extend(f"note: {n}" for n in r.notes)
+    out.append(_step_scope_note(compute_us))
     return "\n".join(out)
 
 
@@ -1841,7 +1851,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
         _emit_json(results[0].as_dict() if fabric else [r.as_dict() for r in results])
         return
     if len(results) == 1:
-        click.echo(_format_step(results[0]))
+        click.echo(_format_step(results[0], opts["compute_us"]))
         return
     from .collectives.jobs.step import _mesh_text
     kinds = list(dict.fromkeys(n for r in results for n in r.by_collective()))
@@ -1854,6 +1864,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     for r in results:
         for n in r.notes:
             click.echo(f"note: {r.fabric}: {n}")
+    click.echo(_step_scope_note(opts["compute_us"]))
 
 
 # --------------------------------------------------------------------------- mix (issue 15)

@@ -148,3 +148,20 @@ def test_failing_audit_prints_failures_first():
     assert lines[3].startswith("jalapeno-rack ")           # then the headline and the tables
     ok = run("audit", "jalapeno-rack", "--no-bisection").stdout.splitlines()
     assert ok[-1].startswith("OK: all 670 budget checks pass")
+
+
+# --------------------------------------------------------------------------- 7. step says what it leaves out
+STEP = ["step", "--model", "deepseek-r1", "--fabric", "nvl72", "--mesh", "ep=64", "--batch", "64"]
+
+
+def test_step_text_says_compute_hbm_and_kv_cache_are_not_modelled():
+    res = run(*STEP)
+    assert res.exit_code == 0, res.output
+    assert "compute, HBM traffic and the KV cache are not modelled" in res.stdout
+
+
+def test_step_with_compute_says_it_is_a_flat_figure():
+    res = run(*STEP, "--compute-us", "40")
+    assert res.exit_code == 0, res.output
+    assert "compute is a flat 40 us per layer" in res.stdout and "KV cache are not modelled" in res.stdout
+    assert "compute, HBM traffic" not in res.stdout
