@@ -659,9 +659,25 @@ def _finite(r):
     return r
 
 
+class _CollectiveChoice(click.Choice):
+    """click.Choice over ``collectives.COLLECTIVES``, read when first needed: ``fabricsim --help`` and
+    commands without a collective do not import the pricing packages (numpy, scipy) for it."""
+
+    def __init__(self):
+        super().__init__(())
+
+    @property
+    def choices(self):
+        from .collectives import COLLECTIVES
+        return tuple(COLLECTIVES)
+
+    @choices.setter
+    def choices(self, _value):   # click.Choice.__init__ assigns it; the collectives module owns the list
+        pass
+
+
 def _collective_arg(fn):
-    from .collectives import COLLECTIVES
-    return click.argument("collective", type=click.Choice(COLLECTIVES))(fn)
+    return click.argument("collective", type=_CollectiveChoice())(fn)
 
 
 def _us(s) -> str:
@@ -1457,8 +1473,7 @@ def _x(v) -> str:
 
 # --------------------------------------------------------------------------- atlas (issue 24)
 def _collective_option(fn):
-    from .collectives import COLLECTIVES
-    return click.option("--collective", "collective", required=True, type=click.Choice(COLLECTIVES),
+    return click.option("--collective", "collective", required=True, type=_CollectiveChoice(),
                         help="The collective every scenario prices.")(fn)
 
 

@@ -165,3 +165,18 @@ def test_step_with_compute_says_it_is_a_flat_figure():
     assert res.exit_code == 0, res.output
     assert "compute is a flat 40 us per layer" in res.stdout and "KV cache are not modelled" in res.stdout
     assert "compute, HBM traffic" not in res.stdout
+
+
+# --------------------------------------------------------------------------- 8. --help and list stay light
+def _modules_after(*args):
+    code = ("import sys\nfrom fabricsim.cli import main\n"
+            f"try:\n    main({list(args)!r}, prog_name='fabricsim')\nexcept SystemExit:\n    pass\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'scipy') "
+            "or m.startswith('fabricsim.collectives'))), file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return p.stderr.strip().split()
+
+
+def test_help_does_not_import_the_pricing_stack():
+    assert _modules_after("--help") == []            # numpy, scipy, collectives: only when a command needs them
+    assert "fabricsim.collectives" not in _modules_after("params", "nvl72")
