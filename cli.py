@@ -236,18 +236,13 @@ def main():
 @main.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
 def list_cmd(as_json):
-    """List the catalog: name, chips, switches, description, source."""
-    from .topo.contract import CHIP, KIND, SWITCH, asics_of
-    rows = []
-    for name in sorted(_fabrics.FABRICS):
-        fab = _fabrics.FABRICS[name]
-        G = _fabrics.build(name)
-        n_chips = sum(1 for _, d in G.nodes(data=True) if d.get(KIND) == CHIP)
-        n_asics = sum(asics_of(d) for _, d in G.nodes(data=True) if d.get(KIND) == SWITCH)   # physical switches
-        rows.append({"name": name, "chips": n_chips, "switches": n_asics,
-                     "description": fab.description, "source": fab.source,
-                     "inferred": str(G.graph.get("inferred", "")),
-                     "params": {k: p.default for k, p in _fabrics.param_specs(name).items()}})
+    """List the catalog: name, chips, switches, description, source.
+
+    Chip and switch counts come from building each fabric once; they are cached (keyed by the
+    package's fabric and topology sources) so later lists read them without building.
+    """
+    from .fabrics.catalog_cache import catalog_rows
+    rows = catalog_rows(progress=None if as_json else _progress)   # --json: stdout only, nothing on stderr
     if as_json:
         _emit_json(rows)
         return

@@ -180,3 +180,41 @@ def _modules_after(*args):
 def test_help_does_not_import_the_pricing_stack():
     assert _modules_after("--help") == []            # numpy, scipy, collectives: only when a command needs them
     assert "fabricsim.collectives" not in _modules_after("params", "nvl72")
+
+
+def test_list_rows_are_read_from_the_cache_once_counted(tmp_path, monkeypatch):
+    from fabricsim.fabrics import build
+    from fabricsim.fabrics import catalog_cache as CC
+    names = ["nvl72", "mi355x", "hgx-h100"]
+    cold = CC.catalog_rows(names, cache_dir=tmp_path)
+    for row in cold:   # the counts are the built graph's
+        G = build(row["name"])
+        assert row["chips"] == sum(1 for _, d in G.nodes(data=True) if d["kind"] == "chip")
+    assert [r["name"] for r in cold] == names and cold[0]["chips"] == 72
+
+    def no_build(name):
+        raise AssertionError(f"built {name} although its counts are cached")
+    monkeypatch.setattr(CC, "_counts", no_build)
+    assert CC.catalog_rows(names, cache_dir=tmp_path) == cold
+
+
+def test_list_cache_is_rebuilt_when_stale_or_corrupt(tmp_path, monkeypatch):
+    from fabricsim.fabrics import catalog_cache as CC
+    built = []
+    real = CC._counts
+    monkeypatch.setattr(CC, "_counts", lambda name: built.append(name) or real(name))
+    CC.catalog_rows(["nvl72"], cache_dir=tmp_path)
+    CC.cache_path(tmp_path).write_text("{not json")                     # corrupt: counted again
+    CC.catalog_rows(["nvl72"], cache_dir=tmp_path)
+    monkeypatch.setattr(CC, "_source_key", lambda: "edited-sources")     # a source edit: a new key
+    CC.catalog_rows(["nvl72"], cache_dir=tmp_path)
+    assert built == ["nvl72"] * 3
+
+
+@pytest.mark.slow
+def test_list_json_is_the_same_from_builds_and_from_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("FABRICSIM_CACHE_DIR", str(tmp_path))
+    cold, warm = run("list", "--json"), run("list", "--json")
+    assert cold.exit_code == warm.exit_code == 0
+    assert json.loads(cold.stdout) == json.loads(warm.stdout)
+    assert cold.stderr == warm.stderr == ""
