@@ -42,8 +42,13 @@ def _source_key() -> str:
 def cache_path(cache_dir: str | os.PathLike | None = None) -> Path:
     """The cache file: ``catalog-<key>.json`` in ``cache_dir`` or the default directory."""
     if cache_dir is None:
-        cache_dir = os.environ.get("FABRICSIM_CACHE_DIR") or Path(
-            os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fabricsim"
+        cache_dir = os.environ.get("FABRICSIM_CACHE_DIR")
+    if not cache_dir:
+        try:
+            base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        except (RuntimeError, KeyError):   # no home directory: a temporary one (the builds are then repeated)
+            base = tempfile.gettempdir()
+        cache_dir = Path(base) / "fabricsim"
     return Path(cache_dir) / f"catalog-{_source_key()}.json"
 
 
