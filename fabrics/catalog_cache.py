@@ -75,6 +75,9 @@ def _write(path: Path, fabrics: dict) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump({"layout": _VERSION, "fabrics": fabrics}, fh, indent=1, sort_keys=True)
         os.replace(tmp, path)   # another process reading it sees the old file or the new one, whole
+        for old in path.parent.glob("catalog-*.json"):   # files of older sources are never read again
+            if old != path:
+                old.unlink(missing_ok=True)
     except OSError:
         pass
 
@@ -123,7 +126,7 @@ def catalog_rows(names=None, *, cache_dir: str | os.PathLike | None = None,
     missing = [f.name for f in fabs if f.name not in cached or f.name not in ours]
     if missing and progress is not None:
         progress(f"building {len(missing)} fabric(s) to count their chips and switches"
-                 + (f" (cached in {path.parent} for next time)" if set(missing) & ours else ""))
+                 + (f" (caching the counts in {path.parent})" if set(missing) & ours else ""))
     fresh = {n: _counts(n) for n in missing}
     stored = {n: row for n, row in fresh.items() if n in ours}
     if stored:

@@ -209,6 +209,7 @@ def test_list_cache_is_rebuilt_when_stale_or_corrupt(tmp_path, monkeypatch):
     monkeypatch.setattr(CC, "_source_key", lambda: "edited-sources")     # a source edit: a new key
     CC.catalog_rows(["nvl72"], cache_dir=tmp_path)
     assert built == ["nvl72"] * 3
+    assert [p.name for p in tmp_path.glob("catalog-*.json")] == [CC.cache_path(tmp_path).name]   # old one gone
 
 
 @pytest.mark.slow
