@@ -156,8 +156,40 @@ def _table(rows: list[list], header: list[str]) -> str:
     return "\n".join(lines)
 
 
+class _OneLineError(click.UsageError):
+    """A bad value for an option or argument: ``Error: ...`` and the help hint, without click's usage block.
+
+    The usage block stays for errors where the usage itself is wrong (a missing argument, an unknown option,
+    options that do not go together): those remain click's own exceptions.
+    """
+
+    def show(self, file=None) -> None:
+        file = file if file is not None else click.get_text_stream("stderr")
+        click.echo(f"Error: {self.format_message()}", file=file)
+        if self.ctx is not None and self.ctx.help_option_names:
+            flag = max(self.ctx.help_option_names, key=len)   # --help, as click's own hint spells it
+            click.echo(f"Try '{self.ctx.command_path} {flag}' for help.", file=file)
+
+
+def _quiet_broken_pipe() -> None:
+    """stdout was closed by the reader (``| head``): end quietly, as a shell tool does (exit 141 = SIGPIPE)."""
+    import os
+    try:   # later flushes (at exit too) go nowhere instead of raising again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):   # no real file descriptor (e.g. a test runner's buffer)
+        pass
+    sys.exit(141)
+
+
 class _Group(click.Group):
-    """Library errors become one-line messages, never tracebacks."""
+    """Library errors become one-line messages, never tracebacks; a closed stdout ends quietly."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except BrokenPipeError:   # `fabricsim --help | head -1`
+            _quiet_broken_pipe()
 
     def invoke(self, ctx):
         import numpy as np   # every command loads it anyway
@@ -166,6 +198,12 @@ class _Group(click.Group):
             # in one line; numpy's RuntimeWarnings on the way there would only be noise above it.
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 return super().invoke(ctx)
+        except click.MissingParameter:   # the usage is what is wrong: click's usage block helps
+            raise
+        except click.BadParameter as exc:   # a bad value: one line and the hint
+            raise _OneLineError(exc.format_message(), ctx=exc.ctx) from None
+        except BrokenPipeError:
+            _quiet_broken_pipe()
         except FabricError as exc:
             raise click.ClickException(str(exc)) from None
         except MemoryError:
@@ -198,18 +236,13 @@ def main():
 @main.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
 def list_cmd(as_json):
-    """List the catalog: name, chips, switches, description, source."""
-    from .topo.contract import CHIP, KIND, SWITCH, asics_of
-    rows = []
-    for name in sorted(_fabrics.FABRICS):
-        fab = _fabrics.FABRICS[name]
-        G = _fabrics.build(name)
-        n_chips = sum(1 for _, d in G.nodes(data=True) if d.get(KIND) == CHIP)
-        n_asics = sum(asics_of(d) for _, d in G.nodes(data=True) if d.get(KIND) == SWITCH)   # physical switches
-        rows.append({"name": name, "chips": n_chips, "switches": n_asics,
-                     "description": fab.description, "source": fab.source,
-                     "inferred": str(G.graph.get("inferred", "")),
-                     "params": {k: p.default for k, p in _fabrics.param_specs(name).items()}})
+    """List the catalog: name, chips, switches, description, source.
+
+    Chip and switch counts come from building each fabric once; they are cached (keyed by the
+    package's fabric and topology sources) so later lists read them without building.
+    """
+    from .fabrics.catalog_cache import catalog_rows
+    rows = catalog_rows(progress=None if as_json else _progress)   # --json: stdout only, nothing on stderr
     if as_json:
         _emit_json(rows)
         return
@@ -279,10 +312,13 @@ def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection):
 
 def _format_audit(a, show_all: bool) -> str:
     # a figure the audit skipped is None: say so, never print it as 0
+    failed = [f for f in a.findings if not f.ok]
+    # a failing audit leads with what failed: the headline and tables follow
+    out = _audit_failures(a, failed) + [""] if failed else []
     hops = ("hop diameter, mean hops, relayed and unreachable pairs: not computed (--no-hops)"
             if a.diameter_hops is None
             else f"hop diameter {a.diameter_hops}   mean hops {a.mean_hops:.3f}")
-    out = [f"{a.fabric}  " + " ".join(f"{k}={v}" for k, v in a.params.items()),
+    out += [f"{a.fabric}  " + " ".join(f"{k}={v}" for k, v in a.params.items()),
            f"chips {a.chips:,}   switch ASICs {a.switches:,}"
            + (f" ({a.totals['switch_nodes']:,} graph nodes: a grouped node stands for several)"
               if "switch_nodes" in a.totals else "") + f"   {hops}",
@@ -302,7 +338,6 @@ def _format_audit(a, show_all: bool) -> str:
             if not k.endswith("_per_rack")]
     out.append(_table(rows, ["total", "fabric", "per rack" if per_rack else ""]))
     out.append("")
-    failed = [f for f in a.findings if not f.ok]
     notes: dict[tuple, list] = {}
     for f in a.findings:
         if f.ok and f.note:
@@ -316,17 +351,28 @@ def _format_audit(a, show_all: bool) -> str:
         out.append(_table([[f.where, f.check, f.used, f.available, f.unit, "ok" if f.ok else "FAIL", f.note]
                            for f in a.findings], ["where", "check", "used", "available", "unit", "", "note"]))
     if failed:
-        out.append(f"FAILED: {len(failed):,} of {len(a.findings):,} budget checks")
-        groups: dict[str, list] = {}
-        for f in failed:
-            groups.setdefault(f.check, []).append(f)
-        for check, fs in groups.items():
-            f = fs[0]
-            out.append(f"  {check}: {len(fs):,} x, e.g. {f.where}: {_fmt(f.used)} of {_fmt(f.available)} "
-                       f"{f.unit}" + (f" ({f.note})" if f.note else ""))
+        out.append(f"FAILED (above): {len(failed):,} of {len(a.findings):,} budget checks")
     else:
-        out.append(f"OK: all {len(a.findings):,} budget checks pass")
+        out.append(f"OK: all {len(a.findings):,} budget checks pass ({_CHECKS_COUNTED})")
     return "\n".join(out)
+
+
+# what "N budget checks" counts: the same N on every run and option of one fabric (topo.audit.budget_findings)
+_CHECKS_COUNTED = ("per chip and switch: lanes, ports per speed, bandwidth, lane rate; per chip: lanes per tier; "
+                   "per switch with links down and up, or a local switch: down/up")
+
+
+def _audit_failures(a, failed) -> list[str]:
+    """The FAILED line and one line per failing check (how many, one example)."""
+    out = [f"FAILED: {len(failed):,} of {len(a.findings):,} budget checks ({_CHECKS_COUNTED})"]
+    groups: dict[str, list] = {}
+    for f in failed:
+        groups.setdefault(f.check, []).append(f)
+    for check, fs in groups.items():
+        f = fs[0]
+        out.append(f"  {check}: {len(fs):,} x, e.g. {f.where}: {_fmt(f.used)} of {_fmt(f.available)} "
+                   f"{f.unit}" + (f" ({f.note})" if f.note else ""))
+    return out
 
 
 EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml"), "simai": (".txt",)}
@@ -673,9 +719,25 @@ def _finite(r):
     return r
 
 
+class _CollectiveChoice(click.Choice):
+    """click.Choice over ``collectives.COLLECTIVES``, read when first needed: ``fabricsim --help`` and
+    commands without a collective do not import the pricing packages (numpy, scipy) for it."""
+
+    def __init__(self):
+        super().__init__(())
+
+    @property
+    def choices(self):
+        from .collectives import COLLECTIVES
+        return tuple(COLLECTIVES)
+
+    @choices.setter
+    def choices(self, _value):   # click.Choice.__init__ assigns it; the collectives module owns the list
+        pass
+
+
 def _collective_arg(fn):
-    from .collectives import COLLECTIVES
-    return click.argument("collective", type=click.Choice(COLLECTIVES))(fn)
+    return click.argument("collective", type=_CollectiveChoice())(fn)
 
 
 def _us(s) -> str:
@@ -845,11 +907,13 @@ def _price_traffic(G, collective, opts, traffic_path, moe_spec):
 @_collective_arg
 @click.option("--fabrics", "fabric_list", required=True,
               help="Comma-separated catalog names or files, e.g. jalapeno-rack,nvl72,torus; 'all': the catalog.")
+@click.option("--set", "sets", multiple=True, metavar="FABRIC:KEY=VALUE",
+              help="Override a parameter of one of --fabrics (repeatable), e.g. --set torus:dims=8x8x8.")
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of cost reports.")
 @click.option("--plot", "plot", type=_plot_path(),
               help="Also write a chart (.png/.svg/.pdf) of time and busbw per fabric.")
-def compare_cmd(collective, fabric_list, as_json, plot, **opts):
+def compare_cmd(collective, fabric_list, as_json, plot, sets=(), **opts):
     """Price the same collective on several fabrics, one table.
 
     The same group size, size and algorithm choice apply on every fabric (auto picks
@@ -862,25 +926,31 @@ def compare_cmd(collective, fabric_list, as_json, plot, **opts):
     Examples:
       fabricsim compare all-reduce --fabrics jalapeno-rack,nvl72,torus --group-size 8 --size 256MiB
       fabricsim compare all-reduce --fabrics jalapeno-rack,nvl72,torus --group-size 64 --count 1 --size 256MiB
+      fabricsim compare all-reduce --fabrics nvl72,torus --set torus:dims=8x8x8 --group-size 64 --count 1 --size 256MiB
     """
+    from .topo.contract import CHIP, KIND
     names = [f.strip() for f in fabric_list.split(",") if f.strip()]
     if names == ["all"]:
         names = sorted(_fabrics.FABRICS)
     if not names:
         raise click.BadParameter("no fabrics given", param_hint="--fabrics")
+    per_fabric = _fabric_sets(sets, names)
     _options(opts, collective)
     for name in names:     # every name before any fabric is built
         if name not in _fabrics.FABRICS and not name.endswith(FILE_SUFFIXES) and not _is_file(name):
             load_fabric(name, hint="--fabrics")    # raises: unknown fabric, with the catalog
     jobs = []
     for name in names:     # then every fabric's groups before any is priced
-        G = load_fabric(name, hint="--fabrics")
+        G = load_fabric(name, per_fabric.get(name, ()), hint="--set" if name in per_fabric else "--fabrics")
         jobs.append((name, G, _groups_for(G, opts["group_size"], opts["placement"], opts["mesh"], opts["over"],
                                           opts["groups_file"], opts["count"])))
-    reports = []
+    reports, labels, chips = [], [], []
     for name, G, groups in jobs:
         _progress(f"pricing on {name} ...")
         reports.append(_finite(_price(G, collective, opts, None if _auto(opts) else groups)))
+        given = _parse_sets(per_fabric.get(name, ()))
+        labels.append(reports[-1].fabric + (f"({','.join(f'{k}={v}' for k, v in given.items())})" if given else ""))
+        chips.append(sum(1 for _, d in G.nodes(data=True) if d.get(KIND) == CHIP))
     if plot:
         from .collectives.plots import plot_compare
         try:
@@ -888,14 +958,32 @@ def compare_cmd(collective, fabric_list, as_json, plot, **opts):
         except OSError as exc:
             raise _write_error(exc, plot) from None
         _progress(f"wrote {plot}")
-    if as_json:
-        _emit_json([r.as_dict() for r in reports])
+    if as_json:   # each report, plus the fabric's chips and the --set overrides it was built with
+        _emit_json([{**r.as_dict(), "chips": n, "set": _parse_sets(per_fabric.get(name, ()))}
+                    for (name, _, _), r, n in zip(jobs, reports, chips)])
         return
-    click.echo(_table([[r.fabric, r.algorithm, r.protocol, r.groups, _us(r.time_s), _us(r.bandwidth_time_s),
+    click.echo(_table([[label, n, r.algorithm, r.protocol, r.groups, _us(r.time_s), _us(r.bandwidth_time_s),
                         _us(r.latency_s), f"{r.algbw_GBps:,.1f}", f"{r.busbw_GBps:,.1f}",
-                        "PARTIAL" if r.partial else ""] for r in reports],
-                      ["fabric", "algorithm", "protocol", "groups", "time", "bandwidth", "latency", "algbw GB/s",
-                       "busbw GB/s", ""]))
+                        "PARTIAL" if r.partial else ""] for label, n, r in zip(labels, chips, reports)],
+                      ["fabric", "chips", "algorithm", "protocol", "groups", "time", "bandwidth", "latency",
+                       "algbw GB/s", "busbw GB/s", ""]))
+
+
+def _fabric_sets(sets: tuple[str, ...], names: list[str]) -> dict[str, tuple[str, ...]]:
+    """compare's ``--set FABRIC:KEY=VALUE`` -> {fabric: ("KEY=VALUE", ...)}; FABRIC must be one of --fabrics."""
+    out: dict[str, tuple[str, ...]] = {}
+    for item in sets:
+        left, eq, value = item.partition("=")
+        fabric, colon, key = left.rpartition(":")   # a file name may hold ':'; a parameter name does not
+        fabric, key = fabric.strip(), key.strip()
+        if not eq or not colon or not fabric or not key:
+            raise click.BadParameter(f"{item[:120]!r} is not FABRIC:KEY=VALUE (e.g. --set torus:dims=8x8x8)",
+                                     param_hint="--set")
+        if fabric not in names:
+            raise click.BadParameter(f"{fabric[:120]!r} in {item[:120]!r} is not one of --fabrics; choose one "
+                                     f"of: {', '.join(dict.fromkeys(names))}", param_hint="--set")
+        out[fabric] = (*out.get(fabric, ()), f"{key}={value}")
+    return out
 
 
 # --------------------------------------------------------------------------- failures
@@ -1445,8 +1533,7 @@ def _x(v) -> str:
 
 # --------------------------------------------------------------------------- atlas (issue 24)
 def _collective_option(fn):
-    from .collectives import COLLECTIVES
-    return click.option("--collective", "collective", required=True, type=click.Choice(COLLECTIVES),
+    return click.option("--collective", "collective", required=True, type=_CollectiveChoice(),
                         help="The collective every scenario prices.")(fn)
 
 
@@ -1700,7 +1787,16 @@ def _step_one(G, fabric_spec, model, mesh, opts, verbose):
         raise click.BadParameter(f"{fabric_spec}: {exc}", param_hint=_step_hint(str(exc), opts)) from None
 
 
-def _format_step(r) -> str:
+def _step_scope_note(compute_us) -> str:
+    """What a step's figures leave out: said on screen, not only in the docstring."""
+    if compute_us is None:
+        return ("note: communication only: compute, HBM traffic and the KV cache are not modelled "
+                "(--compute-us US adds a flat compute time per layer); tokens/s is a bound set by communication")
+    return (f"note: compute is a flat {compute_us:g} us per layer (--compute-us), added in series with no "
+            f"overlap; HBM traffic and the KV cache are not modelled")
+
+
+def _format_step(r, compute_us=None) -> str:
     from .collectives.jobs.step import _mesh_text
     tps = r.tokens_per_s_comm_bound
     out = [f"{r.model} {r.phase} on {r.fabric}, mesh {_mesh_text(r.mesh)} ({r.chips:,} chips), batch {r.batch:,}"
@@ -1737,6 +1833,7 @@ def _format_step(r) -> str:
     if r.partial:
         out.append("PARTIAL: some pairs have no route or some groups lost a chip (see --json notes)")
     out.extend(f"note: {n}" for n in r.notes)
+    out.append(_step_scope_note(compute_us))
     return "\n".join(out)
 
 
@@ -1837,7 +1934,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
         _emit_json(results[0].as_dict() if fabric else [r.as_dict() for r in results])
         return
     if len(results) == 1:
-        click.echo(_format_step(results[0]))
+        click.echo(_format_step(results[0], opts["compute_us"]))
         return
     from .collectives.jobs.step import _mesh_text
     kinds = list(dict.fromkeys(n for r in results for n in r.by_collective()))
@@ -1850,6 +1947,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     for r in results:
         for n in r.notes:
             click.echo(f"note: {r.fabric}: {n}")
+    click.echo(_step_scope_note(opts["compute_us"]))
 
 
 # --------------------------------------------------------------------------- mix (issue 15)

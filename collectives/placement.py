@@ -88,7 +88,8 @@ def by_size(G: nx.Graph, group_size: int, placement: str = "packed", *,
     if count is None and n % group_size:
         raise BadInput(f"group size {group_size} does not divide the {n:,} chips of "
                        f"{G.graph.get('name', 'this fabric')!r}; divisors near it: "
-                       f"{', '.join(map(str, _near_divisors(n, group_size)))}")
+                       f"{', '.join(map(str, _near_divisors(n, group_size)))}; or price one group of "
+                       f"{group_size} with --count 1 (count=1 in the library; up to {n // group_size} fit)")
     strategy, seed = parse_placement(placement)
     if strategy == "auto":
         raise BadInput("placement auto prices its candidates (packed, slice) and keeps the cheapest: "
@@ -341,7 +342,8 @@ def _torus_slices(G: nx.Graph, dims: tuple[int, ...], group_size: int,
         raise BadInput(f"slice: no box of {group_size} chips tiles the {'x'.join(map(str, dims))} torus of "
                        f"{G.graph.get('name', 'this fabric')!r} (a box's sides divide the ring lengths, so its size "
                        f"divides the {n:,} chips); valid group sizes near it: "
-                       f"{', '.join(map(str, _near_divisors(n, group_size)))}")
+                       f"{', '.join(map(str, _near_divisors(n, group_size)))}; or price one group of "
+                       f"{group_size} with --count 1 (count=1 in the library; up to {n // group_size} fit)")
     axes = _AXES[:len(dims)]
     rank_at = np.full(dims, -1, dtype=np.int64)
     for _, d in G.nodes(data=True):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -17,7 +18,7 @@ import networkx as nx
 
 from ..topo.errors import BadInput, close_matches
 
-__all__ = ["Fabric", "FABRICS", "register", "build", "parse_params", "param_specs", "close_matches"]
+__all__ = ["Fabric", "FABRICS", "register", "build", "parse_params", "param_specs", "convert_value", "close_matches"]
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,23 @@ def _describe(ann) -> str:
     return getattr(ann, "__name__", str(ann))
 
 
-def _convert(key: str, raw: Any, ann) -> Any:
+def convert_value(key: str, raw: Any, ann) -> Any:
+    """A parameter value spelled as a string (``--set``, a fabric file) -> the annotation's type.
+
+    ``ann`` is the builder parameter's annotation: ``int``, ``float``, ``bool``, ``str``,
+    ``Literal[...]``, ``tuple[int, ...]`` (``"8x12x12"``) or one of these ``| None``.  Values
+    that are not strings (a TOML integer or array) are returned as they are.
+
+    Examples
+    --------
+    >>> convert_value("dims", "8x8x8", tuple[int, ...]), convert_value("g", "4", int | None)
+    ((8, 8, 8), 4)
+    """
     if not isinstance(raw, str):
         return raw
+    args = [a for a in typing.get_args(ann) if a is not type(None)]
+    if typing.get_origin(ann) in (typing.Union, types.UnionType) and len(args) == 1:
+        ann = args[0]   # int | None: a string given is the int
     origin = typing.get_origin(ann)
     try:
         if origin is typing.Literal:
@@ -102,7 +117,7 @@ def parse_params(name: str, raw: dict[str, Any]) -> dict[str, Any]:
         if key not in specs:
             raise BadInput(f"{name} has no parameter {key!r}{close_matches(key, specs)}; "
                              f"valid keys: {', '.join(specs) or '(none)'}")
-        out[key] = _convert(key, val, specs[key].annotation)
+        out[key] = convert_value(key, val, specs[key].annotation)
     return out
 
 

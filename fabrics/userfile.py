@@ -13,8 +13,9 @@
       dims = [4, 4]
       lanes_per_link = 2
 
-  Keyword ``overrides`` replace ``[params]`` entries; string values (``"8x8"``,
-  ``"true"``, ``"2"``) are converted by the parameter's default, as ``--set`` does.
+  Keyword ``overrides`` replace ``[params]`` entries.  String values, in the file and in
+  ``overrides`` alike (``dims = "8x8"``, ``"true"``, ``"2"``), are converted by the parameter's
+  annotation with :func:`fabricsim.fabrics.registry.convert_value`, as ``--set`` does.
 * ``*.graphml`` (``networkx.read_graphml``) and ``*.json`` (node-link, edges under
   ``"edges"``): any graph that passes :func:`fabricsim.topo.contract.validate`.
 
@@ -36,7 +37,6 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
-import typing
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ import networkx as nx
 from ..topo.builders import BUILDERS
 from ..topo.contract import validate
 from ..topo.errors import BadInput
+from .registry import convert_value
 
 __all__ = ["load_fabric", "export_fabric", "FORMATS"]
 
@@ -65,32 +66,6 @@ def _suffix(path: Path, *, allowed=FORMATS) -> str:
     if suffix not in allowed:
         raise BadInput(f"{_short(path)}: unknown file type {suffix or '(none)'!r}; use one of: {', '.join(allowed)}")
     return suffix
-
-
-def _coerce(key: str, raw: Any, ann: Any) -> Any:
-    """Convert a string override by the parameter's annotation (as ``--set`` does)."""
-    if not isinstance(raw, str):
-        return raw
-    if key == "dims":  # a sequence of ring lengths, spelled 8x12x12
-        try:
-            return tuple(int(p) for p in raw.lower().replace(",", "x").split("x"))
-        except ValueError:
-            raise BadInput(f"dims={raw!r} is not valid: expected integers joined by x (e.g. 8x12x12)") from None
-    kinds = [a for a in (typing.get_args(ann) or (ann,)) if a is not type(None)]
-    kind = kinds[0] if len(kinds) == 1 else str
-    try:
-        if kind is bool:
-            low = raw.lower()
-            if low in ("1", "true", "yes", "on"):
-                return True
-            if low in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        if kind in (int, float):
-            return kind(raw)
-    except ValueError:
-        raise BadInput(f"{key}={raw!r} is not valid: expected {kind.__name__}") from None
-    return raw
 
 
 def _load_toml(path: Path, overrides: dict[str, Any]) -> nx.Graph:
@@ -119,8 +94,11 @@ def _load_toml(path: Path, overrides: dict[str, Any]) -> nx.Graph:
             where = "[params]" if key in params else "override"
             raise BadInput(f"{path}: {where} {key!r} is not a parameter of {name}; "
                            f"valid: {', '.join(sig)}")
-    merged = dict(params)
-    merged.update({k: _coerce(k, v, sig[k].annotation) for k, v in overrides.items()})
+    merged = {**params, **overrides}
+    try:   # strings in the file and in overrides alike are read as --set reads them ("8x8x8", "true", "2")
+        merged = {k: convert_value(k, v, sig[k].annotation) for k, v in merged.items()}
+    except BadInput as exc:
+        raise BadInput(f"{path}: {exc}") from None
     missing = [k for k, p in sig.items() if p.default is inspect.Parameter.empty and k not in merged]
     if missing:
         raise BadInput(f"{path}: [params] is missing {', '.join(map(repr, missing))} required by {name}")

@@ -141,7 +141,7 @@ def torus_node_id(coords, width: int = 2) -> str:
     return "c" + ".".join(f"{c:0{width}d}" for c in coords)
 
 
-def torus(dims, *, lanes_per_link: int = 1, lane_gbps: float = 200.0, link_gbps: float | None = None,
+def torus(dims: tuple[int, ...], *, lanes_per_link: int = 1, lane_gbps: float = 200.0, link_gbps: float | None = None,
           chip_model: str = "generic-chip", medium: str = "copper", tier: str = "ici",
           latency_ns: float = 5.0) -> nx.Graph:
     """An n-dimensional torus (1 to 4 dimensions) of forwarding chips.
@@ -197,6 +197,9 @@ def torus(dims, *, lanes_per_link: int = 1, lane_gbps: float = 200.0, link_gbps:
     >>> G.edges["c00.00.00", "c00.01.00"]["lanes"]
     2
     """
+    if isinstance(dims, str):   # tuple("8x8") would be its characters
+        raise BadInput(f"dims={dims!r} is a string; give ring lengths as a sequence, e.g. (8, 8, 8) "
+                       f"(files and --set spell them 8x8x8)")
     try:
         dims = tuple(dims)
     except TypeError:
