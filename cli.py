@@ -157,18 +157,19 @@ def _table(rows: list[list], header: list[str]) -> str:
 
 
 class _OneLineError(click.UsageError):
-    """A bad value for an option or argument: ``Error: ...`` and the help hint, without click's usage block.
+    """A bad value for an option or argument: the help hint and ``Error: ...``, without click's usage block.
 
     The usage block stays for errors where the usage itself is wrong (a missing argument, an unknown option,
     options that do not go together): those remain click's own exceptions.
     """
 
     def show(self, file=None) -> None:
-        file = file if file is not None else click.get_text_stream("stderr")
-        click.echo(f"Error: {self.format_message()}", file=file)
+        file = file if file is not None else sys.stderr
+        # the hint first and the error last, as click prints its own (scripts read the last line)
         if self.ctx is not None and self.ctx.help_option_names:
             flag = max(self.ctx.help_option_names, key=len)   # --help, as click's own hint spells it
             click.echo(f"Try '{self.ctx.command_path} {flag}' for help.", file=file)
+        click.echo(f"Error: {self.format_message()}", file=file)
 
 
 def _quiet_broken_pipe() -> None:

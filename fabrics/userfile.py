@@ -242,8 +242,9 @@ def _register_gpu_nic_models(G: nx.Graph) -> None:
     """
     from ..topo.devices import DEVICES
     from .devices import NICS, gpu_with_nic
-    for model in {d.get("model") for _, d in G.nodes(data=True)}:
-        if isinstance(model, str) and model not in DEVICES and "+" in model:
+    # only string models (an unhashable one is validate's to report, in one line)
+    for model in {d.get("model") for _, d in G.nodes(data=True) if isinstance(d.get("model"), str)}:
+        if model not in DEVICES and "+" in model:
             gpu, _, nic = model.rpartition("+")
             if gpu in DEVICES and nic in NICS:
                 gpu_with_nic(gpu, nic)
