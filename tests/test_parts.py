@@ -67,6 +67,14 @@ def test_a_gpu_nic_composite_counts_its_nic():
     assert bom.capex_usd == pytest.approx(want)
 
 
+def test_an_empty_override_keeps_the_catalog_and_a_loaded_catalog_is_used_as_is():
+    G = build("jalapeno-rack")
+    base = bill_of_materials(G)
+    assert base.capex_usd > 0
+    assert bill_of_materials(G, {}).capex_usd == base.capex_usd
+    assert bill_of_materials(G, load_parts()).capex_usd == base.capex_usd
+
+
 def test_an_asics_group_counts_every_asic():
     G = build("jalapeno-rack")
     G.nodes["r00/lsw0"]["asics"] = 3

@@ -197,7 +197,8 @@ def bill_of_materials(G: nx.Graph, parts: Mapping | str | Path | None = None) ->
     >>> [(line.part, line.count) for line in bom.lines if line.kind == "switch"]
     [('BCM78914', 6)]
     """
-    if parts is None or not (isinstance(parts, Mapping) and all(isinstance(v, Part) for v in parts.values())):
+    # a loaded catalog (non-empty, every value a Part) is used as is; anything else is an override
+    if not (isinstance(parts, Mapping) and parts and all(isinstance(v, Part) for v in parts.values())):
         parts = load_parts(parts)
     lines, unpriced = [], []
     capex = watts = 0.0
