@@ -285,22 +285,27 @@ _set_option = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
 @click.option("--all", "show_all", is_flag=True, help="List every finding, not just failures and notes.")
 @click.option("--no-hops", is_flag=True, help="Skip hop distances (faster on the biggest fabrics).")
 @click.option("--no-bisection", is_flag=True, help="Skip the bisection max-flow.")
-def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection):
+@click.option("--parts", "parts_file", type=click.Path(dir_okay=False), default=None,
+              help="TOML of part prices and power overriding the built-in ones (schema: topo/parts.toml).")
+def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection, parts_file):
     """Check a fabric's wiring against its devices' port, lane and bandwidth budgets.
 
     Reports totals (chips, switch ASICs, differential pairs on copper, optical links
     and ports, tier capacities) per fabric and per rack, each switch's down against up
-    bandwidth, lane-rate mismatches, hop diameter and mean between chips, and the
-    bisection bandwidth per direction with the halves it cuts.  Exits 1 when a budget
+    bandwidth, lane-rate mismatches, hop diameter and mean between chips, the
+    bisection bandwidth per direction with the halves it cuts, and the bill of
+    materials (parts counted from the graph, capex and power).  Exits 1 when a budget
     check fails.
     """
     from .topo.audit import audit
+    from .topo.parts import load_parts
+    parts = load_parts(parts_file)   # a bad file fails here, in one line, before the fabric is built
     G = load_fabric(fabric, sets)
     big = G.number_of_nodes() > 4000
     if big:
         _progress(f"auditing {G.number_of_nodes():,} nodes and {G.number_of_edges():,} links ...")
     t0 = time.perf_counter()
-    a = audit(G, hops=not no_hops, bisect=not no_bisection)
+    a = audit(G, hops=not no_hops, bisect=not no_bisection, parts=parts)
     if big:
         _progress(f"audit took {time.perf_counter() - t0:.1f} s")
     if as_json:
@@ -339,6 +344,7 @@ def _format_audit(a, show_all: bool) -> str:
             if not k.endswith("_per_rack")]
     out.append(_table(rows, ["total", "fabric", "per rack" if per_rack else ""]))
     out.append("")
+    out.extend(_format_bom(a))
     notes: dict[tuple, list] = {}
     for f in a.findings:
         if f.ok and f.note:
@@ -356,6 +362,21 @@ def _format_audit(a, show_all: bool) -> str:
     else:
         out.append(f"OK: all {len(a.findings):,} budget checks pass ({_CHECKS_COUNTED})")
     return "\n".join(out)
+
+
+def _format_bom(a) -> list[str]:
+    """The bill of materials table and its two totals; a part without a figure shows "-", never 0."""
+    def fig(v, fmt):
+        return "-" if v is None else fmt.format(v)
+    rows = [[b.kind, b.part, f"{b.count:,}", fig(b.price_usd, "{:,.0f}"), fig(b.watts, "{:,.4g}"),
+             fig(None if b.price_usd is None else b.count * b.price_usd, "{:,.0f}"),
+             fig(None if b.watts is None else b.count * b.watts / 1000, "{:,.3f}"), b.label] for b in a.bom]
+    out = ["Bill of materials (counted from the graph; figures and sources: topo/parts.toml, --parts):",
+           _table(rows, ["kind", "part", "count", "USD each", "W each", "USD", "kW", "label"]),
+           f"capex {a.capex_usd:,.0f} USD   power {a.power_kw:,.3f} kW   (sums over the parts with a figure)"]
+    if a.unpriced:
+        out.append(f"unpriced (not in the totals): {'; '.join(a.unpriced)}")
+    return out + [""]
 
 
 # what "N budget checks" counts: the same N on every run and option of one fabric (topo.audit.budget_findings)

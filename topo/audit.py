@@ -19,6 +19,7 @@ from .contract import (CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, ME
                        RANK, ROLE, SWITCH, TIER, asics_of, chips, forwarding_graph, params_of, validate)
 from .devices import DEVICES, Device
 from .errors import BadInput
+from .parts import bill_of_materials
 
 __all__ = ["Finding", "Audit", "audit", "budget_findings", "hop_stats", "HopStats", "bisection",
            "Bisection", "totals", "tier_levels", "chip_bandwidth"]
@@ -417,6 +418,12 @@ class Audit:
     findings: tuple
     inferred: str = ""       # the graph's ``inferred`` note: which figures are inferred, not published
     notes: tuple = ()        # how to read figures that are not what they seem (placeholder devices)
+    # bill of materials (topo.parts): BomLine per part counted from the graph, totals over the parts
+    # with a figure, and the parts without one (never counted as 0)
+    bom: tuple = ()
+    capex_usd: float | None = None
+    power_kw: float | None = None
+    unpriced: tuple = ()
 
     @property
     def ok(self) -> bool:
@@ -450,12 +457,17 @@ class Audit:
                 "bisection_GBps": self.bisection_GBps, "bisection_halves": self.bisection_halves,
                 "totals": self.totals, "per_rack": self.per_rack,
                 "findings": [f.as_dict() for f in self.findings], "inferred": self.inferred,
-                "notes": list(self.notes), "ok": self.ok}
+                "notes": list(self.notes), "bom": [b.as_dict() for b in self.bom], "capex_usd": self.capex_usd,
+                "power_kw": self.power_kw, "unpriced": list(self.unpriced), "ok": self.ok}
 
 
 def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool = True,
-          bisect: bool = True) -> Audit:
-    """Audit ``G``: budgets, totals (fabric and per rack), hop distances, bisection.
+          bisect: bool = True, parts=None) -> Audit:
+    """Audit ``G``: budgets, totals (fabric and per rack), hop distances, bisection, bill of materials.
+
+    The bill of materials (``bom``, ``capex_usd``, ``power_kw``, ``unpriced``) counts the graph's
+    parts by the rule in :mod:`fabricsim.topo.parts`; ``parts`` overrides the part figures (a
+    catalog from :func:`fabricsim.topo.parts.load_parts`, a TOML path or a mapping of that schema).
 
     ``hops=False`` skips the hop statistics and ``bisect=False`` the bisection; their
     figures are then ``None`` (JSON ``null``), not 0.
@@ -475,6 +487,7 @@ def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool =
         raise BadInput(f"{G.graph.get('name', 'graph')}: {len(bad)} contract violation(s): "
                        + "; ".join(map(str, bad[:3])) + more)
     findings = tuple(budget_findings(G, devices=devices))
+    bom = bill_of_materials(G, parts)
     tot = totals(G, devices=devices)
     racks = sorted({d["rack"] for _, d in G.nodes(data=True) if "rack" in d})
     per_rack = {}
@@ -511,4 +524,5 @@ def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool =
                  switches=int(tot["switch_asics"]), **hop_figures,
                  bisection_GBps=None if bi is None else bi.GBps, bisection_halves=None if bi is None else bi.halves,
                  totals=tot, per_rack=per_rack,
-                 findings=findings, inferred=str(G.graph.get("inferred", "")), notes=notes)
+                 findings=findings, inferred=str(G.graph.get("inferred", "")), notes=notes,
+                 bom=bom.lines, capex_usd=bom.capex_usd, power_kw=bom.power_kw, unpriced=bom.unpriced)
