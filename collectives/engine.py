@@ -40,7 +40,7 @@ from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput, TooLarge
 from .algorithms import ALGORITHMS, Phase, algorithms_for, phases, view_of
 from .cost.step_model import (DEFAULT_MESSAGE_OVERHEAD_NS, DEFAULT_STEP_OVERHEAD_NS, PhaseReport, PhaseTimes,
-                              StepModel, compose, phase_report)
+                              StepModel, compose, link_efficiency, phase_report)
 
 __all__ = ["CostReport", "PhaseReport", "PriceOptions", "PROTOCOL_CHOICES", "run", "busbw_factor", "solve_capacity_Bps",
            "PhasePlan", "SolvedPhases", "PhaseTimes", "plan", "solve", "cost", "in_network_flows",
@@ -310,7 +310,8 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
     :func:`plan`, then :func:`solve` and :func:`cost` each candidate, keep the cheapest."""
     p = plan(G, collective, groups, opts, traffic=traffic, reference=reference)
     groups, size_bytes, model, broken_info = p.groups, p.size_bytes, p.model, p.broken
-    broken = [i for i in range(len(groups)) if i not in set(p.group_ids)]
+    kept = set(p.group_ids)
+    broken = [i for i in range(len(groups)) if i not in kept]
     ok_idx = list(p.group_ids)
     n = p.group_size
     if not p.live:
@@ -389,12 +390,11 @@ class SolvedPhases:
     links: tuple = ()            # per phase: the links its flows use (indices into the link table)
 
 
-def _capacity(table, solve_eff: float, link_efficiency: dict | None) -> np.ndarray:
-    raw = np.asarray(table.capacity_Bps, dtype=np.float64)
-    if link_efficiency:
+def _capacity(raw: np.ndarray, tier_of: np.ndarray, solve_eff: float, tier_eff: dict | None) -> np.ndarray:
+    """The solve's link capacities: raw line rate x the given efficiency, or each tier's family's fraction."""
+    if tier_eff:
         # tiers of different families: each link runs at its own family's delivered rate
-        tier_of = np.asarray(table.tier).astype(str).tolist()
-        return raw * np.array([link_efficiency.get(t, 1.0) for t in tier_of])
+        return raw * np.array([tier_eff.get(t, 1.0) for t in tier_of.tolist()])
     return raw * solve_eff
 
 
@@ -406,24 +406,21 @@ def solve_capacity_Bps(G: nx.Graph, opts: PriceOptions, table=None) -> np.ndarra
     A phase report's ``rate_scale`` is relative to these.
     """
     from ..topo import routing
+    from .cost.family import families_of
     table = table if table is not None else routing.link_table(G)
-    model = StepModel(G, "all-reduce", opts)
-    return _capacity(table, opts.efficiency if opts.efficiency is not None else 1.0, model.link_efficiency())
+    return _capacity(np.asarray(table.capacity_Bps, dtype=np.float64), np.asarray(table.tier).astype(str),
+                     opts.efficiency if opts.efficiency is not None else 1.0, link_efficiency(families_of(G), opts))
 
 
 def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: PriceOptions, reference,
-           traffic=None, link_efficiency: dict | None = None) -> SolvedPhases:
+           traffic=None, tier_eff: dict | None = None) -> SolvedPhases:
     from ..topo import routing
     plist = phases(collective, algorithm, groups, size_bytes, view, traffic=traffic)
     table = routing.link_table(G)
     solve_eff = opts.efficiency if opts.efficiency is not None else 1.0
     raw = np.asarray(table.capacity_Bps, dtype=np.float64)
     tier_of = np.asarray(table.tier).astype(str)
-    if link_efficiency:
-        # tiers of different families: each link runs at its own family's delivered fraction
-        cap = raw * np.array([link_efficiency.get(t, 1.0) for t in tier_of.tolist()])
-    else:
-        cap = raw * solve_eff
+    cap = _capacity(raw, tier_of, solve_eff, tier_eff)
     link_bytes = np.zeros(len(cap))
     notes = []
     bw_total = 0.0
@@ -441,8 +438,8 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
         used_links.append(used)
         crossed.append(tuple(sorted(set(tier_of[used].tolist()))))
         total = ph.n_flows * ph.flow_bytes
-        shares.append(ph.bytes_across(view.domain, st.reach) / total
-                      if view.domain is not None and not ph.in_network and total > 0 else None)
+        across = ph.bytes_across(view.domain, st.reach) if view.domain is not None and not ph.in_network else None
+        shares.append(across / total if across is not None and total > 0 else None)
         if st.note:
             sym_notes.add(st.note)
         n_unreachable += st.unreachable
@@ -450,8 +447,8 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
         relayed += st.relayed
         link_bytes += ph.repeat * st.link_bytes
         bw_total += ph.repeat * st.time_s
-        if view.domain is not None and not ph.in_network:
-            cross_bytes += ph.repeat * ph.bytes_across(view.domain, st.reach)
+        if across is not None:
+            cross_bytes += ph.repeat * across
         st.saturated = int(np.sum(st.link_bytes >= cap * st.time_s * (1 - 1e-9))) if st.time_s > 0 else 0
         steps.append(st)
         messages.append(ph.messages_per_rank())
@@ -485,7 +482,7 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
     return SolvedPhases(tuple(plist), tuple(steps), tuple(messages), solve_eff, len(groups), tuple(bottlenecks),
                    {"count": n_unreachable, "examples": _examples(unreachable_pairs, by_rank)},
                    tuple(notes), _frozen(link_bytes), _frozen(util), _method(plist, steps, opts),
-                   tuple(crossed), tuple(shares), bool(link_efficiency), tuple(used_links))
+                   tuple(crossed), tuple(shares), bool(tier_eff), tuple(used_links))
 
 
 # which fold is the most telling when phases differ: the costliest path wins the headline

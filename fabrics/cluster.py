@@ -35,8 +35,7 @@ import networkx as nx
 
 from ..topo.builders import check_size
 from ..topo.errors import BadInput
-from .devices import gpu_with_nic
-from .hgx import GPUS, NODE_TYPES, families_json, nic_rate, nvlink_node, scale_out
+from .hgx import GPUS, NODE_TYPES, families_json, nic_rate, nvlink_node, scale_out, with_nics
 from .instinct import AMD_NODE_TYPES, xgmi_node
 from .nvl72 import GPUS as NVL72_GPUS
 from .nvl72 import GPUS_PER_TRAY, nvl72
@@ -118,10 +117,7 @@ def rail_cluster(*, gpu: Literal["a100", "h100", "h200", "b200", "b300", "mi300x
     check_size(f"a rail cluster of {nodes:,} nodes", nodes=nodes * (GPUS + len(t.links)) + 2 * GPUS * nodes,
                links=nodes * (per_node_links + 2 * GPUS))
     node = nvlink_node(t) if t.switch else xgmi_node(gpu)
-    model = gpu_with_nic(t.gpu, t.nic).name
-    for n, d in node.nodes(data=True):
-        if d["kind"] == "chip":
-            d["model"] = model
+    with_nics(node, t.gpu, t.nic)
     w = len(str(nodes - 1))
     G = nx.Graph(routing="ecmp")
     for n in range(nodes):
@@ -184,10 +180,7 @@ def nvl72_cluster(*, generation: Literal["gb200", "gb300"] = "gb200", racks: int
     check_size(f"an NVL72 cluster of {racks:,} racks", nodes=racks * (NVL72_GPUS + 18) * 2,
                links=racks * NVL72_GPUS * (18 + 2))
     rack = nvl72(generation=generation)
-    model = gpu_with_nic(gpu, nic).name
-    for _, d in rack.nodes(data=True):
-        if d["kind"] == "chip":
-            d["model"] = model
+    with_nics(rack, gpu, nic)
     w = len(str(racks - 1))
     G = nx.Graph(routing="ecmp")
     for r in range(racks):

@@ -219,6 +219,14 @@ def scale_out(G: nx.Graph, rails: list[list], *, nic_gbps: float, leaf_model: st
                        medium="optical", tier="spine", latency_ns=OPTICAL_NS)
 
 
+def with_nics(G: nx.Graph, gpu: str, nic: str) -> None:
+    """Every chip of ``G`` becomes the ``"<gpu>+<nic>"`` device: a GPU whose NIC port is part of its budget."""
+    model = gpu_with_nic(gpu, nic).name
+    for _, d in G.nodes(data=True):
+        if d.get("kind") == CHIP:
+            d["model"] = model
+
+
 def nic_rate(nic_gbps, default: float) -> float:
     """``nic_gbps`` checked (0 means the node type's default rate)."""
     if nic_gbps == 0:
@@ -233,9 +241,7 @@ def hgx_node(kind: str, *, nics: int, nic_gbps: float) -> nx.Graph:
     rate = nic_rate(nic_gbps, t.nic_gbps)
     G = nvlink_node(t)
     if nics:
-        model = gpu_with_nic(t.gpu, t.nic).name
-        for g in range(GPUS):
-            G.nodes[f"gpu{g}"]["model"] = model
+        with_nics(G, t.gpu, t.nic)
         scale_out(G, [[f"gpu{g}"] for g in range(GPUS)], nic_gbps=rate, leaf_model=t.leaf)
     G.graph.update(generation=kind, family=t.family, families=families_json(G, "nvlink", t.family, t.network),
                    inferred="link latencies inferred (2 ns board, 50 ns optics); NVSwitch latency inferred")

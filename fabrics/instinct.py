@@ -34,8 +34,7 @@ import networkx as nx
 from ..topo.builders import full_mesh
 from ..topo.devices import Device, register_device
 from ..topo.errors import BadInput
-from .devices import gpu_with_nic
-from .hgx import NodeType, check_nics, families_json, nic_rate, scale_out
+from .hgx import NodeType, check_nics, families_json, nic_rate, scale_out, with_nics
 from .registry import register
 
 __all__ = ["instinct", "instinct_node", "xgmi_node", "GENERATIONS", "NODE_GENERATIONS", "AMD_NODE_TYPES"]
@@ -165,9 +164,7 @@ def instinct_node(*, generation: Literal["mi300x", "mi325x", "mi355x"] = "mi355x
     rate = nic_rate(nic_gbps, t.nic_gbps)
     G = xgmi_node(generation)
     if nics:
-        model = gpu_with_nic(t.gpu, t.nic).name
-        for g in range(GPUS):
-            G.nodes[f"gpu{g}"]["model"] = model
+        with_nics(G, t.gpu, t.nic)
         scale_out(G, [[f"gpu{g}"] for g in range(GPUS)], nic_gbps=rate, leaf_model=t.leaf)
     G.graph.update(generation=generation, family=t.family, families=families_json(G, "xgmi", t.family, t.network),
                    inferred="link latency inferred (300 ns xGMI, 50 ns optics); leaf switch inferred")

@@ -53,7 +53,8 @@ if TYPE_CHECKING:                      # types only: the engine imports this mod
 
     from ..engine import PriceOptions, SolvedPhases
 
-__all__ = ["PhaseReport", "PhaseTimes", "StepModel", "compose", "phase_report", "DEFAULT_STEP_OVERHEAD_NS",
+__all__ = ["PhaseReport", "PhaseTimes", "StepModel", "compose", "phase_report", "link_efficiency",
+           "DEFAULT_STEP_OVERHEAD_NS",
            "DEFAULT_MESSAGE_OVERHEAD_NS"]
 
 # Per-step overhead of the ideal model when a fabric sets none: ~1 us covers a kernel's
@@ -101,6 +102,14 @@ class PhaseTimes:
     channels: int | None = None          # the channels the call runs on (None: the ideal model has none)
 
 
+def link_efficiency(families, opts: "PriceOptions") -> dict | None:
+    """Per-tier delivered fractions the solve runs at where the tiers' families differ, else None
+    (the solve then runs at one scale, applied after): protocol models without a given efficiency."""
+    if opts.protocol == "ideal" or opts.efficiency is not None or not families.mixed:
+        return None
+    return {t: f.efficiency for t, f in families.by_tier.items()}
+
+
 class StepModel:
     """The step model's parameters for one price: options, calibration and the fabric's families."""
 
@@ -113,9 +122,7 @@ class StepModel:
 
     def link_efficiency(self):
         """Per-tier delivered fractions for the solve where tiers differ, else None (one scale after)."""
-        if self.opts.protocol == "ideal" or self.opts.efficiency is not None or not self.families.mixed:
-            return None
-        return {t: f.efficiency for t, f in self.families.by_tier.items()}
+        return link_efficiency(self.families, self.opts)
 
     def protocols(self, algorithm: str) -> tuple[str, ...]:
         p = self.opts.protocol
