@@ -103,11 +103,10 @@ def load_fabric(spec: str, sets: tuple[str, ...] = (), hint: str = "FABRIC"):
             from .fabrics.userfile import load_fabric as load_file
             return load_file(spec, **params)
         return _fabrics.build(spec, **params)
-    except FabricError as exc:
-        raise click.BadParameter(str(exc), param_hint=hint) from None
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--set" if params and spec in _fabrics.FABRICS
-                                 else hint) from None
+    except ValueError as exc:   # FabricError included: a catalog builder's refusal names the key it is about
+        msg = str(exc)
+        about_set = spec in _fabrics.FABRICS and any(msg.startswith(f"{k}=") for k in params)
+        raise click.BadParameter(msg, param_hint="--set" if about_set else hint) from None
 
 
 def _is_dir(spec: str) -> bool:

@@ -327,3 +327,13 @@ def test_library_build_errors_are_fabric_errors(call):
     from fabricsim.topo.errors import FabricError
     with pytest.raises(FabricError):
         call()
+
+
+def test_a_bad_set_value_names_set_not_fabric():
+    """A builder's refusal of a --set value points at --set (the name itself was fine)."""
+    res = CliRunner().invoke(main, ["price", "all-reduce", "--fabric", "rail-cluster", "--set", "gpu=h10",
+                                    "--size", "1GiB"])
+    assert res.exit_code == 2
+    assert res.output.strip().splitlines()[-1].startswith("Error: Invalid value for --set: gpu='h10' is not valid")
+    res = CliRunner().invoke(main, ["price", "all-reduce", "--fabric", "rail_cluster", "--size", "1GiB"])
+    assert res.output.strip().splitlines()[-1].startswith("Error: Invalid value for --fabric: unknown fabric")
