@@ -10,8 +10,9 @@ def test_jalapeno_figures_and_fallback():
     a = accelerator("jalapeno")
     assert a.flops("fp4") == 13.4e15
     assert a.flops("fp8") == 3.4e15
-    assert a.flops("bf16") if "bf16" in a.flops_per_s else True
     assert a.hbm_bytes == 216 * 2**30
+    with pytest.raises(BadInput, match="bf16 or wider"):
+        a.flops("bf16")          # no bf16 figure is published for Jalapeño
 
 
 def test_unknown_names_the_choices():
