@@ -135,3 +135,34 @@ def test_cli_json_and_fabric_files(tmp_path):
     bad.write_text('builder = "rail-cluster"\n[vary]\nnic_gbs = [1]\n[workload]\njobs = [{collective = "all-reduce"}]\n')
     res = CliRunner().invoke(main, ["design", str(bad)])
     assert res.exit_code == 1 and "nic_gbps" in res.output.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_two_hundred_designs_front_equals_brute_force(seed=1, objectives={"minimize": ["time_s", "power_kw",
+                                                                                  "capex_usd"]}):
+    # (the fast tests above cover two more objective sets on a 16-design space)
+    rng = np.random.default_rng(seed)
+    nic = sorted(rng.choice(np.arange(100, 1650, 50), size=10, replace=False).tolist())
+    sp = _space(set={}, vary={"nodes": [2, 4], "nic_gbps": nic, "spine_oversubscription": [1, 2],
+                              "gpu": ["h100", "b200", "mi300x"], "sharp": [False, True]},
+                objectives=objectives)
+    assert sp.size == 240
+    fast, brute = design(sp, build=build), design(sp, build=build, prune=False)
+    assert fast.pareto == brute.pareto
+    assert fast.pruned > 0
+
+
+def test_dask_local_cluster_gives_the_same_front():
+    pytest.importorskip("dask.distributed")
+    from dask.distributed import LocalCluster
+    from fabricsim.collectives.whatif.dask_runner import sweep_runner
+    sp = _space(vary={"nic_gbps": [200, 400, 800], "spine_oversubscription": [1, 2]})
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        runner = sweep_runner(1, cluster.scheduler_address)
+        try:
+            r = design(sp, build=build, runner=runner)
+        finally:
+            runner.close()
+    local = design(sp, build=build)
+    assert r.pareto == local.pareto
+    assert [p.objectives for p in r.points] == [p.objectives for p in local.points]
