@@ -58,6 +58,7 @@ class DesignPoint:
     reason: str = ""
     bound_time_s: float = math.nan
     seconds: float = 0.0
+    timings: dict = field(default_factory=dict, compare=False)   # bound_s, price_s: wall seconds spent
 
     def as_dict(self) -> dict[str, Any]:
         def num(v):
@@ -155,7 +156,8 @@ class _Task:
     params_text: dict                # every builder parameter as --set text (built)
     space: DesignSpace
     build: Builder
-    front: tuple = ()                # (objective vector, bound-free) of priced designs so far
+    front: tuple = ()                # (objective vector, parameters) of the front priced so far
+    use_bound: bool = True           # compute the link-load bound (off once bounds cost as much as prices)
 
 
 def _cheap(space: DesignSpace, G: nx.Graph) -> dict[str, float]:
@@ -228,9 +230,11 @@ def evaluate(task: _Task) -> tuple[int, DesignPoint]:
     t0 = time.perf_counter()
     space = task.space
 
+    spent: dict[str, float] = {}
+
     def done(status, objectives=None, reason="", bound=math.nan):
         return task.index, DesignPoint(dict(task.params), status, dict(objectives or {}), reason, bound,
-                                       time.perf_counter() - t0)
+                                       time.perf_counter() - t0, spent)
 
     try:
         G = task.build(space.builder, **task.params_text)
@@ -241,13 +245,17 @@ def evaluate(task: _Task) -> tuple[int, DesignPoint]:
             return done("pruned", objectives, why)
         jobs = _jobs(space, G)
         bound = math.nan
-        if len(jobs) == 1 and "time_s" in space.objectives:
+        if len(jobs) == 1 and "time_s" in space.objectives and task.use_bound:
+            t1 = time.perf_counter()
             bound = _bound_s(G, jobs[0])
+            spent["bound_s"] = time.perf_counter() - t1
             why = _violated(space, {"time_s": bound}) or _dominated_by_bound(space, values, bound, task.front)
             if why:
                 return done("pruned", objectives, why, bound)
         if "time_s" in space.objectives or any(c.startswith("time_s") for c in space.constraints):
+            t1 = time.perf_counter()
             objectives["time_s"] = mix(G, jobs).makespan_s
+            spent["price_s"] = time.perf_counter() - t1
         if "worst_n1_slowdown" in space.objectives:
             objectives["worst_n1_slowdown"] = _worst_n1(space, task.params_text)
         why = _violated(space, objectives)
@@ -287,6 +295,7 @@ def design(space: DesignSpace, *, build: Builder, runner=None, wave: int | None 
     front: list[tuple] = []
     senses = _senses(space)
     t0 = last = time.perf_counter()
+    use_bound = prune
     for lo in range(0, len(designs), wave):
         tasks = []
         for i in range(lo, min(lo + wave, len(designs))):
@@ -296,9 +305,10 @@ def design(space: DesignSpace, *, build: Builder, runner=None, wave: int | None 
                 continue
             cache[key] = i
             tasks.append(_Task(i, key, designs[i], space.params_text(designs[i]), space, build,
-                               tuple(front) if prune else ()))
+                               tuple(front) if prune else (), use_bound))
         for i, point in runner.map(evaluate, tasks):
             points[i] = point
+        use_bound = use_bound and _bounds_pay(points[:lo + wave])
         priced = [p for p in points[:lo + wave] if p is not None and p.status == "ok"]
         if priced:
             vals = np.array([[p.objectives[o] for o in space.objectives] for p in priced])
@@ -317,6 +327,18 @@ def design(space: DesignSpace, *, build: Builder, runner=None, wave: int | None 
         vals = np.array([[points[i].objectives[o] for o in space.objectives] for i in ok])
         pareto = tuple(ok[k] for k in np.flatnonzero(pareto_mask(vals, senses)))
     return DesignResult(space, tuple(points), pareto, time.perf_counter() - t0)
+
+
+def _bounds_pay(points: Sequence[DesignPoint | None]) -> bool:
+    """Whether computing bounds saves time: what the pruned designs' prices would have cost
+    (the mean price time) against what every bound cost.  Pruning stays exact either way;
+    only its work is skipped once bounds cost more than they save."""
+    bounds = [p.timings["bound_s"] for p in points if p is not None and "bound_s" in p.timings]
+    prices = [p.timings["price_s"] for p in points if p is not None and "price_s" in p.timings]
+    if len(bounds) < 8 or not prices:
+        return True
+    saved = sum(p.status == "pruned" and "bound_s" in p.timings for p in points if p is not None)
+    return saved * (sum(prices) / len(prices)) > sum(bounds)
 
 
 def _short(params: dict) -> str:
