@@ -174,3 +174,18 @@ def test_groq_is_sram_resident():
     assert math.isnan(g.hbm_bytes) and math.isnan(g.hbm_Bps)
     assert g.sram_bytes == 500e6 and g.sram_Bps == 150e12
     assert g.sram_bytes * 256 == 128e9       # 128 GB of SRAM per 256-chip LPX rack (NVIDIA)
+
+
+# --------------------------------------------------------------------------- a user fabric file
+def test_user_fabric_file_names_its_accelerator(tmp_path):
+    from fabricsim.fabrics.userfile import export_fabric, load_fabric
+    p = tmp_path / "t.toml"
+    p.write_text('accelerator = "ironwood"\nbuilder = "torus"\n[params]\ndims = [4, 4]\n')
+    G = load_fabric(p)
+    assert accelerator_of(G).name == "ironwood"
+    back = load_fabric(export_fabric(G, tmp_path / "t.json"))
+    assert accelerator_of(back).name == "ironwood"        # survives export and reload
+    p.write_text('accelerator = "ironwod"\nbuilder = "torus"\n[params]\ndims = [4, 4]\n')
+    with pytest.raises(BadInput, match="ironwod.*ironwood") as e:
+        load_fabric(p)
+    assert "\n" not in str(e.value)
