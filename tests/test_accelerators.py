@@ -128,6 +128,7 @@ def test_every_entry_has_package_tdp_and_a_memory():
         assert (math.isfinite(a.hbm_bytes) and math.isfinite(a.hbm_Bps)) or \
             (a.sram_bytes > 0 and math.isfinite(a.sram_Bps)), name
         assert a.chip_models and a.sources, name
+        assert math.isnan(a.usd_per_chip_hour) or a.usd_per_chip_hour > 0, name   # a price only where sourced
 
 
 def test_every_figure_in_the_toml_carries_a_label():
