@@ -125,7 +125,7 @@ def rail_cluster(*, gpu: Literal["a100", "h100", "h200", "b200", "b300", "mi300x
     rails = [[f"n{n:0{w}d}/gpu{r}" for n in range(nodes)] for r in range(GPUS)]
     scale_out(G, rails, nic_gbps=rate, leaf_model=t.leaf, spine=True, oversubscription=spine_oversubscription,
               sharp=sharp)
-    G.graph.update(generation=gpu, family=t.family, families=families_json(G, t.tier, t.family, t.network),
+    G.graph.update(generation=gpu, accelerator=gpu, family=t.family, families=families_json(G, t.tier, t.family, t.network),
                    inferred="link latencies inferred (board / xGMI, 50 ns optics)"
                             + ("; RoCE leaf switch (Tomahawk 5) inferred" if t.network == "roce" else ""))
     return G
@@ -189,7 +189,7 @@ def nvl72_cluster(*, generation: Literal["gb200", "gb300"] = "gb200", racks: int
              for s in range(GPUS_PER_TRAY)]
     scale_out(G, rails, nic_gbps=rate, leaf_model=leaf, spine=True, oversubscription=spine_oversubscription,
               sharp=sharp)
-    G.graph.update(generation=generation, family="nvlink5", families=families_json(G, "nvlink", "nvlink5",
+    G.graph.update(generation=generation, accelerator=generation, family="nvlink5", families=families_json(G, "nvlink", "nvlink5",
                                                                                    "infiniband"),
                    inferred="rail = GPU slot in its compute tray (4 rails) inferred; link latencies inferred")
     return G
