@@ -166,3 +166,37 @@ def test_dask_local_cluster_gives_the_same_front():
     local = design(sp, build=build)
     assert r.pareto == local.pareto
     assert [p.objectives for p in r.points] == [p.objectives for p in local.points]
+
+
+def test_rail_only_cluster_has_no_spine_and_relays_through_nvlink():
+    from fabricsim.topo.parts import bill_of_materials
+    from fabricsim.topo.routing import route
+    ro, sp = build("rail-cluster", nodes=2, rail_only=True), build("rail-cluster", nodes=2)
+    assert not any(d.get("role") == "spine" for _, d in ro.nodes(data=True))
+    assert sum(ln.count for ln in bill_of_materials(ro).lines if ln.kind == "switch") < \
+        sum(ln.count for ln in bill_of_materials(sp).lines if ln.kind == "switch")
+    # GPU 0 of node 0 to GPU 3 of node 1: no rail joins them, so the route relays in node 0
+    r = route(ro, [0], [11])
+    assert r.relay_rank is not None and int(r.relay_rank[0]) == 3
+    with pytest.raises(BadInput, match="rail_only"):
+        build("rail-cluster", rail_only=True, spine_oversubscription=2)
+
+
+def test_rail_only_prices_rail_aligned_all_reduce_as_the_spine_does():
+    from fabricsim.collectives import price
+    groups = [tuple(range(r, 32, 8)) for r in range(8)]       # one GPU per node, each group on one rail
+    a, b = (price(build("rail-cluster", nodes=4, rail_only=ro), "all-reduce", groups=groups,
+                  size_bytes=2**28, algorithm="ring") for ro in (False, True))
+    assert b.time_s == pytest.approx(a.time_s, rel=1e-9)
+
+
+@pytest.mark.slow
+def test_rail_only_example_is_current():
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, str(root / "examples" / "design_rail_only.py"), "--no-write"],
+                         capture_output=True, text=True, timeout=600, check=True).stdout
+    assert out.strip() == (root / "docs" / "design.md").read_text().strip(), \
+        "docs/design.md is stale: run examples/design_rail_only.py"

@@ -138,9 +138,9 @@ def _fmt(name: str, v) -> str:
         return "-"
     if name == "time_s":
         return f"{v * 1e6:,.2f} us"
-    if name in ("capex_usd", "capex_per_chip_usd"):
+    if name in ("capex_usd", "capex_per_chip_usd", "network_capex_usd"):
         return f"${v:,.0f}"
-    if name == "power_kw":
+    if name in ("power_kw", "network_power_kw"):
         return f"{v:,.1f} kW"
     if name == "chips":
         return f"{int(v):,}"
@@ -163,7 +163,10 @@ class _Task:
 def _cheap(space: DesignSpace, G: nx.Graph) -> dict[str, float]:
     bom = bill_of_materials(G, space.parts)
     chips = sum(1 for _, d in G.nodes(data=True) if d.get("kind") == "chip")
+    net = [ln for ln in bom.lines if ln.kind != "chip"]
     return {"capex_usd": bom.capex_usd, "power_kw": bom.power_kw, "chips": float(chips),
+            "network_capex_usd": sum(ln.count * ln.price_usd for ln in net if ln.price_usd is not None),
+            "network_power_kw": sum(ln.count * ln.watts for ln in net if ln.watts is not None) / 1000,
             "capex_per_chip_usd": bom.capex_usd / chips if chips else math.nan}
 
 
