@@ -396,18 +396,19 @@ def _audit_failures(a, failed) -> list[str]:
     return out
 
 
-EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml"), "simai": (".txt",)}
+EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml"), "simai": (".txt",),
+                  "infragraph": (".json",)}
 
 
 @main.command("export")
 @click.argument("fabric")
 @_set_option
 @click.option("-o", "--output", "output", required=True, type=_OutputPath(sum(EXPORT_FORMATS.values(), ())),
-              help="Output file: .graphml, .json (node-link), .yml (ASTRA-sim network config) or .txt "
-                   "(SimAI ns-3 topology).")
+              help="Output file: .graphml, .json (node-link, or InfraGraph with --format infragraph), .yml "
+                   "(ASTRA-sim network config) or .txt (SimAI ns-3 topology).")
 @click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default=None,
-              help="graphml | json | astra-sim | simai (default: from the -o extension; .yml/.yaml is astra-sim, "
-                   ".txt simai).")
+              help="graphml | json | astra-sim | simai | infragraph (default: from the -o extension; .yml/.yaml "
+                   "is astra-sim, .txt simai, .json node-link).")
 def export_cmd(fabric, sets, output, fmt):
     """Write a fabric's graph (GraphML, node-link JSON) or an ASTRA-sim 2.x network config.
 
@@ -417,6 +418,9 @@ def export_cmd(fabric, sets, output, fmt):
     ``--format simai`` writes SimAI's ns-3 topology text (header, switch ids, one
     ``src dst bandwidth latency error_rate`` line per link) and, since SimAI reads no
     comments, the losses and the graph node of every id to FILE.json beside it.
+    ``--format infragraph`` writes an InfraGraph document (ASTRA-sim 3.0; needs
+    ``pip install 'fabricsim[infragraph]'``) that ``fabricsim import infragraph`` reads back;
+    what InfraGraph has no field for rides in its annotations, listed on stderr.
     """
     suffix = Path(output).suffix.lower()
     fmt = fmt or next(f for f, sfx in EXPORT_FORMATS.items() if suffix in sfx)
@@ -450,6 +454,19 @@ def export_cmd(fabric, sets, output, fmt):
             for loss in topo.losses:
                 _progress(f"the SimAI mapping loses: {loss}")
             return
+        if fmt == "infragraph":
+            from .topo.errors import BadInput
+            from .topo.export import write_infragraph
+            try:
+                doc = write_infragraph(G, output)
+            except BadInput as exc:
+                raise click.ClickException(str(exc)) from None
+            infra = doc.infrastructure
+            click.echo(f"wrote {output}: {sum(i['count'] for i in infra['instances']):,} device instances, "
+                       f"{len(infra['links']):,} link classes, {len(infra['edges']):,} edges (InfraGraph)", err=True)
+            for note in doc.notes:
+                _progress(f"InfraGraph carries only as annotations: {note}")
+            return
         from .fabrics.userfile import export_fabric
         export_fabric(G, output)
     except OSError as exc:
@@ -464,6 +481,7 @@ def import_grp():
     \b
       fabricsim import nccl-topo topo.xml -o node.json      an NCCL_TOPO_DUMP_FILE dump
       fabricsim import nccl-topo topo.xml --nodes 4 -o cluster.json
+      fabricsim import infragraph infra.json -o fabric.json   an InfraGraph document (ASTRA-sim 3.0)
     """
 
 
@@ -499,6 +517,36 @@ def import_nccl_topo(xml_file, nodes, nic_gbps, spine_oversubscription, output):
     chips = sum(1 for _, d in G.nodes(data=True) if d["kind"] == "chip")
     click.echo(f"wrote {output}: {chips:,} GPUs, {G.number_of_nodes() - chips:,} switches, "
                f"{G.number_of_edges():,} links ({G.graph['families']})", err=True)
+    for what in ("inferred", "notes"):
+        if G.graph.get(what):
+            _progress(f"{what}: {G.graph[what]}")
+
+
+@import_grp.command("infragraph")
+@click.argument("ig_file", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "output", required=True, type=_OutputPath((".json", ".graphml")),
+              help="Fabric file to write: .json (node-link) or .graphml; every command takes it as FABRIC.")
+def import_infragraph(ig_file, output):
+    """Build a fabric from an InfraGraph document (.json, .yaml; needs fabricsim[infragraph]).
+
+    xpu components become chips, switch components switches, nic and port components are
+    joined through; a file written by ``export --format infragraph`` reads back into the same
+    graph. A malformed file exits 2 with one line naming the element.
+    """
+    from .fabrics.infragraph_io import read_infragraph
+    from .fabrics.userfile import export_fabric
+    from .topo.errors import BadInput
+    try:
+        G = read_infragraph(ig_file)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="FILE") from None
+    try:
+        export_fabric(G, output)
+    except OSError as exc:
+        raise _write_error(exc, output) from None
+    chips = sum(1 for _, d in G.nodes(data=True) if d["kind"] == "chip")
+    click.echo(f"wrote {output}: {chips:,} chips, {G.number_of_nodes() - chips:,} switches, "
+               f"{G.number_of_edges():,} links", err=True)
     for what in ("inferred", "notes"):
         if G.graph.get(what):
             _progress(f"{what}: {G.graph[what]}")
