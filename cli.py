@@ -482,6 +482,7 @@ def import_grp():
       fabricsim import nccl-topo topo.xml -o node.json      an NCCL_TOPO_DUMP_FILE dump
       fabricsim import nccl-topo topo.xml --nodes 4 -o cluster.json
       fabricsim import infragraph infra.json -o fabric.json   an InfraGraph document (ASTRA-sim 3.0)
+      fabricsim import chakra traces/ -o jobs.toml          Chakra execution traces, for mix
     """
 
 
@@ -550,6 +551,35 @@ def import_infragraph(ig_file, output):
     for what in ("inferred", "notes"):
         if G.graph.get(what):
             _progress(f"{what}: {G.graph[what]}")
+
+
+@import_grp.command("chakra")
+@click.argument("trace_dir", metavar="DIR", type=click.Path(file_okay=False))
+@click.option("-o", "--output", "output", required=True, type=_OutputPath((".toml",)),
+              help="Mix file to write ([[job]] tables); price it with fabricsim mix FILE --fabric F.")
+def import_chakra(trace_dir, output):
+    """Turn Chakra execution traces (<prefix>.<rank>.et per rank) into a mix TOML (needs fabricsim[chakra]).
+
+    Collective nodes become jobs on their process groups' ranks, compute nodes with a
+    duration delays, dependencies ``after``. A malformed trace exits 2 with one line naming
+    the file and the node.
+    """
+    from .collectives.jobs.chakra import jobs_toml, load_chakra
+    from .topo.errors import BadInput
+    try:
+        w = load_chakra(trace_dir)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="DIR") from None
+    try:
+        Path(output).write_text(f"# from the Chakra traces in {trace_dir}, written by fabricsim\n"
+                                + "".join(f"# {n}\n" for n in w.notes) + "\n" + jobs_toml(w.jobs), encoding="utf-8")
+    except OSError as exc:
+        raise _write_error(exc, output) from None
+    n_delay = sum(j.collective == "delay" for j in w.jobs)
+    click.echo(f"wrote {output}: {len(w.jobs) - n_delay:,} collectives, {n_delay:,} delays, {w.ranks:,} ranks, "
+               f"{len(w.groups):,} process groups", err=True)
+    for note in w.notes:
+        _progress(f"chakra: {note}")
 
 
 @main.command("draw")
@@ -2021,7 +2051,10 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
 
 # --------------------------------------------------------------------------- mix (issue 15)
 @main.command("mix")
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("spec", type=click.Path(dir_okay=False), required=False)
+@click.option("--chakra", "chakra_dir", type=click.Path(file_okay=False), default=None,
+              help="Instead of SPEC: a directory of Chakra execution traces (<prefix>.<rank>.et, optional "
+                   "communicator-group JSON); needs fabricsim[chakra].")
 @click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
 @_set_option
 @click.option("--split", type=click.Choice(["equal", "capacity"]), default="equal", show_default=True,
@@ -2034,7 +2067,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
 @click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
               "(default: the fabric's, else 1 us).")
 @click.option("--json", "as_json", is_flag=True, help="Print the mix result as JSON (schema in README).")
-def mix_cmd(spec, fabric, sets, split, tiers, efficiency, step_latency_us, as_json):
+def mix_cmd(spec, chakra_dir, fabric, sets, split, tiers, efficiency, step_latency_us, as_json):
     """Run several collectives at once: [[job]] tables sharing the links in one max-min solve.
 
     \b
@@ -2043,14 +2076,27 @@ def mix_cmd(spec, fabric, sets, split, tiers, efficiency, step_latency_us, as_js
     \b
     Example:
       fabricsim mix jobs.toml --fabric jalapeno-rack --json
+      fabricsim mix --chakra traces/ --fabric nvl72      collectives of Chakra traces, compute as delays
     """
     from .collectives import jobs as J
     from .topo.errors import BadInput
+    if (spec is None) == (chakra_dir is None):
+        raise click.UsageError("give a SPEC file or --chakra DIR (one of them)")
     G = load_fabric(fabric, sets)
     eff, step_ns, _ = _calibration(efficiency, step_latency_us, None)
     t0 = time.perf_counter()
     try:
-        jobs = J.load_jobs(spec, G)
+        if chakra_dir is not None:
+            from .collectives.jobs.chakra import load_chakra
+            try:
+                w = load_chakra(chakra_dir)
+            except BadInput as exc:
+                raise click.BadParameter(str(exc), param_hint="--chakra") from None
+            jobs = list(w.jobs)
+            for note in w.notes:
+                _progress(f"chakra: {note}")
+        else:
+            jobs = J.load_jobs(spec, G)
         r = J.mix(G, jobs, split=split, tiers=tiers, efficiency=eff, step_overhead_ns=step_ns, progress=_progress)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="SPEC") from None
