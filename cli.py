@@ -463,7 +463,8 @@ def export_cmd(fabric, sets, output, fmt):
                 raise click.ClickException(str(exc)) from None
             infra = doc.infrastructure
             click.echo(f"wrote {output}: {sum(i['count'] for i in infra['instances']):,} device instances, "
-                       f"{len(infra['links']):,} link classes, {len(infra['edges']):,} edges (InfraGraph)", err=True)
+                       f"{G.number_of_edges():,} bundles in {len(infra['edges']):,} edge entries of "
+                       f"{len(infra['links']):,} link classes (InfraGraph)", err=True)
             for note in doc.notes:
                 _progress(f"InfraGraph carries only as annotations: {note}")
             return

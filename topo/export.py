@@ -614,17 +614,25 @@ def infragraph_document(G: nx.Graph) -> InfraGraphDocument:
     """Map ``G`` onto InfraGraph: one device and instance per (kind, model), one link per bundle class.
 
     Chips are ``xpu`` components, switches ``switch`` components (named ``asic``), one per device
-    instance; every bundle is one one2one infrastructure edge whose link carries the bundle's
-    per-direction capacity (Gb/s) and one-way latency (ns).  Every node, bundle and graph attribute
-    goes into annotations, with its type in the graph annotation ``fabricsim.types``, so the file
+    instance; every bundle is one edge of the expanded graph whose link carries the bundle's
+    per-direction capacity (Gb/s) and one-way latency (ns).  Edges are written compactly with the
+    schema's slices: a many2many entry per rectangle (every chip of a rack on every switch of it),
+    a one2one entry per run at a constant index offset (a torus ring), a single pair otherwise.
+    Every node, bundle and graph attribute goes into annotations (one entry per run of indices
+    with equal values), with its type in the graph annotation ``fabricsim.types``, so the file
     reads back (:func:`fabricsim.fabrics.infragraph_io.read_infragraph`) into the same graph.
 
     Examples
     --------
     >>> from fabricsim.fabrics import build
     >>> doc = infragraph_document(build("mi355x"))
-    >>> [(i["name"], i["count"]) for i in doc.infrastructure["instances"]], len(doc.infrastructure["edges"])
-    ([('chip-mi355x', 8)], 28)
+    >>> [(i["name"], i["count"]) for i in doc.infrastructure["instances"]]
+    [('chip-mi355x', 8)]
+    >>> [(e["ep1"]["instance"], e["ep2"]["instance"], e["scheme"]) for e in doc.infrastructure["edges"]][:2]
+    [('chip-mi355x[0:7]', 'chip-mi355x[1:8]', 'one2one'), ('chip-mi355x[0:6]', 'chip-mi355x[2:8]', 'one2one')]
+    >>> doc = infragraph_document(build("nvl72"))      # 72 GPUs x 18 switches: one many2many entry
+    >>> [(e["ep1"]["instance"], e["ep2"]["instance"], e["scheme"]) for e in doc.infrastructure["edges"]]
+    [('chip-blackwell-gpu[0:72]', 'switch-nvlink5-switch[0:18]', 'many2many')]
     """
     import json
     name = str(G.graph.get("name", "fabric"))
@@ -663,7 +671,8 @@ def infragraph_document(G: nx.Graph) -> InfraGraphDocument:
         types[place] = {k: _ig_type(vs) for k, vs in seen.items()}
     # links: one per class of bundles with equal attributes (per-bundle tags aside)
     link_of: dict = {}
-    links, link_ann, edges, edge_ann = [], [], [], []
+    links, link_ann, edge_ann = [], [], []
+    pairs: dict = {}          # (link, instance 1, instance 2) -> [(index 1, index 2)]
     for u, v, d in G.edges(data=True):
         cls = tuple(sorted((k, _ig_str(x, types["edge"][k])) for k, x in d.items() if k not in INFRAGRAPH_EDGE_TAGS))
         if cls not in link_of:
@@ -678,19 +687,20 @@ def infragraph_document(G: nx.Graph) -> InfraGraphDocument:
             links.append({"name": link, "description": f"fabricsim bundle (per direction): {desc}", "physical": phys})
             link_ann.append({"name": link, "attributes": [{"attribute": k, "value": x} for k, x in cls]})
         (i1, x1, c1), (i2, x2, c2) = where[u], where[v]
-        edges.append({"ep1": {"instance": f"{i1}[{x1}]", "component": f"{c1}[0]"},
-                      "ep2": {"instance": f"{i2}[{x2}]", "component": f"{c2}[0]"},
-                      "scheme": "one2one", "link": link_of[cls]})
+        if (i2, x2) < (i1, x1):
+            (i1, x1, c1), (i2, x2, c2) = (i2, x2, c2), (i1, x1, c1)
+        pairs.setdefault((link_of[cls], i1, i2), []).append((x1, x2))
         tags = [{"attribute": k, "value": _ig_str(x, types["edge"][k])} for k, x in d.items() if k in INFRAGRAPH_EDGE_TAGS]
         if tags:
             edge_ann.append({"ep1": f"{i1}.{x1}.{c1}.0", "ep2": f"{i2}.{x2}.{c2}.0", "attributes": tags})
-    node_ann = []
-    for order, (n, d) in enumerate(G.nodes(data=True)):
-        dev, i, comp = where[n]
-        attrs = [{"attribute": f"{INFRAGRAPH_ANNOTATION}.id", "value": str(n)},
-                 {"attribute": f"{INFRAGRAPH_ANNOTATION}.order", "value": str(order)}]
-        attrs += [{"attribute": k, "value": _ig_str(x, types["node"][k])} for k, x in d.items()]
-        node_ann.append({"name": f"{dev}.{i}.{comp}.0", "attributes": attrs})
+    comp_of = {dev: comp for dev, _, comp in where.values()}
+    edges = []
+    for (link, i1, i2), ps in pairs.items():
+        for scheme, a, b in _ig_blocks(ps, same=i1 == i2):
+            edges.append({"ep1": {"instance": f"{i1}[{a}]", "component": f"{comp_of[i1]}[0]"},
+                          "ep2": {"instance": f"{i2}[{b}]", "component": f"{comp_of[i2]}[0]"},
+                          "scheme": scheme, "link": link})
+    node_ann = _ig_node_annotations(G, where, types)
     notes = _ig_notes(G)
     graph_ann = [{"attribute": k, "value": _ig_str(v, types["graph"][k])} for k, v in G.graph.items()]
     graph_ann += [{"attribute": f"{INFRAGRAPH_ANNOTATION}.types", "value": json.dumps(types, sort_keys=True)},
@@ -701,6 +711,75 @@ def infragraph_document(G: nx.Graph) -> InfraGraphDocument:
              "instances": instances, "edges": edges}
     ann = {"nodes": node_ann, "edges": edge_ann, "links": link_ann, "graph": graph_ann}
     return InfraGraphDocument(name, infra, ann, notes)
+
+
+def _ig_slice(lo: int, hi: int) -> str:
+    """Indices lo..hi (inclusive) as the service's slice: ``5`` or ``0:128``."""
+    return str(lo) if lo == hi else f"{lo}:{hi + 1}"
+
+
+def _ig_runs(xs) -> list[tuple[int, int]]:
+    """Sorted integers as (first, last) runs of consecutive values."""
+    runs: list = []
+    for x in xs:
+        if runs and x == runs[-1][1] + 1:
+            runs[-1][1] = x
+        else:
+            runs.append([x, x])
+    return [(a, b) for a, b in runs]
+
+
+def _ig_blocks(pairs, *, same: bool):
+    """(scheme, slice 1, slice 2) covering the index pairs exactly: many2many rectangles, one2one diagonals.
+
+    Rectangles: consecutive first indices with the same run of second indices (every chip of a rack
+    on every switch of it).  What is left: runs along a constant offset (a torus ring's links), as
+    one2one slices.  Within one instance (``same``) only one2one is used: a product would also join
+    the reversed pairs.
+    """
+    left = set(pairs)
+    out = []
+    if not same:
+        by_first: dict = {}
+        for a, b in sorted(pairs):
+            by_first.setdefault(a, []).append(b)
+        row_runs = {a: _ig_runs(bs) for a, bs in by_first.items()}
+        full = {a: rs[0] for a, rs in row_runs.items() if len(rs) == 1 and rs[0][1] > rs[0][0]}
+        for lo, hi in _ig_runs(sorted(full)):
+            a = lo
+            while a <= hi:                       # split the run where the second-index range changes
+                z = a
+                while z + 1 <= hi and full[z + 1] == full[a]:
+                    z += 1
+                b0, b1 = full[a]
+                out.append(("many2many", _ig_slice(a, z), _ig_slice(b0, b1)))
+                left -= {(x, y) for x in range(a, z + 1) for y in range(b0, b1 + 1)}
+                a = z + 1
+    by_offset: dict = {}
+    for a, b in sorted(left):
+        by_offset.setdefault(b - a, []).append(a)
+    for off, firsts in by_offset.items():
+        for lo, hi in _ig_runs(firsts):
+            out.append(("one2one", _ig_slice(lo, hi), _ig_slice(lo + off, hi + off)))
+    return out
+
+
+def _ig_node_annotations(G: nx.Graph, where: dict, types: dict) -> list[dict]:
+    """Node annotations, one entry per run of consecutive instance indices with equal values."""
+    from collections import defaultdict
+    vals: dict = defaultdict(dict)      # (instance, attribute, value) -> indices
+    for order, (n, d) in enumerate(G.nodes(data=True)):
+        dev, i, _ = where[n]
+        items = [(f"{INFRAGRAPH_ANNOTATION}.id", str(n)), (f"{INFRAGRAPH_ANNOTATION}.order", str(order))]
+        items += [(k, _ig_str(x, types["node"][k])) for k, x in d.items()]
+        for k, x in items:
+            vals[(dev, k, x)][i] = True
+    entries: dict = {}                  # name -> attributes
+    for (dev, k, x), idx in vals.items():
+        for lo, hi in _ig_runs(sorted(idx)):
+            name = f"{dev}.{lo}" if lo == hi else f"{dev}[{lo}:{hi + 1}]"
+            entries.setdefault(name, []).append({"attribute": k, "value": x})
+    return [{"name": name, "attributes": attrs} for name, attrs in entries.items()]
 
 
 def _ig_notes(G: nx.Graph) -> tuple[str, ...]:
