@@ -477,7 +477,7 @@ def export_cmd(fabric, sets, output, fmt):
 
 @main.group("import")
 def import_grp():
-    """Read a machine description written by another tool into a fabric file.
+    """Read a machine description (or, for chakra, a workload) written by another tool.
 
     \b
       fabricsim import nccl-topo topo.xml -o node.json      an NCCL_TOPO_DUMP_FILE dump

@@ -313,6 +313,8 @@ def read_infragraph(path: str | os.PathLike) -> nx.Graph:
             G.graph["inferred"] = "; ".join(dict.fromkeys(inferred))
         if notes:
             G.graph["notes"] = "; ".join(notes)
+    from .userfile import _register_gpu_nic_models
+    _register_gpu_nic_models(G)      # "<gpu>+<nic>" chips (rail clusters) exist once registered, as for GraphML
     bad = validate(G)
     if bad:
         shown = "; ".join(map(str, bad[:_SHOW]))

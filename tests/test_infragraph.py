@@ -84,6 +84,22 @@ def test_cli_export_then_import(tmp_path):
     assert _price(H, "all-reduce", 64) == _price(G, "all-reduce", 64)
 
 
+def test_gpu_with_nic_chips_import_in_a_fresh_process(tmp_path):
+    """rail-cluster's chips are "<gpu>+<nic>" devices registered while building; a fresh reader registers them."""
+    import subprocess
+    import sys
+    ig, fab = tmp_path / "rc.json", tmp_path / "fabric.json"
+    write_infragraph(build("rail-cluster"), ig)
+    code = ("from fabricsim.fabrics.infragraph_io import read_infragraph\n"
+            f"G = read_infragraph({str(ig)!r})\nprint(G.nodes['n0/gpu0']['model'])")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == build("rail-cluster").nodes["n0/gpu0"]["model"]
+    assert run("import", "infragraph", str(ig), "-o", str(fab)).exit_code == 0
+    G, H = build("rail-cluster"), load_fabric(fab)
+    assert _totals(H) == _totals(G) and _price(H, "all-reduce", 16) == _price(G, "all-reduce", 16)
+
+
 def test_export_links_carry_capacity_and_latency():
     G = build("nvl72")
     doc = infragraph_document(G)
