@@ -202,3 +202,13 @@ def test_delay_alone_and_beside_a_collective_takes_its_duration(tmp_path):
     r = mix(G, load_jobs(p, G))
     w = next(j for j in r.jobs if j.name == "w")
     assert (w.start_s, w.finish_s) == (0.0, pytest.approx(2e-3)) and r.makespan_s == pytest.approx(2e-3)
+
+
+def test_a_long_chain_of_untimed_nodes_passes_its_dependency_through(tmp_path):
+    """5,000 compute nodes without durations between two collectives: the second comes after the first."""
+    chain = [_node(i, f"op{i}", COMP, deps=[i - 1]) for i in range(2, 5002)]
+    nodes = [_ar(1, name="first")] + chain + [_ar(5002, deps=[5001], name="second")]
+    _two(tmp_path, nodes, nodes)
+    w = load_chakra(tmp_path)
+    assert [(j.name, j.after) for j in w.jobs] == [("world#0 first", ()), ("world#1 second", ("world#0 first",))]
+    assert any("10,000 COMP_NODE without a duration" in n for n in w.notes)

@@ -276,7 +276,7 @@ def load_chakra(directory) -> ChakraWorkload:
     traces, group_file = _files(d)
     n = len(traces)
     declared = _comm_groups(group_file, n) if group_file else {}
-    per_rank = {}
+    per_rank, topo_of = {}, {}
     for r, p in traces.items():
         _, nodes = read_trace(p)
         by_id = {}
@@ -291,17 +291,19 @@ def load_chakra(directory) -> ChakraWorkload:
                                    f"does not hold")
         from graphlib import CycleError, TopologicalSorter
         try:
-            TopologicalSorter({nid: list(nd.ctrl_deps) + list(nd.data_deps) for nid, nd in by_id.items()}).prepare()
+            topo = list(TopologicalSorter({nid: list(nd.ctrl_deps) + list(nd.data_deps)
+                                           for nid, nd in by_id.items()}).static_order())
         except CycleError as exc:
             cyc = exc.args[1]
             raise BadInput(f"{p}: node {cyc[0]} ({by_id[cyc[0]].name!r}) depends on itself through "
                            f"{' -> '.join(map(str, cyc))}") from None
         per_rank[r] = (p, by_id)
+        topo_of[r] = topo
     # every collective node, per rank, in id order per process group
     coll: dict = {}            # (pg, k) -> {rank: node}
     seq: dict = {}             # (rank, node id) -> (pg, k)
     skipped: dict = {}
-    users: dict = {}           # pg -> ranks using it
+    users: dict = {}           # pg -> ranks using it (a set)
     for r, (p, by_id) in per_rank.items():
         count: dict = {}
         for nid in sorted(by_id):
@@ -313,7 +315,7 @@ def load_chakra(directory) -> ChakraWorkload:
                 count[pg] = k + 1
                 coll.setdefault((pg, k), {})[r] = node
                 seq[(r, nid)] = (pg, k)
-                users.setdefault(pg, []).append(r) if r not in users.get(pg, []) else None
+                users.setdefault(pg, set()).add(r)
             elif node.type != COMP_NODE or not node.duration_micros:
                 what = NODE_TYPES.get(node.type, f"type {node.type}")
                 what = "COMP_NODE without a duration" if node.type == COMP_NODE else what
@@ -378,22 +380,18 @@ def load_chakra(directory) -> ChakraWorkload:
         if (r, nid) in seq:
             return name_of[seq[(r, nid)]]
         return delays.get((r, nid))
-    memo: dict = {}
+    near: dict = {}            # (rank, node id) -> names of the nearest jobs the node depends on
+    for r, (p, by_id) in per_rank.items():
+        for nid in topo_of[r]:          # dependencies first: no recursion however long a chain
+            node = by_id[nid]
+            out: set = set()
+            for dep in dict.fromkeys(list(node.ctrl_deps) + list(node.data_deps)):
+                j = job_of(r, dep)
+                out |= {j} if j else near[(r, dep)]
+            near[(r, nid)] = out
 
-    def after(r, nid, stack=()):
-        """Names of the nearest jobs node ``nid`` of rank ``r`` depends on."""
-        if (r, nid) in memo:
-            return memo[(r, nid)]
-        if nid in stack:
-            raise BadInput(f"{per_rank[r][0]}: node {nid} ({per_rank[r][1][nid].name!r}) depends on itself "
-                           f"through its dependencies")
-        node = per_rank[r][1][nid]
-        out: set = set()
-        for dep in dict.fromkeys(list(node.ctrl_deps) + list(node.data_deps)):
-            j = job_of(r, dep)
-            out |= {j} if j else after(r, dep, stack + (nid,))
-        memo[(r, nid)] = out
-        return out
+    def after(r, nid):
+        return near[(r, nid)]
     out_jobs = []
     for name, coll_name, grp, s, key in jobs:
         deps: set = set()
