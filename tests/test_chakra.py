@@ -43,8 +43,8 @@ def _step(d, *, groups_file=True, expert_us=lambda r: 80 + 10 * r):
                  _node(6, "ag", COLL, deps=[5], comm_type=ALL_GATHER, comm_size=1 * MIB, pg_name=tp)]
         write_trace(d / f"step.{r}.et", nodes)
     if groups_file:
-        groups = {f"tp{g}": [2 * g, 2 * g + 1] for g in range(4)} | {f"ep{e}": [e, e + 2, e + 4, e + 6]
-                                                                     for e in range(2)}
+        groups = {f"tp{g}": [2 * g, 2 * g + 1] for g in range(4)} | {f"ep{e}": {"ranks": [e, e + 2, e + 4, e + 6]}
+                                                                     for e in range(2)}   # both ASTRA-sim forms
         (d / "step.json").write_text(json.dumps(groups))
     return d
 

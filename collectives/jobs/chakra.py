@@ -3,7 +3,8 @@
 A Chakra trace directory (what ASTRA-sim, LLMServingSim and COSMIC read) holds one execution
 trace per rank, ``<prefix>.<rank>.et`` (ASTRA-sim's ``--workload-configuration=<dir>/<prefix>``),
 and optionally the communicator groups as JSON, ``{"<pg_name>": [ranks ...]}`` (ASTRA-sim's
-``--comm-group-configuration``).  A trace file is a stream of protobuf messages, each prefixed
+``--comm-group-configuration``; F: astra-sim Workload::initialize_comm_groups reads the keys as the
+decimal group ids the traces' pg_name carry, the values as NPU lists, or ``{"ranks": [...]}``).  A trace file is a stream of protobuf messages, each prefixed
 by its length as a varint: one ``GlobalMetadata``, then ``Node`` messages (F: mlcommons/chakra
 ``src/third_party/utils/protolib.py`` encodeMessage / decodeMessage; gzip-compressed files are
 read too, as its openFileRd does).
@@ -245,6 +246,8 @@ def _comm_groups(path: Path, n_ranks: int) -> dict:
         raise BadInput(f"{path}: a communicator group file is an object {{\"pg_name\": [ranks ...]}}")
     out = {}
     for name, ranks in data.items():
+        if isinstance(ranks, dict) and "ranks" in ranks:    # {"ranks": [...], "dimensions": [...]} form
+            ranks = ranks["ranks"]
         if not (isinstance(ranks, list) and ranks and all(isinstance(r, int) and not isinstance(r, bool)
                                                           for r in ranks)):
             raise BadInput(f"{path}: group {name!r}: {ranks!r} is not a list of ranks")
