@@ -32,7 +32,9 @@ The mapping:
   communicator's collectives in the same order on every rank), one mix job on P's ranks;
   its members must agree on type and size;
 * S (nccl-tests' size, as ``price`` takes it) = comm_size, except all-gather: S = comm_size x
-  the group's ranks (D: the input is one rank's shard, S the gathered buffer);
+  the group's ranks (F: astra-sim ``Ring`` sets final_data_size = data_size x nodes for All_Gather,
+  data_size for All_Reduce and All_to_All, data_size / nodes for Reduce_Scatter: comm_size is one
+  rank's shard of an all-gather and the whole buffer otherwise, as nccl-tests' S is);
 * a compute node with a recorded duration becomes a delay job of that duration
   (:mod:`fabricsim.collectives.jobs.delays`); the other nodes (compute without a duration,
   metadata, memory, sends and receives) pass their dependencies through and are counted in
