@@ -284,3 +284,9 @@ def test_property_any_wrong_field_is_a_graph_or_one_line(tmp_path, path, value):
         assert str(p) in str(exc) and "\n" not in str(exc)
     else:
         assert validate(G) == []
+
+
+def test_malformed_yaml_names_the_line(tmp_path):
+    p = _bad(tmp_path, "infrastructure:\n  name: [x\n", suffix=".yaml")
+    with pytest.raises(BadInput, match=r"bad\.yaml: line 3, column 1: malformed YAML"):
+        read_infragraph(p)
