@@ -575,7 +575,7 @@ _IG_COMPONENT = {CHIP: ("xpu", "xpu"), "switch": ("asic", "switch")}   # fabrics
 
 def _ig_name(s: str) -> str:
     """An InfraGraph name: the service parses ``[A-Za-z0-9_-]+`` (anything else becomes ``-``)."""
-    return "".join(ch if ch.isalnum() or ch in "_-" else "-" for ch in str(s)) or "-"
+    return "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "_-" else "-" for ch in str(s)) or "-"
 
 
 def _ig_type(vals) -> str:
