@@ -2073,7 +2073,8 @@ def mix_cmd(spec, chakra_dir, fabric, sets, split, tiers, efficiency, step_laten
 
     \b
     Each [[job]]: name, collective, size | traffic | moe, group_size | mesh + over | groups,
-    algorithm (default auto), after = [names] (start when those have finished).
+    algorithm (default auto), after = [names] (start when those have finished);
+    or collective = "delay" with a duration ("120us"): time on no link, e.g. compute.
     \b
     Example:
       fabricsim mix jobs.toml --fabric jalapeno-rack --json
