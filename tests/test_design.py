@@ -200,3 +200,18 @@ def test_rail_only_example_is_current():
                          capture_output=True, text=True, timeout=600, check=True).stdout
     assert out.strip() == (root / "docs" / "design.md").read_text().strip(), \
         "docs/design.md is stale: run examples/design_rail_only.py"
+
+
+@pytest.mark.parametrize("nodes, nic, over", [(2, 400, 1), (4, 200, 2), (4, 800, 1)])
+def test_cut_bound_is_the_closed_form_and_never_above_the_price(nodes, nic, over):
+    from fabricsim.collectives import price
+    from fabricsim.collectives.design.search import _cut_bound_s
+    from fabricsim.collectives.jobs.mix import jobs_from_dict
+    G = build("rail-cluster", nodes=nodes, nic_gbps=nic, spine_oversubscription=over)
+    n, S = 8 * nodes, 2.0**26
+    job = jobs_from_dict({"job": [{"name": "a", "collective": "all-to-all", "group_size": n, "size": S}]}, G)[0]
+    # each node sends 8 ranks x (n - 8) peers x S/n out through its 8 NICs of nic Gb/s
+    closed = 8 * (n - 8) * S / n / (8 * nic * 1e9 / 8)
+    assert _cut_bound_s(G, job) == pytest.approx(closed, rel=1e-12)
+    assert _cut_bound_s(G, job) <= price(G, "all-to-all", groups=job.groups, size_bytes=S,
+                                         algorithm="direct").time_s

@@ -9,9 +9,12 @@ cheap ones first so the expensive ones run only where they can matter:
    ``chips`` -- known exactly before anything is solved;
 2. **constraints** on those figures (``capex_usd_max`` ...): a design outside them is
    *pruned* without a solve;
-3. a **lower bound** of the workload's time -- for a single-job workload, the job's
-   link-load bound (:func:`~fabricsim.collectives.price` with ``bound_only``; the
-   flow-level time is never below it).  A design whose bound is already beaten by a
+3. a **lower bound** of the workload's time -- for a single-job workload: an
+   all-to-all's rack-cut bound (bytes leaving a rack over the capacity leaving it, no
+   routing: :func:`_cut_bound_s`), else the job's link-load bound
+   (:func:`~fabricsim.collectives.price` with ``bound_only``, which routes every flow and
+   turns itself off once it costs more than it saves); the flow-level time is never
+   below either.  A design whose bound is already beaten by a
    design priced earlier that is no worse on every other objective is dominated
    whatever its exact time: *pruned* (exact: the front is unchanged, a test compares
    it with brute force).  A bound above ``time_s_max`` prunes too.
@@ -209,6 +212,47 @@ def _jobs(space: DesignSpace, G: nx.Graph):
     return jobs_from_dict({"job": [dict(j) for j in space.jobs]}, G, base=space.base, where="[workload]")
 
 
+def _cut_bound_s(G: nx.Graph, job) -> float | None:
+    """A lower bound of an all-to-all's time from rack cuts, in O(links); ``None`` where it has none.
+
+    Every byte a rank sends to a rank in another rack (``rack`` node attribute) crosses the
+    links leaving its rack, so the time is at least, over racks, the bytes leaving the rack
+    over the capacity leaving it (per direction).  The flow-level price (latency added,
+    efficiency <= 1) is never below it.  All-to-all of ``S`` (``S / n`` to each peer) only.
+    """
+    if job.collective != "all-to-all" or job.traffic is not None or not job.size_bytes:
+        return None
+    from ...topo.routing import link_table
+    rack_of = {n: d.get("rack") for n, d in G.nodes(data=True)}
+    chip_of = {d["rank"]: n for n, d in G.nodes(data=True) if d.get("kind") == "chip" and "rank" in d}
+    out_bytes: dict = {}
+    for grp in job.groups:
+        racks = [rack_of.get(chip_of.get(int(r))) for r in grp]
+        if any(r is None for r in racks):
+            return None
+        per_pair = job.size_bytes / len(grp)
+        counts: dict = {}
+        for r in racks:
+            counts[r] = counts.get(r, 0) + 1
+        for r, m in counts.items():
+            out_bytes[r] = out_bytes.get(r, 0.0) + m * (len(grp) - m) * per_pair
+    lt = link_table(G)
+    src_rack = [rack_of.get(lt.nodes[i]) for i in lt.src.tolist()]
+    dst_rack = [rack_of.get(lt.nodes[i]) for i in lt.dst.tolist()]
+    cap = lt.capacity_Bps
+    out_cap: dict = {}
+    for a, b, c in zip(src_rack, dst_rack, cap.tolist()):
+        if a is not None and a != b:
+            out_cap[a] = out_cap.get(a, 0.0) + c
+    best = 0.0
+    for r, nbytes in out_bytes.items():
+        if nbytes > 0:
+            if out_cap.get(r, 0.0) <= 0:
+                return None                       # unreachable: let the price say so
+            best = max(best, nbytes / out_cap[r])
+    return best
+
+
 def _bound_s(G: nx.Graph, job) -> float:
     from ..price import price
     kw = {"size_bytes": job.size_bytes} if job.traffic is None else {"traffic": job.traffic}
@@ -248,11 +292,20 @@ def evaluate(task: _Task) -> tuple[int, DesignPoint]:
             return done("pruned", objectives, why)
         jobs = _jobs(space, G)
         bound = math.nan
-        if len(jobs) == 1 and "time_s" in space.objectives and task.use_bound:
+        # a bound prunes only against a front (or a time_s_max): none yet, nothing to compare it with
+        if len(jobs) == 1 and "time_s" in space.objectives \
+                and (task.front or "time_s_max" in space.constraints):
             t1 = time.perf_counter()
-            bound = _bound_s(G, jobs[0])
-            spent["bound_s"] = time.perf_counter() - t1
-            why = _violated(space, {"time_s": bound}) or _dominated_by_bound(space, values, bound, task.front)
+            bound = _cut_bound_s(G, jobs[0])          # cheap (no routing) where it applies
+            if bound is not None:
+                spent["cut_bound_s"] = time.perf_counter() - t1
+            elif task.use_bound:
+                bound = _bound_s(G, jobs[0])          # the link-load bound: routes every flow
+                spent["bound_s"] = time.perf_counter() - t1
+            else:
+                bound = math.nan
+            why = "" if math.isnan(bound) else \
+                (_violated(space, {"time_s": bound}) or _dominated_by_bound(space, values, bound, task.front))
             if why:
                 return done("pruned", objectives, why, bound)
         if "time_s" in space.objectives or any(c.startswith("time_s") for c in space.constraints):
@@ -291,6 +344,10 @@ def design(space: DesignSpace, *, build: Builder, runner=None, wave: int | None 
     from ..whatif.sweeps import LocalRunner
     runner = runner or LocalRunner()
     workers = getattr(runner, "workers", 1) or 1
+    if isinstance(runner, LocalRunner) and workers > 1:
+        # one pool for the whole search (LocalRunner.map starts a pool per call, i.e. per wave)
+        with _Pool(workers) as pool:
+            return design(space, build=build, runner=pool, wave=wave, progress=progress, prune=prune)
     wave = wave or max(8, 4 * workers)
     designs = list(space.designs())
     points: list[DesignPoint | None] = [None] * len(designs)
@@ -330,6 +387,26 @@ def design(space: DesignSpace, *, build: Builder, runner=None, wave: int | None 
         vals = np.array([[points[i].objectives[o] for o in space.objectives] for i in ok])
         pareto = tuple(ok[k] for k in np.flatnonzero(pareto_mask(vals, senses)))
     return DesignResult(space, tuple(points), pareto, time.perf_counter() - t0)
+
+
+class _Pool:
+    """A process pool kept for a whole search; ``map`` yields results as they complete."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+
+    def __enter__(self):
+        from concurrent.futures import ProcessPoolExecutor
+        self.ex = ProcessPoolExecutor(max_workers=self.workers)
+        return self
+
+    def __exit__(self, *exc):
+        self.ex.shutdown(wait=True, cancel_futures=True)
+
+    def map(self, fn, tasks):
+        from concurrent.futures import as_completed
+        for f in as_completed([self.ex.submit(fn, t) for t in tasks]):
+            yield f.result()
 
 
 def _bounds_pay(points: Sequence[DesignPoint | None]) -> bool:
