@@ -77,8 +77,12 @@ class DesignResult:
 
     space: DesignSpace
     points: tuple[DesignPoint, ...]
-    pareto: tuple[int, ...]              # indices into points, in the space's order
+    pareto: tuple[int, ...]              # indices into points (in the order they were evaluated)
     seconds: float = 0.0
+    method: str = "exhaustive"           # exhaustive | nsga2 (seed s)
+    space_size: int = 0                  # designs in the space (points: those evaluated)
+    complete: bool = True                # False: stopped at the time budget
+    notes: tuple = ()
 
     @property
     def evaluated(self) -> int:
@@ -97,7 +101,9 @@ class DesignResult:
         return [self.points[i] for i in self.pareto]
 
     def summary(self) -> str:
-        return (f"design {self.space.builder}: {len(self.points):,} design(s), {self.evaluated:,} priced, "
+        of = f" of {self.space_size:,}" if self.space_size and self.space_size != len(self.points) else ""
+        return (f"design {self.space.builder} ({self.method}): {len(self.points):,}{of} design(s), "
+                f"{self.evaluated:,} priced, "
                 f"{self.pruned:,} pruned, {self.refused:,} refused; Pareto front {len(self.pareto)} "
                 f"on {' / '.join(self._senses())} in {self.seconds:.1f} s")
 
@@ -124,14 +130,16 @@ class DesignResult:
             if p.status in ("pruned", "refused", "infeasible"):
                 key = f"{p.status}: {p.reason.split(':')[0]}"
                 reasons[key] = reasons.get(key, 0) + 1
-        if reasons:
+        if reasons or self.notes:
             out += [""] + [f"note: {n:,} {k}" for k, n in sorted(reasons.items())]
+            out += [f"note: {n}" for n in self.notes]
         return "\n".join(out)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"builder": self.space.builder, "space": self.space.as_dict(), "designs": len(self.points),
+        return {"builder": self.space.builder, "space": self.space.as_dict(), "method": self.method,
+                "space_designs": self.space_size, "designs": len(self.points), "complete": self.complete,
                 "evaluated": self.evaluated, "pruned": self.pruned, "refused": self.refused,
-                "seconds": self.seconds,
+                "seconds": self.seconds, "notes": list(self.notes),
                 "pareto": [self.points[i].as_dict() for i in self.pareto],
                 "all": [p.as_dict() for p in self.points]}
 
@@ -321,9 +329,57 @@ def evaluate(task: _Task) -> tuple[int, DesignPoint]:
 
 
 # ----------------------------------------------------------------------------- the search
+#: Spaces up to this many designs are searched exhaustively by ``search="auto"``.
+EXHAUSTIVE_MAX = 2_000
+
+
+class _Search:
+    """The shared part of every search: unique designs evaluated in waves, the front so far."""
+
+    def __init__(self, space: DesignSpace, build: Builder, runner, prune: bool):
+        self.space, self.build, self.runner, self.prune = space, build, runner, prune
+        self.points: list[DesignPoint | None] = []
+        self.index: dict[str, int] = {}
+        self.front: list[tuple] = []
+        self.use_bound = prune
+        self.senses = _senses(space)
+
+    def wave(self, designs: Sequence[dict]) -> list[DesignPoint]:
+        """Evaluate the designs not seen yet (one ``runner.map``); every design's point, in order."""
+        tasks, keys = [], [self.space.key(d) for d in designs]
+        for d, key in zip(designs, keys):
+            if key in self.index:                  # seen (or twice in this wave)
+                continue
+            self.index[key] = len(self.points)
+            self.points.append(None)
+            tasks.append(_Task(self.index[key], key, d, self.space.params_text(d), self.space, self.build,
+                               tuple(self.front) if self.prune else (), self.use_bound))
+        for i, point in self.runner.map(evaluate, tasks):
+            self.points[i] = point
+        done = [p for p in self.points if p is not None]
+        self.use_bound = self.use_bound and _bounds_pay(done)
+        priced = [p for p in done if p.status == "ok"]
+        if priced:
+            vals = np.array([[p.objectives[o] for o in self.space.objectives] for p in priced])
+            self.front = [(tuple(vals[k]), _short(priced[k].params))
+                          for k in np.flatnonzero(pareto_mask(vals, self.senses))]
+        return [self.points[self.index[k]] for k in keys]
+
+    def result(self, seconds: float, method: str, complete: bool, notes: Sequence[str] = ()) -> DesignResult:
+        points = tuple(p for p in self.points if p is not None)
+        ok = [i for i, p in enumerate(points) if p.status == "ok"]
+        pareto: tuple[int, ...] = ()
+        if ok:
+            vals = np.array([[points[i].objectives[o] for o in self.space.objectives] for i in ok])
+            pareto = tuple(ok[k] for k in np.flatnonzero(pareto_mask(vals, self.senses)))
+        return DesignResult(self.space, points, pareto, seconds, method=method, space_size=self.space.size,
+                            complete=complete, notes=tuple(notes))
+
+
 def design(space: DesignSpace, *, build: Builder, runner=None, wave: int | None = None,
-           progress: Callable[[str], None] | None = None, prune: bool = True) -> DesignResult:
-    """Evaluate every design of ``space`` and return the Pareto front of the priced ones.
+           progress: Callable[[str], None] | None = None, prune: bool = True, search: str = "auto",
+           evaluations: int = 500, seed: int = 0, budget_s: float | None = None) -> DesignResult:
+    """Search ``space`` and return the Pareto front of the priced designs.
 
     Parameters
     ----------
@@ -334,59 +390,98 @@ def design(space: DesignSpace, *, build: Builder, runner=None, wave: int | None 
         runner as ``sweep`` uses); in-process by default.
     wave : designs per wave (each wave prunes against the front of the ones before);
         default 4 per worker, at least 8.
-    progress : ``progress(message)`` after each wave (the CLI writes it to stderr).
+    progress : ``progress(message)`` after waves (the CLI writes it to stderr).
     prune : ``False`` prices every design inside the constraints (the brute-force check).
+    search : ``exhaustive`` (every design: the exact front), ``nsga2`` (Optuna's NSGA-II
+        sampler proposes designs, ``evaluations`` of them: the best front found, not proven),
+        or ``auto``: exhaustive up to :data:`EXHAUSTIVE_MAX` designs, else nsga2.
+    evaluations, seed : nsga2's number of distinct designs evaluated, and its seed.
+    budget_s : stop starting new waves after this many seconds; the result says it is partial.
 
     Returns
     -------
     DesignResult
     """
     from ..whatif.sweeps import LocalRunner
+    from ...topo.errors import BadInput
+    if search not in ("auto", "exhaustive", "nsga2"):
+        raise BadInput(f"search {search!r}; choose one of: auto, exhaustive, nsga2")
+    if isinstance(evaluations, bool) or not isinstance(evaluations, int) or evaluations < 1:
+        raise BadInput(f"evaluations {evaluations!r}; a positive integer")
     runner = runner or LocalRunner()
     workers = getattr(runner, "workers", 1) or 1
     if isinstance(runner, LocalRunner) and workers > 1:
         # one pool for the whole search (LocalRunner.map starts a pool per call, i.e. per wave)
         with _Pool(workers) as pool:
-            return design(space, build=build, runner=pool, wave=wave, progress=progress, prune=prune)
+            return design(space, build=build, runner=pool, wave=wave, progress=progress, prune=prune,
+                          search=search, evaluations=evaluations, seed=seed, budget_s=budget_s)
     wave = wave or max(8, 4 * workers)
-    designs = list(space.designs())
-    points: list[DesignPoint | None] = [None] * len(designs)
-    cache: dict[str, int] = {}
-    front: list[tuple] = []
-    senses = _senses(space)
+    if search == "auto":
+        search = "exhaustive" if space.size <= EXHAUSTIVE_MAX else "nsga2"
+    if search == "nsga2" and evaluations >= space.size:
+        search = "exhaustive"                      # as many evaluations as designs: look at them all
+    run = _Search(space, build, runner, prune)
     t0 = last = time.perf_counter()
-    use_bound = prune
-    for lo in range(0, len(designs), wave):
-        tasks = []
-        for i in range(lo, min(lo + wave, len(designs))):
-            key = space.key(designs[i])
-            if key in cache:                       # the same design twice (a [set] value also varied)
-                points[i] = points[cache[key]]
-                continue
-            cache[key] = i
-            tasks.append(_Task(i, key, designs[i], space.params_text(designs[i]), space, build,
-                               tuple(front) if prune else (), use_bound))
-        for i, point in runner.map(evaluate, tasks):
-            points[i] = point
-        use_bound = use_bound and _bounds_pay(points[:lo + wave])
-        priced = [p for p in points[:lo + wave] if p is not None and p.status == "ok"]
-        if priced:
-            vals = np.array([[p.objectives[o] for o in space.objectives] for p in priced])
-            mask = pareto_mask(vals, senses)
-            front = [(tuple(vals[k]), _short(priced[k].params)) for k in np.flatnonzero(mask)]
+
+    def report(done: int, total: int) -> None:
+        nonlocal last
         now = time.perf_counter()
-        if progress and (now - last > 2 or lo + wave >= len(designs)):
+        if progress and (now - last > 2 or done >= total):
             last = now
-            done = min(lo + wave, len(designs))
-            eta = (now - t0) / done * (len(designs) - done)
-            progress(f"design: {done:,}/{len(designs):,} designs, front {len(front)}, "
-                     f"{now - t0:.0f} s, ETA {eta:.0f} s")
-    ok = [i for i, p in enumerate(points) if p.status == "ok"]
-    pareto: tuple[int, ...] = ()
-    if ok:
-        vals = np.array([[points[i].objectives[o] for o in space.objectives] for i in ok])
-        pareto = tuple(ok[k] for k in np.flatnonzero(pareto_mask(vals, senses)))
-    return DesignResult(space, tuple(points), pareto, time.perf_counter() - t0)
+            eta = (now - t0) / max(done, 1) * (total - done)
+            progress(f"design: {done:,}/{total:,} designs, front {len(run.front)}, {now - t0:.0f} s, "
+                     f"ETA {eta:.0f} s")
+
+    def over_budget() -> bool:
+        return budget_s is not None and time.perf_counter() - t0 > budget_s
+
+    if search == "exhaustive":
+        designs, complete = list(space.designs()), True
+        for lo in range(0, len(designs), wave):
+            if over_budget():
+                complete = False
+                break
+            run.wave(designs[lo:lo + wave])
+            report(min(lo + wave, len(designs)), len(designs))
+        notes = [] if complete else [f"stopped at --budget-s {budget_s:g}: {len(run.points):,} of "
+                                     f"{space.size:,} designs evaluated; the front is of those"]
+        return run.result(time.perf_counter() - t0, "exhaustive", complete, notes)
+    return _nsga2(run, wave, evaluations, seed, over_budget, report, t0)
+
+
+def _nsga2(run: _Search, wave: int, evaluations: int, seed: int, over_budget, report, t0: float) -> DesignResult:
+    """Optuna's NSGA-II sampler proposes designs (categorical parameters), ``wave`` at a time."""
+    from ...topo.errors import BadInput
+    try:
+        import optuna
+    except ImportError:
+        raise BadInput("search nsga2 needs Optuna: pip install 'fabricsim[design]' (or use --search exhaustive "
+                       "with --budget-s)") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = run.space
+    names = list(space.vary)
+    choices = {n: list(space.vary[n]) for n in names}
+    sampler = optuna.samplers.NSGAIISampler(seed=seed, population_size=max(wave, 20))
+    study = optuna.create_study(directions=_senses(space), sampler=sampler)
+    asked, complete = 0, True
+    while len(run.points) < evaluations and asked < 50 * evaluations:
+        if over_budget():
+            complete = False
+            break
+        trials = [study.ask() for _ in range(wave)]
+        asked += len(trials)
+        designs = [{n: t.suggest_categorical(n, choices[n]) for n in names} for t in trials]
+        for t, p in zip(trials, run.wave(designs)):
+            if p.status == "ok":
+                study.tell(t, [p.objectives[o] for o in space.objectives])
+            else:                                  # pruned (dominated), refused, infeasible: no values
+                study.tell(t, state=optuna.trial.TrialState.FAIL)
+        report(min(len(run.points), evaluations), evaluations)
+    notes = [f"NSGA-II (Optuna, seed {seed}) evaluated {len(run.points):,} of {space.size:,} designs: the front "
+             "is the best found, not proven (--search exhaustive prices every design)"]
+    if not complete:
+        notes.append(f"stopped at the time budget after {time.perf_counter() - t0:.0f} s")
+    return run.result(time.perf_counter() - t0, f"nsga2 (seed {seed})", complete, notes)
 
 
 class _Pool:
