@@ -280,7 +280,7 @@ _set_option = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
 @main.command("audit")
 @click.argument("fabric")
 @_set_option
-@click.option("--json", "as_json", is_flag=True, help="Print the audit as JSON (schema in README).")
+@click.option("--json", "as_json", is_flag=True, help="Print the audit as JSON (schema in docs/json.md).")
 @click.option("--all", "show_all", is_flag=True, help="List every finding, not just failures and notes.")
 @click.option("--no-hops", is_flag=True, help="Skip hop distances (faster on the biggest fabrics).")
 @click.option("--no-bisection", is_flag=True, help="Skip the bisection max-flow.")
@@ -816,7 +816,7 @@ def _fmt_bytes(b: float) -> str:
 @click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
 @_set_option
 @_price_options
-@click.option("--json", "as_json", is_flag=True, help="Print the cost report as JSON (schema in README).")
+@click.option("--json", "as_json", is_flag=True, help="Print the cost report as JSON (schema in docs/json.md).")
 @click.option("--plot", "plot", type=_plot_path(),
               help="Also write a chart (.png/.svg/.pdf): time per phase and link utilization by tier.")
 @click.option("--traffic", "traffic_path", type=click.Path(), help="All-to-all-v: a byte matrix per group (CSV or "
@@ -1724,7 +1724,7 @@ def _format_availability(av) -> str:
 @click.option("--over", help="With --mesh: the dimension whose groups ran the measured collective.")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False),
               help="Write the calibration TOML here (one section per fitted collective).")
-@click.option("--json", "as_json", is_flag=True, help="Print fits and points as JSON (schema in README).")
+@click.option("--json", "as_json", is_flag=True, help="Print fits and points as JSON (schema in docs/json.md).")
 @click.option("--collective", type=click.Choice(["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]),
               help="The collective of a log that names no *_perf binary (pre-2.13 logs, pasted tables); "
                    "default: inferred from its columns where they tell.")
@@ -1863,7 +1863,7 @@ _DTYPES = ("fp8", "bf16", "fp16", "fp32")   # collectives.traffic.moe.DTYPE_BYTE
 
 @main.command("step")
 @click.option("--model", "model", required=True, help="A catalog model (deepseek-r1, kimi-k2, gpt-oss-120b) or "
-              "a model .toml file (format in README).")
+              "a model .toml file (format in docs/guide.md).")
 @click.option("--fabric", "fabric", help="A catalog name or a fabric file.")
 @_set_option
 @click.option("--fabrics", "fabric_list", help="Comma-separated fabrics: the same step side by side.")
@@ -1985,7 +1985,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
               "(ideal fabrics: 1).")
 @click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
               "(default: the fabric's, else 1 us).")
-@click.option("--json", "as_json", is_flag=True, help="Print the mix result as JSON (schema in README).")
+@click.option("--json", "as_json", is_flag=True, help="Print the mix result as JSON (schema in docs/json.md).")
 def mix_cmd(spec, fabric, sets, split, tiers, efficiency, step_latency_us, as_json):
     """Run several collectives at once: [[job]] tables sharing the links in one max-min solve.
 

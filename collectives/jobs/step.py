@@ -1,6 +1,6 @@
 """One model step's communication on a fabric: per layer, the collectives a layout needs, priced by ``mix``.
 
-Model (the README's "Token cost" section repeats it):
+Model (the "Token cost" section of docs/guide.md repeats it):
 
 * **Tokens.** A step processes ``tokens`` = ``batch`` (decode: one new token per
   sequence) or ``batch x seq`` (prefill), spread evenly over the mesh's chips.

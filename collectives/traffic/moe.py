@@ -1,6 +1,6 @@
 """Mixture-of-experts dispatch/combine traffic: a router's top-k choices as an all-to-all-v.
 
-Model (the README repeats it):
+Model (docs/guide.md repeats it):
 
 * ``ep`` ranks form the expert-parallel group; ``experts`` routed experts are placed
   on them ``round-robin`` (expert e on rank e mod ep; any expert count) or
