@@ -114,7 +114,7 @@ class MoESpec:
         if self.dedup not in DEDUPS:
             raise BadInput(f"moe dedup={self.dedup!r}; choose one of: {', '.join(DEDUPS)} (one copy per "
                            f"token and destination rank, or per token and expert)")
-        _parse_skew(self.skew)
+        parse_skew(self.skew)
 
     @classmethod
     def parse(cls, text: str) -> "MoESpec":
@@ -175,8 +175,19 @@ class MoETraffic:
         return d
 
 
-def _parse_skew(skew: str):
-    """('uniform'|'balanced', None) | ('zipf', A) | ('file', path)."""
+def parse_skew(skew: str):
+    """A router skew spec, checked.
+
+    Parameters
+    ----------
+    skew : str
+        ``uniform``, ``balanced``, ``zipf:A`` or a weights file.
+
+    Returns
+    -------
+    tuple
+        ``('uniform'|'balanced', None)``, ``('zipf', A)`` or ``('file', path)``.
+    """
     s = str(skew)
     if s in ("uniform", "balanced"):
         return s, None
@@ -197,7 +208,7 @@ def _parse_skew(skew: str):
 
 def expert_weights(spec: MoESpec) -> np.ndarray | None:
     """Routing weight of each expert (None for uniform/balanced)."""
-    kind, arg = _parse_skew(spec.skew)
+    kind, arg = parse_skew(spec.skew)
     if kind in ("uniform", "balanced"):
         return None
     if kind == "zipf":
@@ -304,7 +315,7 @@ def moe_traffic(spec: MoESpec, ep: int) -> MoETraffic:
     home = _placement(spec, ep)
     per_rank = np.full(ep, spec.tokens // ep, dtype=np.int64)
     per_rank[: spec.tokens % ep] += 1
-    kind, _ = _parse_skew(spec.skew)
+    kind, _ = parse_skew(spec.skew)
     if kind != "balanced" and spec.tokens * spec.experts > _MAX_DRAWS:
         raise BadInput(f"moe tokens={spec.tokens:,} x experts={spec.experts:,} routing draws exceed {_MAX_DRAWS:,} "
                        f"(hours of sampling); use skew=balanced (the expectation) or fewer tokens")
