@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ...topo.errors import BadInput
+from ...topo.inputs import read_input_text
 
 __all__ = ["MoESpec", "MoETraffic", "moe_traffic", "DTYPE_BYTES", "DEDUPS", "expert_weights",
            "rank_reach_probability"]
@@ -235,12 +236,7 @@ def _read_weights(p: Path) -> np.ndarray:
         w = w.astype(np.float64).ravel()
         where = lambda i: f"{p}: entry {i + 1}"     # noqa: E731
     else:
-        try:
-            text = p.read_bytes().decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise BadInput(f"{p}: not UTF-8 text; give expert weights as CSV/text or .npy") from None
-        except OSError as exc:
-            raise BadInput(f"{p}: cannot read ({exc.strerror})") from None
+        text = read_input_text(p, "expert weights as CSV/text or .npy")
         vals = []
         for lineno, line in enumerate(text.splitlines(), 1):
             s = line.strip()
