@@ -396,18 +396,19 @@ def _audit_failures(a, failed) -> list[str]:
     return out
 
 
-EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml"), "simai": (".txt",)}
+EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml"), "simai": (".txt",),
+                  "infragraph": (".json",)}
 
 
 @main.command("export")
 @click.argument("fabric")
 @_set_option
 @click.option("-o", "--output", "output", required=True, type=_OutputPath(sum(EXPORT_FORMATS.values(), ())),
-              help="Output file: .graphml, .json (node-link), .yml (ASTRA-sim network config) or .txt "
-                   "(SimAI ns-3 topology).")
+              help="Output file: .graphml, .json (node-link, or InfraGraph with --format infragraph), .yml "
+                   "(ASTRA-sim network config) or .txt (SimAI ns-3 topology).")
 @click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default=None,
-              help="graphml | json | astra-sim | simai (default: from the -o extension; .yml/.yaml is astra-sim, "
-                   ".txt simai).")
+              help="graphml | json | astra-sim | simai | infragraph (default: from the -o extension; .yml/.yaml "
+                   "is astra-sim, .txt simai, .json node-link).")
 def export_cmd(fabric, sets, output, fmt):
     """Write a fabric's graph (GraphML, node-link JSON) or an ASTRA-sim 2.x network config.
 
@@ -417,6 +418,9 @@ def export_cmd(fabric, sets, output, fmt):
     ``--format simai`` writes SimAI's ns-3 topology text (header, switch ids, one
     ``src dst bandwidth latency error_rate`` line per link) and, since SimAI reads no
     comments, the losses and the graph node of every id to FILE.json beside it.
+    ``--format infragraph`` writes an InfraGraph document (ASTRA-sim 3.0; needs
+    ``pip install 'fabricsim[infragraph]'``) that ``fabricsim import infragraph`` reads back;
+    what InfraGraph has no field for rides in its annotations, listed on stderr.
     """
     suffix = Path(output).suffix.lower()
     fmt = fmt or next(f for f, sfx in EXPORT_FORMATS.items() if suffix in sfx)
@@ -450,6 +454,20 @@ def export_cmd(fabric, sets, output, fmt):
             for loss in topo.losses:
                 _progress(f"the SimAI mapping loses: {loss}")
             return
+        if fmt == "infragraph":
+            from .topo.errors import BadInput
+            from .topo.export import write_infragraph
+            try:
+                doc = write_infragraph(G, output)
+            except BadInput as exc:
+                raise click.ClickException(str(exc)) from None
+            infra = doc.infrastructure
+            click.echo(f"wrote {output}: {sum(i['count'] for i in infra['instances']):,} device instances, "
+                       f"{G.number_of_edges():,} bundles in {len(infra['edges']):,} edge entries of "
+                       f"{len(infra['links']):,} link classes (InfraGraph)", err=True)
+            for note in doc.notes:
+                _progress(f"InfraGraph carries only as annotations: {note}")
+            return
         from .fabrics.userfile import export_fabric
         export_fabric(G, output)
     except OSError as exc:
@@ -459,11 +477,13 @@ def export_cmd(fabric, sets, output, fmt):
 
 @main.group("import")
 def import_grp():
-    """Read a machine description written by another tool into a fabric file.
+    """Read a machine description (or, for chakra, a workload) written by another tool.
 
     \b
       fabricsim import nccl-topo topo.xml -o node.json      an NCCL_TOPO_DUMP_FILE dump
       fabricsim import nccl-topo topo.xml --nodes 4 -o cluster.json
+      fabricsim import infragraph infra.json -o fabric.json   an InfraGraph document (ASTRA-sim 3.0)
+      fabricsim import chakra traces/ -o jobs.toml          Chakra execution traces, for mix
     """
 
 
@@ -502,6 +522,65 @@ def import_nccl_topo(xml_file, nodes, nic_gbps, spine_oversubscription, output):
     for what in ("inferred", "notes"):
         if G.graph.get(what):
             _progress(f"{what}: {G.graph[what]}")
+
+
+@import_grp.command("infragraph")
+@click.argument("ig_file", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "output", required=True, type=_OutputPath((".json", ".graphml")),
+              help="Fabric file to write: .json (node-link) or .graphml; every command takes it as FABRIC.")
+def import_infragraph(ig_file, output):
+    """Build a fabric from an InfraGraph document (.json, .yaml; needs fabricsim[infragraph]).
+
+    xpu components become chips, switch components switches, nic and port components are
+    joined through; a file written by ``export --format infragraph`` reads back into the same
+    graph. A malformed file exits 2 with one line naming the element.
+    """
+    from .fabrics.infragraph_io import read_infragraph
+    from .fabrics.userfile import export_fabric
+    from .topo.errors import BadInput
+    try:
+        G = read_infragraph(ig_file)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="FILE") from None
+    try:
+        export_fabric(G, output)
+    except OSError as exc:
+        raise _write_error(exc, output) from None
+    chips = sum(1 for _, d in G.nodes(data=True) if d["kind"] == "chip")
+    click.echo(f"wrote {output}: {chips:,} chips, {G.number_of_nodes() - chips:,} switches, "
+               f"{G.number_of_edges():,} links", err=True)
+    for what in ("inferred", "notes"):
+        if G.graph.get(what):
+            _progress(f"{what}: {G.graph[what]}")
+
+
+@import_grp.command("chakra")
+@click.argument("trace_dir", metavar="DIR", type=click.Path(file_okay=False))
+@click.option("-o", "--output", "output", required=True, type=_OutputPath((".toml",)),
+              help="Mix file to write ([[job]] tables); price it with fabricsim mix FILE --fabric F.")
+def import_chakra(trace_dir, output):
+    """Turn Chakra execution traces (<prefix>.<rank>.et per rank) into a mix TOML (needs fabricsim[chakra]).
+
+    Collective nodes become jobs on their process groups' ranks, compute nodes with a
+    duration delays, dependencies ``after``. A malformed trace exits 2 with one line naming
+    the file and the node.
+    """
+    from .collectives.jobs.chakra import jobs_toml, load_chakra
+    from .topo.errors import BadInput
+    try:
+        w = load_chakra(trace_dir)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="DIR") from None
+    try:
+        Path(output).write_text(f"# from the Chakra traces in {trace_dir}, written by fabricsim\n"
+                                + "".join(f"# {n}\n" for n in w.notes) + "\n" + jobs_toml(w.jobs), encoding="utf-8")
+    except OSError as exc:
+        raise _write_error(exc, output) from None
+    n_delay = sum(j.collective == "delay" for j in w.jobs)
+    click.echo(f"wrote {output}: {len(w.jobs) - n_delay:,} collectives, {n_delay:,} delays, {w.ranks:,} ranks, "
+               f"{len(w.groups):,} process groups", err=True)
+    for note in w.notes:
+        _progress(f"chakra: {note}")
 
 
 @main.command("draw")
@@ -1973,7 +2052,10 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
 
 # --------------------------------------------------------------------------- mix (issue 15)
 @main.command("mix")
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("spec", type=click.Path(dir_okay=False), required=False)
+@click.option("--chakra", "chakra_dir", type=click.Path(file_okay=False), default=None,
+              help="Instead of SPEC: a directory of Chakra execution traces (<prefix>.<rank>.et, optional "
+                   "communicator-group JSON); needs fabricsim[chakra].")
 @click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
 @_set_option
 @click.option("--split", type=click.Choice(["equal", "capacity"]), default="equal", show_default=True,
@@ -1986,23 +2068,37 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
 @click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
               "(default: the fabric's, else 1 us).")
 @click.option("--json", "as_json", is_flag=True, help="Print the mix result as JSON (schema in docs/json.md).")
-def mix_cmd(spec, fabric, sets, split, tiers, efficiency, step_latency_us, as_json):
+def mix_cmd(spec, chakra_dir, fabric, sets, split, tiers, efficiency, step_latency_us, as_json):
     """Run several collectives at once: [[job]] tables sharing the links in one max-min solve.
 
     \b
     Each [[job]]: name, collective, size | traffic | moe, group_size | mesh + over | groups,
-    algorithm (default auto), after = [names] (start when those have finished).
+    algorithm (default auto), after = [names] (start when those have finished);
+    or collective = "delay" with a duration ("120us"): time on no link, e.g. compute.
     \b
     Example:
       fabricsim mix jobs.toml --fabric jalapeno-rack --json
+      fabricsim mix --chakra traces/ --fabric nvl72      collectives of Chakra traces, compute as delays
     """
     from .collectives import jobs as J
     from .topo.errors import BadInput
+    if (spec is None) == (chakra_dir is None):
+        raise click.UsageError("give a SPEC file or --chakra DIR (one of them)")
     G = load_fabric(fabric, sets)
     eff, step_ns, _ = _calibration(efficiency, step_latency_us, None)
     t0 = time.perf_counter()
     try:
-        jobs = J.load_jobs(spec, G)
+        if chakra_dir is not None:
+            from .collectives.jobs.chakra import load_chakra
+            try:
+                w = load_chakra(chakra_dir)
+            except BadInput as exc:
+                raise click.BadParameter(str(exc), param_hint="--chakra") from None
+            jobs = list(w.jobs)
+            for note in w.notes:
+                _progress(f"chakra: {note}")
+        else:
+            jobs = J.load_jobs(spec, G)
         r = J.mix(G, jobs, split=split, tiers=tiers, efficiency=eff, step_overhead_ns=step_ns, progress=_progress)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="SPEC") from None
@@ -2025,6 +2121,83 @@ def mix_cmd(spec, fabric, sets, split, tiers, efficiency, step_latency_us, as_js
                            for b in r.bottlenecks[:5]], ["link", "tier", "util", "GB/s"]))
     for note in r.notes:
         click.echo(f"note: {note}")
+
+
+# --------------------------------------------------------------------------- design (issue 28)
+@main.command("design")
+@click.argument("space", type=click.Path(dir_okay=False))
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local processes pricing designs in parallel.")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Price the designs on a Dask distributed scheduler.")
+@click.option("--resume", "results_file", type=click.Path(dir_okay=False),
+              help="Keep each design's result in this file and reuse it when the run is repeated.")
+@click.option("--no-prune", is_flag=True, help="Price every design inside the constraints (no bound pruning).")
+@click.option("-o", "--output-dir", "out_dir", type=click.Path(file_okay=False),
+              help="Write each Pareto-front design as a fabric file (node-link JSON) into this folder.")
+@click.option("--plot", "plot", type=_plot_path(), help="Write the priced designs and the front to a PNG.")
+@click.option("--json", "as_json", is_flag=True, help="Print the search as JSON (builder, evaluated, pruned, "
+              "pareto, all).")
+def design_cmd(space, workers, scheduler, results_file, no_prune, out_dir, plot, as_json):
+    """Search a builder's parameters for the Pareto front of time, capex, power, resilience.
+
+    SPACE is a TOML file: the builder, the values its parameters may take, a workload,
+    objectives and constraints:
+
+    \b
+      builder = "rail-cluster"
+      [vary]
+      nic_gbps = [200, 400, 800]
+      spine_oversubscription = [1, 2]
+      [workload]
+      jobs = [{collective = "all-to-all", group_size = 16, size = "256MiB"}]
+      [objectives]
+      minimize = ["time_s", "capex_usd"]      # also power_kw, capex_per_chip_usd,
+                                              # worst_n1_slowdown; maximize = ["chips"]
+      [constraints]
+      capex_usd_max = 2e6                     # *_max / *_min of capex_usd, power_kw, chips, time_s
+
+    Each design is built and its bill of materials counted first (audit's parts); one
+    outside a constraint, or whose link-load bound is already beaten by a priced design no
+    worse elsewhere, is pruned without a solve (exact: the front is what pricing every
+    design gives). The rest are priced flow-level, every job together as `mix` does.
+
+    \b
+    Example:
+      fabricsim design examples/design/rail_cluster.toml --plot front.png
+    """
+    from .collectives.design import design, load_space, plot_front
+    from .collectives.whatif.dask_runner import sweep_runner
+    from .fabrics import build
+    from .fabrics.registry import builder_params
+    from .fabrics.userfile import export_fabric
+    sp = load_space(space, builders=builder_params())
+    runner = sweep_runner(workers, scheduler, results_file)
+    _progress(f"design: {sp.size:,} design(s) of {sp.builder} ...")
+    try:
+        r = design(sp, build=build, runner=runner, progress=_progress, prune=not no_prune)
+    finally:
+        getattr(runner, "close", lambda: None)()
+    if out_dir:
+        from pathlib import Path
+        d = Path(out_dir)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            for k, p in enumerate(r.front()):
+                name = "_".join(f"{k2}-{v}" for k2, v in p.params.items()).replace("/", "-")
+                export_fabric(build(sp.builder, **sp.params_text(p.params)), d / f"{sp.builder}_{name}.json")
+        except OSError as exc:
+            raise _write_error(exc, d) from None
+        _progress(f"wrote {len(r.pareto)} fabric file(s) into {d}")
+    if plot:
+        try:
+            plot_front(r, plot)
+        except OSError as exc:
+            raise _write_error(exc, plot) from None
+        _progress(f"wrote {plot}")
+    if as_json:
+        _emit_json(r.as_dict())
+        return
+    click.echo(r.to_text())
 
 
 if __name__ == "__main__":  # pragma: no cover
