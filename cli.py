@@ -280,7 +280,7 @@ _set_option = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
 @main.command("audit")
 @click.argument("fabric")
 @_set_option
-@click.option("--json", "as_json", is_flag=True, help="Print the audit as JSON (schema in README).")
+@click.option("--json", "as_json", is_flag=True, help="Print the audit as JSON (schema in docs/json.md).")
 @click.option("--all", "show_all", is_flag=True, help="List every finding, not just failures and notes.")
 @click.option("--no-hops", is_flag=True, help="Skip hop distances (faster on the biggest fabrics).")
 @click.option("--no-bisection", is_flag=True, help="Skip the bisection max-flow.")
@@ -296,7 +296,7 @@ def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection, parts_file
     materials (parts counted from the graph, capex and power).  Exits 1 when a budget
     check fails.
     """
-    from .topo.audit import audit
+    from .topo import audit
     from .topo.parts import load_parts
     parts = load_parts(parts_file)   # a bad file fails here, in one line, before the fabric is built
     G = load_fabric(fabric, sets)
@@ -378,7 +378,7 @@ def _format_bom(a) -> list[str]:
     return out + [""]
 
 
-# what "N budget checks" counts: the same N on every run and option of one fabric (topo.audit.budget_findings)
+# what "N budget checks" counts: the same N on every run and option of one fabric (topo.auditing.budget_findings)
 _CHECKS_COUNTED = ("per chip and switch: lanes, ports per speed, bandwidth, lane rate; per chip: lanes per tier; "
                    "per switch with links down and up, or a local switch: down/up")
 
@@ -895,7 +895,7 @@ def _fmt_bytes(b: float) -> str:
 @click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
 @_set_option
 @_price_options
-@click.option("--json", "as_json", is_flag=True, help="Print the cost report as JSON (schema in README).")
+@click.option("--json", "as_json", is_flag=True, help="Print the cost report as JSON (schema in docs/json.md).")
 @click.option("--plot", "plot", type=_plot_path(),
               help="Also write a chart (.png/.svg/.pdf): time per phase and link utilization by tier.")
 @click.option("--traffic", "traffic_path", type=click.Path(), help="All-to-all-v: a byte matrix per group (CSV or "
@@ -1176,10 +1176,10 @@ def _job_groups(G, opts, recovery, spares):
 def _check_fails(fails) -> None:
     """``--fail node:a,node:b`` is two failures in one value: refuse it and say to repeat --fail."""
     import re
-    from .topo.failures import _FIXED
+    from .topo.failures import FIXED_CLASSES
     for spec in fails:
         for prefix in re.findall(r",\s*([A-Za-z][\w-]*):", spec):
-            if prefix in _FIXED or prefix.endswith("-switch"):
+            if prefix in FIXED_CLASSES or prefix.endswith("-switch"):
                 parts = ' '.join(f'--fail {p.strip()}' for p in spec.split(',') if p.strip())
                 raise click.BadParameter(f"{spec!r} holds several failures; repeat --fail for each "
                                          f"({parts})", param_hint="--fail")
@@ -1803,7 +1803,7 @@ def _format_availability(av) -> str:
 @click.option("--over", help="With --mesh: the dimension whose groups ran the measured collective.")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False),
               help="Write the calibration TOML here (one section per fitted collective).")
-@click.option("--json", "as_json", is_flag=True, help="Print fits and points as JSON (schema in README).")
+@click.option("--json", "as_json", is_flag=True, help="Print fits and points as JSON (schema in docs/json.md).")
 @click.option("--collective", type=click.Choice(["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]),
               help="The collective of a log that names no *_perf binary (pre-2.13 logs, pasted tables); "
                    "default: inferred from its columns where they tell.")
@@ -1897,9 +1897,9 @@ def _step_scope_note(compute_us) -> str:
 
 
 def _format_step(r, compute_us=None) -> str:
-    from .collectives.jobs.step import _mesh_text
+    from .collectives.jobs.step import mesh_text
     tps = r.tokens_per_s_comm_bound
-    out = [f"{r.model} {r.phase} on {r.fabric}, mesh {_mesh_text(r.mesh)} ({r.chips:,} chips), batch {r.batch:,}"
+    out = [f"{r.model} {r.phase} on {r.fabric}, mesh {mesh_text(r.mesh)} ({r.chips:,} chips), batch {r.batch:,}"
            + (f" x seq {r.seq:,}" if r.phase == "prefill" else "") + f" = {r.tokens:,} tokens per step",
            f"communication {_us(r.comm_s)} per step, {_us(r.comm_s / r.tokens)} per token; "
            + (f"{tps:,.0f} tokens/s bound by communication" if math.isfinite(tps) else "no communication")
@@ -1942,7 +1942,7 @@ _DTYPES = ("fp8", "bf16", "fp16", "fp32")   # collectives.traffic.moe.DTYPE_BYTE
 
 @main.command("step")
 @click.option("--model", "model", required=True, help="A catalog model (deepseek-r1, kimi-k2, gpt-oss-120b) or "
-              "a model .toml file (format in README).")
+              "a model .toml file (format in docs/guide.md).")
 @click.option("--fabric", "fabric", help="A catalog name or a fabric file.")
 @_set_option
 @click.option("--fabrics", "fabric_list", help="Comma-separated fabrics: the same step side by side.")
@@ -1980,9 +1980,9 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
       fabricsim step --model deepseek-r1 --fabrics jalapeno-rack,nvl72,torus --mesh ep=64 --batch 512 --plot step.png
     """
     from .collectives.jobs.models import load_model
-    from .collectives.jobs.step import PLOT_SUFFIXES, _check_mesh, step_tokens
+    from .collectives.jobs.step import PLOT_SUFFIXES, check_mesh, step_tokens
     from .collectives.placement import chip_ranks, parse_mesh
-    from .collectives.traffic.moe import _parse_skew
+    from .collectives.traffic.moe import parse_skew
     from .topo.errors import BadInput
     if bool(fabric) == bool(fabric_list):
         raise click.UsageError("give --fabric F or --fabrics a,b,c (one of them)")
@@ -1996,7 +1996,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--model") from None
     try:
-        mesh_d = _check_mesh(parse_mesh(mesh), m)
+        mesh_d = check_mesh(parse_mesh(mesh), m)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--mesh") from None
     try:
@@ -2004,7 +2004,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--batch/--seq") from None
     try:
-        _parse_skew(opts["skew"])
+        parse_skew(opts["skew"])
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--skew") from None
     names = [fabric] if fabric else [f.strip() for f in fabric_list.split(",") if f.strip()]
@@ -2036,9 +2036,9 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     if len(results) == 1:
         click.echo(_format_step(results[0], opts["compute_us"]))
         return
-    from .collectives.jobs.step import _mesh_text
+    from .collectives.jobs.step import mesh_text
     kinds = list(dict.fromkeys(n for r in results for n in r.by_collective()))
-    click.echo(f"{m.name} {opts['phase']}, mesh {_mesh_text(mesh_d)}, {results[0].tokens:,} tokens per step")
+    click.echo(f"{m.name} {opts['phase']}, mesh {mesh_text(mesh_d)}, {results[0].tokens:,} tokens per step")
     click.echo(_table([[r.fabric, r.chips, _us(r.comm_s), _us(r.comm_s / r.tokens),
                         f"{r.tokens_per_s_comm_bound:,.0f}" if r.comm_s else "-"]
                        + [_us(r.by_collective().get(k, {}).get("attributed_s", 0.0)) for k in kinds]
@@ -2067,7 +2067,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
               "(ideal fabrics: 1).")
 @click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
               "(default: the fabric's, else 1 us).")
-@click.option("--json", "as_json", is_flag=True, help="Print the mix result as JSON (schema in README).")
+@click.option("--json", "as_json", is_flag=True, help="Print the mix result as JSON (schema in docs/json.md).")
 def mix_cmd(spec, chakra_dir, fabric, sets, split, tiers, efficiency, step_latency_us, as_json):
     """Run several collectives at once: [[job]] tables sharing the links in one max-min solve.
 

@@ -13,7 +13,7 @@ from fabricsim.collectives.price import price
 from fabricsim.fabrics import build
 from fabricsim.fabrics.infragraph_io import read_infragraph
 from fabricsim.fabrics.userfile import load_fabric
-from fabricsim.topo.audit import audit
+from fabricsim.topo.auditing import audit
 from fabricsim.topo.contract import validate
 from fabricsim.topo.errors import BadInput
 from fabricsim.topo.export import infragraph_document, write_infragraph
