@@ -2132,12 +2132,22 @@ def mix_cmd(spec, chakra_dir, fabric, sets, split, tiers, efficiency, step_laten
 @click.option("--resume", "results_file", type=click.Path(dir_okay=False),
               help="Keep each design's result in this file and reuse it when the run is repeated.")
 @click.option("--no-prune", is_flag=True, help="Price every design inside the constraints (no bound pruning).")
+@click.option("--search", type=click.Choice(["auto", "exhaustive", "nsga2"]), default="auto", show_default=True,
+              help="exhaustive: every design (the exact front); nsga2: Optuna's NSGA-II proposes --evaluations "
+                   "designs (the best front found; pip install 'fabricsim[design]'); auto: exhaustive up to "
+                   "2,000 designs.")
+@click.option("--evaluations", type=click.IntRange(min=1), default=500, show_default=True,
+              help="With nsga2: distinct designs to evaluate.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the nsga2 search.")
+@click.option("--budget-s", type=_Number(1e-3, 1e9, unit=" s"), default=None,
+              help="Stop starting new designs after this many seconds (the result says it is partial).")
 @click.option("-o", "--output-dir", "out_dir", type=click.Path(file_okay=False),
               help="Write each Pareto-front design as a fabric file (node-link JSON) into this folder.")
 @click.option("--plot", "plot", type=_plot_path(), help="Write the priced designs and the front to a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print the search as JSON (builder, evaluated, pruned, "
               "pareto, all).")
-def design_cmd(space, workers, scheduler, results_file, no_prune, out_dir, plot, as_json):
+def design_cmd(space, workers, scheduler, results_file, no_prune, search, evaluations, seed, budget_s, out_dir, plot,
+               as_json):
     """Search a builder's parameters for the Pareto front of time, capex, power, resilience.
 
     SPACE is a TOML file: the builder, the values its parameters may take, a workload,
@@ -2174,7 +2184,8 @@ def design_cmd(space, workers, scheduler, results_file, no_prune, out_dir, plot,
     runner = sweep_runner(workers, scheduler, results_file)
     _progress(f"design: {sp.size:,} design(s) of {sp.builder} ...")
     try:
-        r = design(sp, build=build, runner=runner, progress=_progress, prune=not no_prune)
+        r = design(sp, build=build, runner=runner, progress=_progress, prune=not no_prune, search=search,
+                   evaluations=evaluations, seed=seed, budget_s=budget_s)
     finally:
         getattr(runner, "close", lambda: None)()
     if out_dir:
