@@ -2181,11 +2181,11 @@ def design_cmd(space, workers, scheduler, results_file, no_prune, search, evalua
     from .fabrics.registry import builder_params
     from .fabrics.userfile import export_fabric
     sp = load_space(space, builders=builder_params())
-    runner = sweep_runner(workers, scheduler, results_file)
+    runner = sweep_runner(workers, scheduler)
     _progress(f"design: {sp.size:,} design(s) of {sp.builder} ...")
     try:
         r = design(sp, build=build, runner=runner, progress=_progress, prune=not no_prune, search=search,
-                   evaluations=evaluations, seed=seed, budget_s=budget_s)
+                   evaluations=evaluations, seed=seed, budget_s=budget_s, results_file=results_file)
     finally:
         getattr(runner, "close", lambda: None)()
     if out_dir:

@@ -241,3 +241,18 @@ def test_budget_stops_and_says_so():
     r = design(sp, build=build, search="exhaustive", budget_s=1e-9, wave=4)
     assert not r.complete and len(r.points) < sp.size and "budget" in r.notes[0]
     assert r.as_dict()["complete"] is False
+
+
+def test_resume_takes_designs_from_the_file_and_refuses_another_space(tmp_path):
+    f = tmp_path / "design.jsonl"
+    sp = _space(vary={"nic_gbps": [200, 400], "spine_oversubscription": [1, 2]})
+    first = design(sp, build=build, results_file=f)
+    assert len(f.read_text().splitlines()) == 4
+    again = design(sp, build=build, results_file=f)
+    assert [p.objectives for p in again.points] == [p.objectives for p in first.points]
+    assert again.pareto == first.pareto and "4 design(s) taken from the results file" in again.notes[0]
+    f.write_text(f.read_text() + '{"space": "cut sh')             # a killed run's last line is ignored
+    assert design(sp, build=build, results_file=f).pareto == first.pareto
+    other = _space(vary={"nic_gbps": [200, 400]}, objectives={"minimize": ["time_s", "power_kw"]})
+    with pytest.raises(BadInput, match="another design space"):
+        design(other, build=build, results_file=f)

@@ -336,13 +336,15 @@ EXHAUSTIVE_MAX = 2_000
 class _Search:
     """The shared part of every search: unique designs evaluated in waves, the front so far."""
 
-    def __init__(self, space: DesignSpace, build: Builder, runner, prune: bool):
+    def __init__(self, space: DesignSpace, build: Builder, runner, prune: bool, results_file=None):
         self.space, self.build, self.runner, self.prune = space, build, runner, prune
         self.points: list[DesignPoint | None] = []
         self.index: dict[str, int] = {}
         self.front: list[tuple] = []
         self.use_bound = prune
         self.senses = _senses(space)
+        self.store = _Store(results_file, space, prune) if results_file is not None else None
+        self.reused = 0
 
     def wave(self, designs: Sequence[dict]) -> list[DesignPoint]:
         """Evaluate the designs not seen yet (one ``runner.map``); every design's point, in order."""
@@ -351,11 +353,17 @@ class _Search:
             if key in self.index:                  # seen (or twice in this wave)
                 continue
             self.index[key] = len(self.points)
-            self.points.append(None)
+            kept = self.store.get(key) if self.store is not None else None
+            self.points.append(kept)
+            if kept is not None:
+                self.reused += 1
+                continue
             tasks.append(_Task(self.index[key], key, d, self.space.params_text(d), self.space, self.build,
                                tuple(self.front) if self.prune else (), self.use_bound))
         for i, point in self.runner.map(evaluate, tasks):
             self.points[i] = point
+            if self.store is not None:
+                self.store.put(self.space.key(point.params), point)
         done = [p for p in self.points if p is not None]
         self.use_bound = self.use_bound and _bounds_pay(done)
         priced = [p for p in done if p.status == "ok"]
@@ -366,6 +374,8 @@ class _Search:
         return [self.points[self.index[k]] for k in keys]
 
     def result(self, seconds: float, method: str, complete: bool, notes: Sequence[str] = ()) -> DesignResult:
+        if self.reused:
+            notes = [f"{self.reused:,} design(s) taken from the results file {self.store.path}"] + list(notes)
         points = tuple(p for p in self.points if p is not None)
         ok = [i for i, p in enumerate(points) if p.status == "ok"]
         pareto: tuple[int, ...] = ()
@@ -378,7 +388,8 @@ class _Search:
 
 def design(space: DesignSpace, *, build: Builder, runner=None, wave: int | None = None,
            progress: Callable[[str], None] | None = None, prune: bool = True, search: str = "auto",
-           evaluations: int = 500, seed: int = 0, budget_s: float | None = None) -> DesignResult:
+           evaluations: int = 500, seed: int = 0, budget_s: float | None = None,
+           results_file=None) -> DesignResult:
     """Search ``space`` and return the Pareto front of the priced designs.
 
     Parameters
@@ -397,6 +408,8 @@ def design(space: DesignSpace, *, build: Builder, runner=None, wave: int | None 
         or ``auto``: exhaustive up to :data:`EXHAUSTIVE_MAX` designs, else nsga2.
     evaluations, seed : nsga2's number of distinct designs evaluated, and its seed.
     budget_s : stop starting new waves after this many seconds; the result says it is partial.
+    results_file : a JSON-lines file keeping every evaluated design; a rerun of the same space
+        (builder, fixed parameters, workload, objectives, constraints, parts) takes them from it.
 
     Returns
     -------
@@ -414,13 +427,14 @@ def design(space: DesignSpace, *, build: Builder, runner=None, wave: int | None 
         # one pool for the whole search (LocalRunner.map starts a pool per call, i.e. per wave)
         with _Pool(workers) as pool:
             return design(space, build=build, runner=pool, wave=wave, progress=progress, prune=prune,
-                          search=search, evaluations=evaluations, seed=seed, budget_s=budget_s)
+                          search=search, evaluations=evaluations, seed=seed, budget_s=budget_s,
+                          results_file=results_file)
     wave = wave or max(8, 4 * workers)
     if search == "auto":
         search = "exhaustive" if space.size <= EXHAUSTIVE_MAX else "nsga2"
     if search == "nsga2" and evaluations >= space.size:
         search = "exhaustive"                      # as many evaluations as designs: look at them all
-    run = _Search(space, build, runner, prune)
+    run = _Search(space, build, runner, prune, results_file)
     t0 = last = time.perf_counter()
 
     def report(done: int, total: int) -> None:
@@ -482,6 +496,60 @@ def _nsga2(run: _Search, wave: int, evaluations: int, seed: int, over_budget, re
     if not complete:
         notes.append(f"stopped at the time budget after {time.perf_counter() - t0:.0f} s")
     return run.result(time.perf_counter() - t0, f"nsga2 (seed {seed})", complete, notes)
+
+
+class _Store:
+    """Evaluated designs kept in a JSON-lines file, one ``{"space", "key", "point"}`` per line.
+
+    ``space`` fingerprints what decides a design's result (builder, fixed parameters,
+    workload, objectives, constraints, parts, pruning on or off); a file holding another
+    space's results is refused in one line rather than mixed.  A truncated last line (a
+    killed run) is ignored.
+    """
+
+    def __init__(self, path, space: DesignSpace, prune: bool):
+        import hashlib
+        import json
+        from pathlib import Path
+        from ...topo.errors import BadInput
+        self.path = Path(path)
+        doc = {k: v for k, v in space.as_dict().items() if k != "vary"} | {"prune": prune}
+        self.space = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        self.kept: dict[str, DesignPoint] = {}
+        if self.path.is_dir():
+            raise BadInput(f"results file {self.path} is a directory; give a file name")
+        if not self.path.parent.is_dir():
+            raise BadInput(f"results file {self.path}: directory {self.path.parent} does not exist")
+        if self.path.exists():
+            try:
+                text = self.path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise BadInput(f"results file {self.path}: {getattr(exc, 'strerror', None) or exc}") from None
+            for line in text.splitlines():
+                try:
+                    rec = json.loads(line)
+                    fp, key, pt = str(rec["space"]), str(rec["key"]), rec["point"]
+                    point = DesignPoint(dict(pt["params"]), str(pt["status"]),
+                                        {k: (math.nan if v is None else float(v))
+                                         for k, v in pt["objectives"].items()},
+                                        str(pt["reason"]),
+                                        math.nan if pt["bound_time_s"] is None else float(pt["bound_time_s"]),
+                                        float(pt["seconds"]))
+                except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+                    continue
+                if fp != self.space:
+                    raise BadInput(f"results file {self.path} holds another design space's results; give a "
+                                   "new file (or delete it)")
+                self.kept[key] = point
+
+    def get(self, key: str) -> DesignPoint | None:
+        return self.kept.get(key)
+
+    def put(self, key: str, point: DesignPoint) -> None:
+        import json
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"space": self.space, "key": key, "point": point.as_dict()}) + "\n")
+        self.kept[key] = point
 
 
 class _Pool:
