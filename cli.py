@@ -1657,12 +1657,14 @@ def _collective_option(fn):
 @click.option("--samples", type=click.IntRange(min=2), help="With --availability: also a Monte Carlo over this "
               "many sampled years.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo.")
+@click.option("--n2-shared", is_flag=True, help="Also N-2 within shared domains: every pair of links on one OCS "
+              "or harness, every pair of same-role switches in one rack (one row each).")
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print the atlas (and availability) as JSON.")
 @click.option("--plot", "plot", type=_plot_path(), help="Write the slowdowns per class (a box each) to a PNG, "
               "SVG or PDF.")
 def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, scheduler, avail, rates_file,
-              samples, seed, as_json, plot, **opts):
+              samples, seed, n2_shared, as_json, plot, **opts):
     """Every failure class of FABRIC, N-1: blast radius and slowdowns per class (and availability).
 
     \b
@@ -1715,7 +1717,7 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
         a = atlas(fabric, _parse_sets(sets), collective=collective, size_bytes=size_bytes,
                   group_size=None if groups else opts["group_size"], placement=opts["placement"], groups=groups,
                   classes=wanted, runner=runner, max_orbits=max_orbits, budget_s=float(budget_s),
-                  progress=lambda m: _progress(m), **options.price_kwargs())
+                  progress=lambda m: _progress(m), n2_shared=n2_shared, **options.price_kwargs())
     except BadInput as exc:
         msg = str(exc)
         raise click.BadParameter(msg, param_hint="--group-size" if msg.startswith("group size")
@@ -1739,7 +1741,9 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
 
 def _format_atlas(a) -> str:
     out = [f"{a.collective} on {a.fabric}: {a.groups:,} group(s) of {a.group_size}, S = {_fmt_bytes(a.size_bytes)}, "
-           f"algorithm {a.algorithm} ({a.protocol}); intact {_us(a.baseline.time_s)}; every class N-1"]
+           f"algorithm {a.algorithm} ({a.protocol}); intact {_us(a.baseline.time_s)}; every class N-1"
+           + ("; N-2 within shared domains (rows 'x2 same')" if any(" x2 same " in c.failure_class
+                                                                    for c in a.classes) else "")]
     rows = []
     for c in a.classes:
         if c.skipped:
