@@ -12,6 +12,8 @@ import click
 
 from . import fabrics as _fabrics
 from .topo.errors import FabricError
+from .topo.text import fmt as _fmt, fmt_bytes as _fmt_bytes, gbps as _gbps, hist as _hist, pct as _pct
+from .topo.text import table as _table, us as _us, x as _x
 
 FILE_SUFFIXES = (".toml", ".graphml", ".json")
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -135,24 +137,6 @@ def _json_default(o):
     if isinstance(o, (set, frozenset, tuple)):
         return list(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        if math.isinf(v):
-            return "inf"
-        return f"{v:,.6g}" if abs(v) < 1e6 else f"{v:,.0f}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
-
-
-def _table(rows: list[list], header: list[str]) -> str:
-    cells = [[str(h) for h in header]] + [[_fmt(c) if not isinstance(c, str) else c for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths).rstrip())
-    return "\n".join(lines)
 
 
 class _OneLineError(click.UsageError):
@@ -310,90 +294,9 @@ def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection, parts_file
     if as_json:
         _emit_json(a.as_dict())
     else:
-        click.echo(_format_audit(a, show_all))
+        click.echo(a.to_text(show_all))
     if not a.ok:
         sys.exit(1)
-
-
-def _format_audit(a, show_all: bool) -> str:
-    # a figure the audit skipped is None: say so, never print it as 0
-    failed = [f for f in a.findings if not f.ok]
-    # a failing audit leads with what failed: the headline and tables follow
-    out = _audit_failures(a, failed) + [""] if failed else []
-    hops = ("hop diameter, mean hops, relayed and unreachable pairs: not computed (--no-hops)"
-            if a.diameter_hops is None
-            else f"hop diameter {a.diameter_hops}   mean hops {a.mean_hops:.3f}")
-    out += [f"{a.fabric}  " + " ".join(f"{k}={v}" for k, v in a.params.items()),
-           f"chips {a.chips:,}   switch ASICs {a.switches:,}"
-           + (f" ({a.totals['switch_nodes']:,} graph nodes: a grouped node stands for several)"
-              if "switch_nodes" in a.totals else "") + f"   {hops}",
-           "bisection not computed (--no-bisection)" if a.bisection_GBps is None
-           else f"bisection {a.bisection_GBps:,.1f} GB/s per direction  (halves: {a.bisection_halves})"]
-    if a.relay_pairs:
-        out.append(f"{a.relay_pairs:,} chip pairs are reachable only by relaying through a chip "
-                   f"(rail-only / PXN); hop counts include the relay")
-    if a.unreachable_pairs:
-        out.append(f"PARTIAL: {a.unreachable_pairs:,} chip pairs have no path at all")
-    if a.inferred:
-        out.append(f"inferred (I, not published): {a.inferred}")
-    out.extend(f"note: {n}" for n in a.notes)
-    out.append("")
-    per_rack = {k[:-len("_per_rack")] for k in a.totals if k.endswith("_per_rack")}
-    rows = [[k, v, a.totals.get(f"{k}_per_rack", "")] for k, v in a.totals.items()
-            if not k.endswith("_per_rack")]
-    out.append(_table(rows, ["total", "fabric", "per rack" if per_rack else ""]))
-    out.append("")
-    out.extend(_format_bom(a))
-    notes: dict[tuple, list] = {}
-    for f in a.findings:
-        if f.ok and f.note:
-            notes.setdefault((f.check, f.note), []).append(f.where)
-    if notes:
-        out.append("Notes:")
-        for (check, note), where in notes.items():
-            more = f" and {len(where) - 1:,} more" if len(where) > 1 else ""
-            out.append(f"  {check}: {note}  ({where[0]}{more})")
-    if show_all:
-        out.append(_table([[f.where, f.check, f.used, f.available, f.unit, "ok" if f.ok else "FAIL", f.note]
-                           for f in a.findings], ["where", "check", "used", "available", "unit", "", "note"]))
-    if failed:
-        out.append(f"FAILED (above): {len(failed):,} of {len(a.findings):,} budget checks")
-    else:
-        out.append(f"OK: all {len(a.findings):,} budget checks pass ({_CHECKS_COUNTED})")
-    return "\n".join(out)
-
-
-def _format_bom(a) -> list[str]:
-    """The bill of materials table and its two totals; a part without a figure shows "-", never 0."""
-    def fig(v, fmt):
-        return "-" if v is None else fmt.format(v)
-    rows = [[b.kind, b.part, f"{b.count:,}", fig(b.price_usd, "{:,.0f}"), fig(b.watts, "{:,.4g}"),
-             fig(None if b.price_usd is None else b.count * b.price_usd, "{:,.0f}"),
-             fig(None if b.watts is None else b.count * b.watts / 1000, "{:,.3f}"), b.label] for b in a.bom]
-    out = ["Bill of materials (counted from the graph; figures and sources: topo/parts.toml, --parts):",
-           _table(rows, ["kind", "part", "count", "USD each", "W each", "USD", "kW", "label"]),
-           f"capex {a.capex_usd:,.0f} USD   power {a.power_kw:,.3f} kW   (sums over the parts with a figure)"]
-    if a.unpriced:
-        out.append(f"unpriced (not in the totals): {'; '.join(a.unpriced)}")
-    return out + [""]
-
-
-# what "N budget checks" counts: the same N on every run and option of one fabric (topo.auditing.budget_findings)
-_CHECKS_COUNTED = ("per chip and switch: lanes, ports per speed, bandwidth, lane rate; per chip: lanes per tier; "
-                   "per switch with links down and up, or a local switch: down/up")
-
-
-def _audit_failures(a, failed) -> list[str]:
-    """The FAILED line and one line per failing check (how many, one example)."""
-    out = [f"FAILED: {len(failed):,} of {len(a.findings):,} budget checks ({_CHECKS_COUNTED})"]
-    groups: dict[str, list] = {}
-    for f in failed:
-        groups.setdefault(f.check, []).append(f)
-    for check, fs in groups.items():
-        f = fs[0]
-        out.append(f"  {check}: {len(fs):,} x, e.g. {f.where}: {_fmt(f.used)} of {_fmt(f.available)} "
-                   f"{f.unit}" + (f" ({f.note})" if f.note else ""))
-    return out
 
 
 EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml"), "simai": (".txt",),
@@ -840,10 +743,6 @@ def _collective_arg(fn):
     return click.argument("collective", type=_CollectiveChoice())(fn)
 
 
-def _us(s) -> str:
-    return "n/a" if s is None or (isinstance(s, float) and math.isnan(s)) else f"{s * 1e6:,.2f} us"
-
-
 def _format_report(r) -> str:
     out = [f"{r.collective} on {r.fabric}: {r.groups:,} group(s) of {r.group_size}, S = {_fmt_bytes(r.size_bytes)}, "
            f"algorithm {r.algorithm}, protocol {r.protocol}"
@@ -881,13 +780,6 @@ def _format_method(m: dict, mode: str) -> str:
     for x in m.get("refused", []):
         out.append(f"  refused {x['method']}: {x['reason']}")
     return "\n".join(out)
-
-
-def _fmt_bytes(b: float) -> str:
-    for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if b >= k:
-            return f"{b / k:,.4g} {unit}"
-    return f"{b:,.0f} B"
 
 
 @main.command("price")
@@ -1246,10 +1138,6 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spa
             click.echo(_format_whatif_method(w.method))
 
 
-def _gbps(v) -> str:
-    return f"{v:,.1f}" if v is not None and math.isfinite(v) else "n/a"
-
-
 def _format_whatif(w) -> str:
     b, d = w.baseline, w.degraded
     priced = math.isfinite(d.time_s)
@@ -1314,11 +1202,6 @@ def _removed(f: dict) -> str:
     return ", ".join(parts) or "nothing"
 
 
-def _hist(h: dict, empty: str = "-") -> str:
-    return ", ".join(f"{v:,} at {k}" for k, v in h.items()) or empty
-
-
-# --------------------------------------------------------------------------- sweep/whatif: progress, --explain
 class SweepProgress:
     """A sweep's progress on stderr: a bar with the scenarios done, the orbits solved and an ETA.
 
@@ -1626,12 +1509,6 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
         click.echo(_format_sweep_method(s.method))
 
 
-def _x(v) -> str:
-    """A slowdown as ``x1.2``; ``n/a`` (no ``x``) when there is none (nothing priced)."""
-    return "n/a" if v is None or not math.isfinite(v) else f"x{v:.6g}"
-
-
-# --------------------------------------------------------------------------- atlas (issue 24)
 def _collective_option(fn):
     return click.option("--collective", "collective", required=True, type=_CollectiveChoice(),
                         help="The collective every scenario prices.")(fn)
@@ -1760,10 +1637,6 @@ def _format_atlas(a) -> str:
                "broke; groups slowed or broken)")
     out.extend(f"note: {n}" for n in a.notes)
     return "\n".join(out)
-
-
-def _pct(v) -> str:
-    return "n/a" if v is None else f"{100 * v:.4g}%"
 
 
 def _format_availability(av) -> str:
