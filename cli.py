@@ -743,34 +743,6 @@ def _collective_arg(fn):
     return click.argument("collective", type=_CollectiveChoice())(fn)
 
 
-def _format_report(r) -> str:
-    out = [f"{r.collective} on {r.fabric}: {r.groups:,} group(s) of {r.group_size}, S = {_fmt_bytes(r.size_bytes)}, "
-           f"algorithm {r.algorithm}, protocol {r.protocol}"
-           f"{'' if r.channels is None else f', {r.channels} channels'} ({r.mode})",
-           f"time {_us(r.time_s)} = bandwidth {_us(r.bandwidth_time_s)} + latency {_us(r.latency_s)}   "
-           f"(link-load bound {_us(r.bound_s)})",
-           f"algbw {r.algbw_GBps:,.1f} GB/s   busbw {r.busbw_GBps:,.1f} GB/s"]
-    for note in r.notes:
-        out.append(f"note: {note}")
-    if r.phases:
-        out.append("")
-        out.append(_table([[p.name, p.repeat, p.flows, _fmt_bytes(p.bytes_per_flow), _us(p.step_bandwidth_s),
-                            _us(p.step_latency_s), p.events, _us(p.time_s)] for p in r.phases],
-                          ["phase", "steps", "flows/step", "bytes/flow", "bw/step", "lat/step", "events",
-                           "time"]))
-    if r.bottlenecks:
-        out.append("")
-        out.append("Busiest links (utilization over the bandwidth time):")
-        out.append(_table([[b["link"], b["tier"], f"{b['utilization']:.1%}", f"{b['capacity_GBps']:,.1f}"]
-                           for b in r.bottlenecks[:5]], ["link", "tier", "util", "GB/s"]))
-    if r.unreachable_pairs.get("count"):
-        out.append(f"PARTIAL: {r.unreachable_pairs['count']:,} pairs have no route, e.g. "
-                   + "; ".join(r.unreachable_pairs["examples"]))
-    if r.broken_groups.get("count"):
-        out.append(f"PARTIAL: {r.broken_groups['count']:,} groups lost a chip, e.g. {r.broken_groups['examples'][:2]}")
-    return "\n".join(out)
-
-
 def _format_method(m: dict, mode: str) -> str:
     rates = "link-load bound, not max-min rates" if mode == "link-load bound" else "exact max-min rates"
     out = ["", f"method: {m.get('path', '?')} ({m.get('flows', 0):,} flows per step, "
@@ -836,7 +808,7 @@ def price_cmd(collective, fabric, sets, as_json, plot, traffic_path=None, moe_sp
             d["traffic"] = summary
         _emit_json(d)
     else:
-        click.echo(_format_report(r))
+        click.echo(r.to_text())
         if opts["explain"]:
             click.echo(_format_method(r.method, r.mode))
         if summary is not None:
@@ -1611,62 +1583,9 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
     if as_json:
         _emit_json(a.as_dict() | ({"availability": av.as_dict()} if av is not None else {}))
         return
-    click.echo(_format_atlas(a))
+    click.echo(a.to_text())
     if av is not None:
-        click.echo(_format_availability(av))
-
-
-def _format_atlas(a) -> str:
-    out = [f"{a.collective} on {a.fabric}: {a.groups:,} group(s) of {a.group_size}, S = {_fmt_bytes(a.size_bytes)}, "
-           f"algorithm {a.algorithm} ({a.protocol}); intact {_us(a.baseline.time_s)}; every class N-1"
-           + ("; N-2 within shared domains (rows 'x2 same')" if any(" x2 same " in c.failure_class
-                                                                    for c in a.classes) else "")]
-    rows = []
-    for c in a.classes:
-        if c.skipped:
-            rows.append([c.failure_class, f"{c.scenarios:,}", "" if c.orbits is None else f"{c.orbits:,}", "", "",
-                         "", "", "", f"not run: {c.skipped}", f"{c.seconds:.1f}"])
-            continue
-        rows.append([c.failure_class, f"{c.scenarios:,}", f"{c.orbits:,}", f"{c.chips_affected_max:,}",
-                     f"{c.groups_affected_max:,}", _x(c.slowdown_min), _x(c.slowdown_median), _x(c.slowdown_max),
-                     (c.worst or "") + (f"  ({c.unpriced:,} priced nothing)" if c.unpriced else ""),
-                     f"{c.seconds:.1f}"])
-    out.append(_table(rows, ["class", "scenarios", "orbits", "chips hit", "groups hit", "min", "median", "max",
-                             "worst", "s"]))
-    out.append("chips hit / groups hit: the most of one scenario (chips lost, cut off or in a group that slowed or "
-               "broke; groups slowed or broken)")
-    out.extend(f"note: {n}" for n in a.notes)
-    return "\n".join(out)
-
-
-def _format_availability(av) -> str:
-    mc = av.samples is not None
-    rows = []
-    for r in av.classes:
-        if r.get("rate_per_year") is None:
-            rows.append([r["class"], f"{r['elements']:,}", "", "", "", "", "", ""] + (["", ""] if mc else [])
-                        + [r.get("note", "")])
-            continue
-        row = [r["class"], f"{r['elements']:,}", f"{r['rate_per_year']:g}", f"{r['repair_h']:g}",
-               f"{r['failures_per_year']:.4g}", _pct(r["fraction_degraded"]), _pct(r["fraction_down"]),
-               _x(r["expected_slowdown"])]
-        if mc:
-            m = r["mc"]
-            row += [f"{_pct(m['fraction_degraded'])} +- {_pct(m['fraction_degraded_se'])}",
-                    f"{_x(m['expected_slowdown'])} +- {m['expected_slowdown_se']:.2g}"]
-        rows.append(row + [""])
-    t = av.total
-    tot = ["total", "", "", "", f"{t['failures_per_year']:.4g}", _pct(t["fraction_degraded"]),
-           _pct(t["fraction_down"]), _x(t["expected_slowdown"])]
-    if mc:
-        tot += [f"{_pct(t['mc']['fraction_degraded'])} +- {_pct(t['mc']['fraction_degraded_se'])}",
-                f"{_x(t['mc']['expected_slowdown'])} +- {t['mc']['expected_slowdown_se']:.2g}"]
-    rows.append(tot + [""])
-    out = [f"availability over a year ({av.method}):",
-           _table(rows, ["class", "elements", "rate/yr", "repair h", "failures/yr", "degraded", "down",
-                         "exp. slowdown"] + (["MC degraded", "MC slowdown"] if mc else []) + [""])]
-    out.extend(f"note: {n}" for n in av.notes)
-    return "\n".join(out)
+        click.echo(av.to_text())
 
 
 # --------------------------------------------------------------------------- calibrate (issue 13)

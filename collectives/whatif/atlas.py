@@ -84,6 +84,7 @@ try:
 except ModuleNotFoundError:      # Python < 3.11
     import tomli as tomllib
 
+from ...topo.text import fmt_bytes, pct, table, us, x
 from ...topo.errors import BadInput, close_matches
 from ...topo.failures import domain_classes, domains
 from ..price import CostReport, _finite, price
@@ -349,6 +350,29 @@ class Atlas:
     @property
     def names(self) -> list[str]:
         return [c.failure_class for c in self.classes]
+
+    def to_text(self) -> str:
+        """The atlas as ``fabricsim atlas`` prints it: one row per class, then the notes."""
+        out = [f"{self.collective} on {self.fabric}: {self.groups:,} group(s) of {self.group_size}, S = {fmt_bytes(self.size_bytes)}, "
+               f"algorithm {self.algorithm} ({self.protocol}); intact {us(self.baseline.time_s)}; every class N-1"
+               + ("; N-2 within shared domains (rows 'x2 same')" if any(" x2 same " in c.failure_class
+                                                                        for c in self.classes) else "")]
+        rows = []
+        for c in self.classes:
+            if c.skipped:
+                rows.append([c.failure_class, f"{c.scenarios:,}", "" if c.orbits is None else f"{c.orbits:,}", "", "",
+                             "", "", "", f"not run: {c.skipped}", f"{c.seconds:.1f}"])
+                continue
+            rows.append([c.failure_class, f"{c.scenarios:,}", f"{c.orbits:,}", f"{c.chips_affected_max:,}",
+                         f"{c.groups_affected_max:,}", x(c.slowdown_min), x(c.slowdown_median), x(c.slowdown_max),
+                         (c.worst or "") + (f"  ({c.unpriced:,} priced nothing)" if c.unpriced else ""),
+                         f"{c.seconds:.1f}"])
+        out.append(table(rows, ["class", "scenarios", "orbits", "chips hit", "groups hit", "min", "median", "max",
+                                 "worst", "s"]))
+        out.append("chips hit / groups hit: the most of one scenario (chips lost, cut off or in a group that slowed or "
+                   "broke; groups slowed or broken)")
+        out.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(out)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (``fabricsim atlas --json``)."""
@@ -663,6 +687,36 @@ class Availability:
     samples: int | None = None
     seed: int | None = None
     notes: tuple = ()
+
+    def to_text(self) -> str:
+        """The availability table as ``fabricsim atlas --availability`` prints it."""
+        mc = self.samples is not None
+        rows = []
+        for r in self.classes:
+            if r.get("rate_per_year") is None:
+                rows.append([r["class"], f"{r['elements']:,}", "", "", "", "", "", ""] + (["", ""] if mc else [])
+                            + [r.get("note", "")])
+                continue
+            row = [r["class"], f"{r['elements']:,}", f"{r['rate_per_year']:g}", f"{r['repair_h']:g}",
+                   f"{r['failures_per_year']:.4g}", pct(r["fraction_degraded"]), pct(r["fraction_down"]),
+                   x(r["expected_slowdown"])]
+            if mc:
+                m = r["mc"]
+                row += [f"{pct(m['fraction_degraded'])} +- {pct(m['fraction_degraded_se'])}",
+                        f"{x(m['expected_slowdown'])} +- {m['expected_slowdown_se']:.2g}"]
+            rows.append(row + [""])
+        t = self.total
+        tot = ["total", "", "", "", f"{t['failures_per_year']:.4g}", pct(t["fraction_degraded"]),
+               pct(t["fraction_down"]), x(t["expected_slowdown"])]
+        if mc:
+            tot += [f"{pct(t['mc']['fraction_degraded'])} +- {pct(t['mc']['fraction_degraded_se'])}",
+                    f"{x(t['mc']['expected_slowdown'])} +- {t['mc']['expected_slowdown_se']:.2g}"]
+        rows.append(tot + [""])
+        out = [f"availability over a year ({self.method}):",
+               table(rows, ["class", "elements", "rate/yr", "repair h", "failures/yr", "degraded", "down",
+                             "exp. slowdown"] + (["MC degraded", "MC slowdown"] if mc else []) + [""])]
+        out.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(out)
 
     def as_dict(self) -> dict[str, Any]:
         return _finite({"classes": [dict(c) for c in self.classes], "total": self.total, "method": self.method,
