@@ -1683,56 +1683,6 @@ def _step_one(G, fabric_spec, model, mesh, opts, verbose):
         raise click.BadParameter(f"{fabric_spec}: {exc}", param_hint=_step_hint(str(exc), opts)) from None
 
 
-def _step_scope_note(compute_us) -> str:
-    """What a step's figures leave out: said on screen, not only in the docstring."""
-    if compute_us is None:
-        return ("note: communication only: compute, HBM traffic and the KV cache are not modelled "
-                "(--compute-us US adds a flat compute time per layer); tokens/s is a bound set by communication")
-    return (f"note: compute is a flat {compute_us:g} us per layer (--compute-us), added in series with no "
-            f"overlap; HBM traffic and the KV cache are not modelled")
-
-
-def _format_step(r, compute_us=None) -> str:
-    from .collectives.jobs.step import mesh_text
-    tps = r.tokens_per_s_comm_bound
-    out = [f"{r.model} {r.phase} on {r.fabric}, mesh {mesh_text(r.mesh)} ({r.chips:,} chips), batch {r.batch:,}"
-           + (f" x seq {r.seq:,}" if r.phase == "prefill" else "") + f" = {r.tokens:,} tokens per step",
-           f"communication {_us(r.comm_s)} per step, {_us(r.comm_s / r.tokens)} per token; "
-           + (f"{tps:,.0f} tokens/s bound by communication" if math.isfinite(tps) else "no communication")
-           + (" (decode: each sequence waits a whole step per token)" if r.phase == "decode" and r.comm_s else "")]
-    if r.compute_s:
-        out.append(f"compute {_us(r.compute_s)} per step (in series): {_us(r.time_s)} per step, "
-                   f"{r.tokens / r.time_s:,.0f} tokens/s")
-    kinds: dict[str, list] = {}
-    for layer in r.layers:
-        kinds.setdefault(layer.kind, []).append(layer)
-    out.append("")
-    out.append(_table([[k, len(ls), ", ".join(c.name for c in ls[0].collectives) or "-", _us(ls[0].comm_s),
-                        _us(ls[0].comm_s * len(ls))] for k, ls in kinds.items()],
-                      ["layers", "count", "collectives", "comm per layer", "comm per step"]))
-    rows = []
-    for k, ls in kinds.items():
-        for c in ls[0].collectives:
-            rows.append([k, c.name, c.collective, f"{c.groups:,} x {c.group_size}", c.algorithm,
-                         _fmt_bytes(c.bytes_total), _us(c.start_s), _us(c.time_s), _us(c.attributed_s * len(ls)),
-                         f"{c.attributed_s * len(ls) / r.comm_s:.1%}" if r.comm_s else "-"])
-    if rows:
-        out.append("")
-        out.append(_table(rows, ["layer", "collective", "kind", "groups", "algorithm", "bytes/layer", "starts",
-                                 "time", "step share", "%"]))
-    if r.bottlenecks:
-        b = r.bottlenecks[0]
-        if isinstance(b, dict) and "link" in b:
-            kind = "moe" if any(layer.kind == "moe" and layer.collectives for layer in r.layers) else "dense"
-            out.append(f"busiest link of a {kind} layer: {b['link']}" + (f" ({b['tier']}, "
-                       f"{b['utilization']:.1%} of the layer's time)" if "utilization" in b else ""))
-    if r.partial:
-        out.append("PARTIAL: some pairs have no route or some groups lost a chip (see --json notes)")
-    out.extend(f"note: {n}" for n in r.notes)
-    out.append(_step_scope_note(compute_us))
-    return "\n".join(out)
-
-
 _DTYPES = ("fp8", "bf16", "fp16", "fp32")   # collectives.traffic.moe.DTYPE_BYTES (a test checks they agree)
 
 
@@ -1776,7 +1726,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
       fabricsim step --model deepseek-r1 --fabrics jalapeno-rack,nvl72,torus --mesh ep=64 --batch 512 --plot step.png
     """
     from .collectives.jobs.models import load_model
-    from .collectives.jobs.step import PLOT_SUFFIXES, check_mesh, step_tokens
+    from .collectives.jobs.step import PLOT_SUFFIXES, check_mesh, step_scope_note, step_tokens
     from .collectives.placement import chip_ranks, parse_mesh
     from .collectives.traffic.moe import parse_skew
     from .topo.errors import BadInput
@@ -1830,7 +1780,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
         _emit_json(results[0].as_dict() if fabric else [r.as_dict() for r in results])
         return
     if len(results) == 1:
-        click.echo(_format_step(results[0], opts["compute_us"]))
+        click.echo(results[0].to_text(opts["compute_us"]))
         return
     from .collectives.jobs.step import mesh_text
     kinds = list(dict.fromkeys(n for r in results for n in r.by_collective()))
@@ -1843,7 +1793,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     for r in results:
         for n in r.notes:
             click.echo(f"note: {r.fabric}: {n}")
-    click.echo(_step_scope_note(opts["compute_us"]))
+    click.echo(step_scope_note(opts["compute_us"]))
 
 
 # --------------------------------------------------------------------------- mix (issue 15)

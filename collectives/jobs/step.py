@@ -48,11 +48,12 @@ import networkx as nx
 import numpy as np
 
 from ...topo.errors import BadInput
+from ...topo.text import fmt_bytes, table, us
 from ..placement import MESH_ORDER, by_mesh, chip_ranks, parse_mesh
 from ..traffic import DTYPE_BYTES, MoESpec, moe_traffic
 from .models import Model, load_model
 
-__all__ = ["PHASES", "MESH_DIMS", "StepCollective", "StepLayer", "StepResult", "PlannedJob", "layer_jobs",
+__all__ = ["PHASES", "MESH_DIMS", "StepCollective", "StepLayer", "StepResult", "PlannedJob", "layer_jobs", "step_scope_note",
            "mesh_groups", "step", "step_tokens", "plot_step", "PLOT_SUFFIXES"]
 
 PHASES = ("decode", "prefill")
@@ -141,6 +142,47 @@ class StepResult:
                 d["bytes_total"] += c.bytes_total
         return out
 
+    def to_text(self, compute_us: float | None = None) -> str:
+        """The step as ``fabricsim step`` prints it (``compute_us``: the flat compute per layer it was
+        priced with, named in the scope note)."""
+        tps = self.tokens_per_s_comm_bound
+        out = [f"{self.model} {self.phase} on {self.fabric}, mesh {mesh_text(self.mesh)} ({self.chips:,} chips), batch {self.batch:,}"
+               + (f" x seq {self.seq:,}" if self.phase == "prefill" else "") + f" = {self.tokens:,} tokens per step",
+               f"communication {us(self.comm_s)} per step, {us(self.comm_s / self.tokens)} per token; "
+               + (f"{tps:,.0f} tokens/s bound by communication" if math.isfinite(tps) else "no communication")
+               + (" (decode: each sequence waits a whole step per token)" if self.phase == "decode" and self.comm_s else "")]
+        if self.compute_s:
+            out.append(f"compute {us(self.compute_s)} per step (in series): {us(self.time_s)} per step, "
+                       f"{self.tokens / self.time_s:,.0f} tokens/s")
+        kinds: dict[str, list] = {}
+        for layer in self.layers:
+            kinds.setdefault(layer.kind, []).append(layer)
+        out.append("")
+        out.append(table([[k, len(ls), ", ".join(c.name for c in ls[0].collectives) or "-", us(ls[0].comm_s),
+                            us(ls[0].comm_s * len(ls))] for k, ls in kinds.items()],
+                          ["layers", "count", "collectives", "comm per layer", "comm per step"]))
+        rows = []
+        for k, ls in kinds.items():
+            for c in ls[0].collectives:
+                rows.append([k, c.name, c.collective, f"{c.groups:,} x {c.group_size}", c.algorithm,
+                             fmt_bytes(c.bytes_total), us(c.start_s), us(c.time_s), us(c.attributed_s * len(ls)),
+                             f"{c.attributed_s * len(ls) / self.comm_s:.1%}" if self.comm_s else "-"])
+        if rows:
+            out.append("")
+            out.append(table(rows, ["layer", "collective", "kind", "groups", "algorithm", "bytes/layer", "starts",
+                                     "time", "step share", "%"]))
+        if self.bottlenecks:
+            b = self.bottlenecks[0]
+            if isinstance(b, dict) and "link" in b:
+                kind = "moe" if any(layer.kind == "moe" and layer.collectives for layer in self.layers) else "dense"
+                out.append(f"busiest link of a {kind} layer: {b['link']}" + (f" ({b['tier']}, "
+                           f"{b['utilization']:.1%} of the layer's time)" if "utilization" in b else ""))
+        if self.partial:
+            out.append("PARTIAL: some pairs have no route or some groups lost a chip (see --json notes)")
+        out.extend(f"note: {n}" for n in self.notes)
+        out.append(step_scope_note(compute_us))
+        return "\n".join(out)
+
     def as_dict(self) -> dict[str, Any]:
         tps = self.tokens_per_s_comm_bound
         return {"model": self.model, "phase": self.phase, "time_s": self.time_s,
@@ -152,6 +194,15 @@ class StepResult:
                 "tokens_per_s": self.tokens / self.time_s if self.time_s > 0 else None,
                 "by_collective": self.by_collective(), "bottlenecks": list(self.bottlenecks),
                 "partial": self.partial, "notes": list(self.notes)}
+
+
+def step_scope_note(compute_us: float | None) -> str:
+    """What a step's figures leave out: said on screen, not only in the docstring."""
+    if compute_us is None:
+        return ("note: communication only: compute, HBM traffic and the KV cache are not modelled "
+                "(--compute-us US adds a flat compute time per layer); tokens/s is a bound set by communication")
+    return (f"note: compute is a flat {compute_us:g} us per layer (--compute-us), added in series with no "
+            f"overlap; HBM traffic and the KV cache are not modelled")
 
 
 def step_tokens(phase: str, batch: int, seq: int | None) -> int:
