@@ -2087,5 +2087,82 @@ def mix_cmd(spec, fabric, sets, split, tiers, efficiency, step_latency_us, as_js
         click.echo(f"note: {note}")
 
 
+# --------------------------------------------------------------------------- design (issue 28)
+@main.command("design")
+@click.argument("space", type=click.Path(dir_okay=False))
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local processes pricing designs in parallel.")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Price the designs on a Dask distributed scheduler.")
+@click.option("--resume", "results_file", type=click.Path(dir_okay=False),
+              help="Keep each design's result in this file and reuse it when the run is repeated.")
+@click.option("--no-prune", is_flag=True, help="Price every design inside the constraints (no bound pruning).")
+@click.option("-o", "--output-dir", "out_dir", type=click.Path(file_okay=False),
+              help="Write each Pareto-front design as a fabric file (node-link JSON) into this folder.")
+@click.option("--plot", "plot", type=_plot_path(), help="Write the priced designs and the front to a PNG.")
+@click.option("--json", "as_json", is_flag=True, help="Print the search as JSON (builder, evaluated, pruned, "
+              "pareto, all).")
+def design_cmd(space, workers, scheduler, results_file, no_prune, out_dir, plot, as_json):
+    """Search a builder's parameters for the Pareto front of time, capex, power, resilience.
+
+    SPACE is a TOML file: the builder, the values its parameters may take, a workload,
+    objectives and constraints:
+
+    \b
+      builder = "rail-cluster"
+      [vary]
+      nic_gbps = [200, 400, 800]
+      spine_oversubscription = [1, 2]
+      [workload]
+      jobs = [{collective = "all-to-all", group_size = 16, size = "256MiB"}]
+      [objectives]
+      minimize = ["time_s", "capex_usd"]      # also power_kw, capex_per_chip_usd,
+                                              # worst_n1_slowdown; maximize = ["chips"]
+      [constraints]
+      capex_usd_max = 2e6                     # *_max / *_min of capex_usd, power_kw, chips, time_s
+
+    Each design is built and its bill of materials counted first (audit's parts); one
+    outside a constraint, or whose link-load bound is already beaten by a priced design no
+    worse elsewhere, is pruned without a solve (exact: the front is what pricing every
+    design gives). The rest are priced flow-level, every job together as `mix` does.
+
+    \b
+    Example:
+      fabricsim design examples/design/rail_cluster.toml --plot front.png
+    """
+    from .collectives.design import design, load_space, plot_front
+    from .collectives.whatif.dask_runner import sweep_runner
+    from .fabrics import build
+    from .fabrics.registry import builder_params
+    from .fabrics.userfile import export_fabric
+    sp = load_space(space, builders=builder_params())
+    runner = sweep_runner(workers, scheduler, results_file)
+    _progress(f"design: {sp.size:,} design(s) of {sp.builder} ...")
+    try:
+        r = design(sp, build=build, runner=runner, progress=_progress, prune=not no_prune)
+    finally:
+        getattr(runner, "close", lambda: None)()
+    if out_dir:
+        from pathlib import Path
+        d = Path(out_dir)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            for k, p in enumerate(r.front()):
+                name = "_".join(f"{k2}-{v}" for k2, v in p.params.items()).replace("/", "-")
+                export_fabric(build(sp.builder, **sp.params_text(p.params)), d / f"{sp.builder}_{name}.json")
+        except OSError as exc:
+            raise _write_error(exc, d) from None
+        _progress(f"wrote {len(r.pareto)} fabric file(s) into {d}")
+    if plot:
+        try:
+            plot_front(r, plot)
+        except OSError as exc:
+            raise _write_error(exc, plot) from None
+        _progress(f"wrote {plot}")
+    if as_json:
+        _emit_json(r.as_dict())
+        return
+    click.echo(r.to_text())
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

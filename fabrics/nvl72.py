@@ -28,7 +28,7 @@ from ..topo.devices import Device, register_device
 from .registry import register
 from ..topo.errors import BadInput
 
-__all__ = ["nvl72", "GENERATIONS"]
+__all__ = ["nvl72", "GENERATIONS", "ACCELERATORS"]
 
 # GB300 (Blackwell Ultra) keeps GB200's NVLink5 I/O; only the GPU differs (1.4 kW vs 1.2 kW
 # package TDP, FACTS §2 "power", seed). Registered here so audits can name it.
@@ -54,12 +54,20 @@ GENERATIONS = {
                    "every GPU to every chip (3.6 TB/s bidir per GPU is published, the wiring is not)"),
 }
 
+# accelerator (fabrics/accelerators.toml) -> the generations whose rack it ships in.  GB200 and GB300
+# share the NVLink5 rack (same switch trays, F: NVIDIA GB300 NVL72 spec), so either GPU fits either
+# NVLink5 generation; Rubin ships only in Vera Rubin NVL72.
+ACCELERATORS = {"gb200": ("gb200", "gb300"), "gb300": ("gb200", "gb300"), "rubin": ("vera-rubin",)}
+# generation -> the accelerator it ships with when ``accelerator`` is not given
+_DEFAULT_ACCELERATOR = {"gb200": "gb200", "gb300": "gb300", "vera-rubin": "rubin"}
+
 
 @register("nvl72", description="NVIDIA NVL72: 72 GPUs in 18 trays, one NVLink switch hop with in-network "
                                "reduction; GB200/GB300 18 NVLink5 chips, Vera Rubin 36 NVLink6 chips "
                                "(Vera Rubin wiring inferred)",
           source="NVIDIA GB200/GB300/Vera Rubin NVL72 specs (F); lanes per link F2; FACTS §2")
-def nvl72(*, generation: Literal["gb200", "gb300", "vera-rubin"] = "gb200") -> nx.Graph:
+def nvl72(*, generation: Literal["gb200", "gb300", "vera-rubin"] = "gb200",
+          accelerator: Literal["auto", "gb200", "gb300", "rubin"] = "auto") -> nx.Graph:
     """One NVL72 rack.
 
     Parameters
@@ -67,6 +75,11 @@ def nvl72(*, generation: Literal["gb200", "gb300", "vera-rubin"] = "gb200") -> n
     generation : ``"gb200"`` | ``"gb300"`` | ``"vera-rubin"``
         GB200 and GB300 share the NVLink5 fabric (18 switch chips) and differ in the GPU;
         Vera Rubin has 36 NVLink6 switch chips and twice the GPU bandwidth.
+    accelerator : ``"auto"`` | ``"gb200"`` | ``"gb300"`` | ``"rubin"``
+        The GPU's roofline entry (``fabrics/accelerators.toml``); ``"auto"`` (default) takes the
+        generation's own GPU (GB200 at the defaults).  GB200 and GB300 fit either NVLink5
+        generation, and the GPU device follows the accelerator (``--set accelerator=gb300``
+        alone gives a GB300 NVL72); Rubin needs ``generation=vera-rubin``.
 
     Returns
     -------
@@ -74,7 +87,7 @@ def nvl72(*, generation: Literal["gb200", "gb300", "vera-rubin"] = "gb200") -> n
         GPUs ``gpu00``..``gpu71`` (``tray``, ``rack=0``, ``forwards=False``), switch
         chips ``nvsw00``... (role ``nvlink``, ``switch_tray``, ``plane``, ``reduces=True``),
         one 2-lane bundle per GPU and switch chip (tier ``nvlink``, copper).  Graph
-        attributes ``generation`` and ``inferred`` (empty when nothing is).
+        attributes ``generation``, ``accelerator`` and ``inferred`` (empty when nothing is).
 
     Examples
     --------
@@ -84,6 +97,15 @@ def nvl72(*, generation: Literal["gb200", "gb300", "vera-rubin"] = "gb200") -> n
     """
     if generation not in GENERATIONS:
         raise BadInput(f"generation={generation!r}; choose one of: {', '.join(GENERATIONS)}")
+    if accelerator == "auto":
+        accelerator = _DEFAULT_ACCELERATOR[generation]
+    elif accelerator not in ACCELERATORS:
+        raise BadInput(f"accelerator={accelerator!r}; choose one of: auto, {', '.join(ACCELERATORS)}")
+    elif generation not in ACCELERATORS[accelerator]:
+        raise BadInput(f"accelerator={accelerator!r} does not ship in an NVL72 of generation={generation!r}; "
+                       f"choose generation={' or '.join(ACCELERATORS[accelerator])}")
+    elif accelerator in GENERATIONS:
+        generation = accelerator        # gb200 / gb300 on NVLink5: the GPU device follows the accelerator
     gpu, switch, chips, per_tray, inferred = GENERATIONS[generation]
     G = switched_domain(chips=GPUS, planes=chips, lanes_per_link=LANES_PER_LINK, lane_gbps=LANE_GBPS,
                         chip_model=gpu, switch_model=switch, tier="nvlink", role="nvlink", medium="copper",
@@ -93,6 +115,6 @@ def nvl72(*, generation: Literal["gb200", "gb300", "vera-rubin"] = "gb200") -> n
         if d["kind"] == "switch":
             d["reduces"] = True  # NVLink SHARP (NVLS) in every switch chip (F); device can_reduce=True
     # the step model's constants (collectives/cost/families): Blackwell NVLink 5, Rubin NVLink 6
-    G.graph.update(generation=generation, inferred=inferred,
+    G.graph.update(generation=generation, accelerator=accelerator, inferred=inferred,
                    family="nvlink6" if generation == "vera-rubin" else "nvlink5")
     return G

@@ -139,3 +139,8 @@ def build(name: str, **params) -> nx.Graph:
                    description=fab.description, source=fab.source)
     G.graph.setdefault("routing", "ecmp")
     return G
+
+
+def builder_params() -> dict[str, tuple[str, ...]]:
+    """Every catalog builder's parameter names (what ``design`` checks a space against)."""
+    return {name: tuple(param_specs(name)) for name in sorted(FABRICS)}
