@@ -2,9 +2,9 @@
 
 The jobs of a layer are the step model's (:func:`fabricsim.collectives.jobs.step.layer_jobs`:
 TP all-reduces, MoE dispatch and combine on the mesh's groups, experts placed round-robin,
-the balanced router's traffic matrix).  Each job is priced by :func:`~fabricsim.collectives.jobs.mix`
-on the (possibly degraded) fabric graph -- every group of the job at once, so the groups
-contend for links -- with the library's algorithm and constants (``libraries.toml``):
+the balanced router's traffic matrix).  Each job is priced by :func:`~fabricsim.collectives.price` (what
+:func:`~fabricsim.collectives.jobs.mix` gives a job alone) on the (possibly degraded) fabric
+graph -- every group of the job at once, so the groups contend for links -- with the library's algorithm and constants (``libraries.toml``):
 
 * ``nccl``: the fabric family's NCCL model (algorithm and protocol by NCCL's tuner form);
 * ``trtllm`` (all-reduce): TensorRT-LLM's one-shot (every rank pushes its S bytes to every
@@ -39,7 +39,8 @@ import networkx as nx
 import numpy as np
 
 from ...topo.errors import BadInput
-from ..jobs.mix import Job, mix
+from ..jobs.mix import Job
+from ..price import price
 from ..jobs.models import Model
 from ..jobs.step import PlannedJob, layer_jobs
 
@@ -192,8 +193,10 @@ class NetworkPricer:
             cands = [(None, Job(p.name, p.collective, p.groups, p.size_bytes, traffic=p.traffic))]
         out = []
         for label, job in cands:
-            res = mix(self.G, [job], **kw)
+            # one job alone on the fabric: mix's price of it is price()'s (every group at once, sharing links)
+            res = price(self.G, job.collective, groups=job.groups, size_bytes=job.size_bytes, traffic=job.traffic,
+                        algorithm=job.algorithm, **kw)
             self.solves += 1
-            out.append((float(res.makespan_s), label or res.jobs[0].algorithm))
+            out.append((float(res.time_s), label or res.algorithm))
         self._jobs[key] = min(out, key=lambda x: x[0])
         return self._jobs[key]

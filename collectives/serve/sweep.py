@@ -19,7 +19,7 @@ mesh, each concurrency searches ``tp`` (powers of two dividing the heads) x ``ep
 1: further replicas serve further users at the same per-chip rate), pruning by the
 roofline alone (no network: an upper bound on throughput, a lower bound on TPOT); the
 point kept is the best tokens/s per kW, and ``min_tbt_ms`` is the least TPOT a mesh reaches
-at the two lowest concurrencies (TPOT rises with concurrency).  The sweep stops two levels
+at the lowest concurrency of the sweep (TPOT rises with concurrency).  The sweep stops two levels
 past the peak tokens/s per kW.  Network prices are cached by (mesh, tokens, library).
 """
 from __future__ import annotations
@@ -330,7 +330,7 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
         best, seen = _search(ctx, fit, C, key=lambda p: p.tokens_per_s_per_kw)
         frontier.extend(seen)
         fast = None
-        if i < 2 or concurrency is not None:     # TPOT rises with concurrency: its minimum is at the lowest
+        if i == 0:                  # TPOT rises with concurrency: its minimum is at the lowest
             fast, seen2 = _search(ctx, fit, C, key=lambda p: -p.tpot_s)
             frontier.extend(seen2)
         if best is None:
