@@ -1987,10 +1987,13 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
 @click.option("--library", default="auto", show_default=True,
               help="Communication library: auto, nccl, trtllm, deepep-ll.")
 @click.option("--overlap", default="none", show_default=True, help="none or two-microbatch.")
+@click.option("--fail", "fail", multiple=True, metavar="SPEC", help="Re-price every point with this failure "
+              "(repeatable; whatif's grammar, e.g. node:r00/lsw0): tokens/s per kW and TPOT before and after.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write the tokens/s/kW vs tokens/s/user "
               "frontier per fabric to a .png, .svg or .pdf.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (an array with --fabrics).")
-def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp, library, overlap, plot, as_json):
+def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp, library, overlap, fail, plot,
+              as_json):
     """Token economics of serving MODEL on a fabric: TPOT, TTFT, tokens/s per user, chip and kW, $/Mtok.
 
     Each step is priced per layer from the chip's roofline (compute, HBM), the network
@@ -2004,6 +2007,7 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp
       fabricsim serve --model kimi-k2 --fabrics jalapeno-rack,nvl72 --plot frontier.png
     """
     from .collectives.serve import serve as run_serve
+    from .collectives.serve import serve_failed
     from .collectives.serve.sweep import PLOT_SUFFIXES, plot_frontier
     from .topo.errors import BadInput
     if bool(fabric) == bool(fabric_list):
@@ -2015,13 +2019,20 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp
         raise click.UsageError("--set applies to one --fabric, not to --fabrics")
     graphs = [load_fabric(n, sets, hint="--fabric" if fabric else "--fabrics") for n in names]
     results = []
+    kw = dict(isl=isl, osl=osl, mesh=None if mesh == "search" else mesh, concurrency=concurrency, mtp=mtp,
+              library=library, overlap=overlap, progress=_progress)
     for name, G in zip(names, graphs):
         try:
-            results.append(run_serve(G, model, isl=isl, osl=osl, mesh=None if mesh == "search" else mesh,
-                                     concurrency=concurrency, mtp=mtp, library=library, overlap=overlap,
-                                     progress=_progress))
+            results.append(serve_failed(G, model, fail, **kw) if fail else run_serve(G, model, **kw))
         except BadInput as exc:
-            raise click.BadParameter(str(exc), param_hint="--model/--mesh/--concurrency") from None
+            raise click.BadParameter(str(exc), param_hint="--fail" if fail and "fail" in str(exc)
+                                     else "--model/--mesh/--concurrency") from None
+    if fail:
+        if as_json:
+            _emit_json(results[0].as_dict() if fabric else [r.as_dict() for r in results])
+        else:
+            click.echo("\n\n".join(r.to_text() for r in results))
+        return
     if plot:
         plot_frontier(results, plot)
         _progress(f"wrote {plot}")

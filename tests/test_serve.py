@@ -243,6 +243,25 @@ def test_bad_input_is_one_line(args, needle):
     assert needle in last and "Traceback" not in res.output
 
 
+def test_fail_reprices_each_point_on_the_degraded_fabric():
+    from fabricsim.collectives.serve import serve_failed
+    G = build("jalapeno-rack")
+    r = serve_failed(G, "gpt-oss-120b", ["node:r00/lsw0"], mesh="tp=8", concurrency=8, accelerator=CHIP)
+    b, a = r.before.points[0], r.after[0]
+    D, _ = apply_failures(G, ["node:r00/lsw0"])
+    direct = serve(D, "gpt-oss-120b", mesh="tp=8", concurrency=8, accelerator=CHIP).points[0]
+    assert a.e2e_s == pytest.approx(direct.e2e_s, rel=1e-12) and a.e2e_s > b.e2e_s
+    assert a.tokens_per_s_per_kw < b.tokens_per_s_per_kw and r.failures == ("node:r00/lsw0",)
+    d = r.as_dict()["points"][0]
+    assert d["tokens_per_s_lost"] == pytest.approx(b.tokens_per_s - a.tokens_per_s) and d["tokens_per_s_lost"] > 0
+    with pytest.raises(BadInput, match="removes chips"):
+        serve_failed(G, "gpt-oss-120b", ["node:r00/xpu000"], mesh="tp=8", concurrency=8, accelerator=CHIP)
+    res = CliRunner().invoke(main, ["serve", "--model", "gpt-oss-120b", "--fabric", "jalapeno-rack", "--mesh", "tp=8",
+                                    "--concurrency", "8", "--fail", "node:r00/lsw0", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["failures"] == ["node:r00/lsw0"]
+
+
 @pytest.mark.slow
 def test_token_validation_doc_is_not_stale(tmp_path):
     """docs/token-validation.md's block is what examples/token_validation.py writes (7 sweeps, ~45 s)."""

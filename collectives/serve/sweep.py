@@ -39,7 +39,7 @@ from .arch import Arch, arch_of, chip_constants
 from .model import OVERLAPS, StepTerms, acceptance_length, kv_capacity, step_terms
 from .network import LIBRARY_CHOICES, NetworkPricer
 
-__all__ = ["ServePoint", "ServeResult", "serve", "candidate_meshes", "plot_frontier"]
+__all__ = ["ServePoint", "ServeResult", "FailResult", "serve", "serve_failed", "candidate_meshes", "plot_frontier"]
 
 MESH_DIMS = ("tp", "ep", "dp")
 # past the peak, each doubling of concurrency only lengthens every user's wait: the sweep stops
@@ -361,6 +361,80 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
                        min_tbt_s=min(p.tpot_s for p in points + ([best_tbt] if best_tbt else [])),
                        min_tbt_point=best_tbt, frontier=tuple(frontier), kv_limit=kv_limit,
                        solves=pricer.solves, notes=tuple(dict.fromkeys(notes)))
+
+
+@dataclass(frozen=True)
+class FailResult:
+    """Each point of a healthy sweep re-priced on the degraded fabric, same mesh and concurrency."""
+    fabric: str
+    model: str
+    failures: tuple
+    before: ServeResult
+    after: tuple                      # ServePoint per point of ``before``
+
+    @property
+    def peak_before(self) -> ServePoint:
+        return self.before.peak
+
+    @property
+    def peak_after(self) -> ServePoint:
+        i = self.before.points.index(self.before.peak)
+        return self.after[i]
+
+    def summary(self) -> str:
+        b, a = self.peak_before, self.peak_after
+        lost = b.tokens_per_s - a.tokens_per_s
+        return (f"{self.model} on {self.fabric} with {', '.join(self.failures)}: at the healthy peak (C="
+                f"{b.concurrency:,}, {b.mesh_text}) {b.tokens_per_s_per_kw:,.0f} -> {a.tokens_per_s_per_kw:,.0f} "
+                f"tok/s/kW, TPOT {b.tpot_s * 1e3:.3f} -> {a.tpot_s * 1e3:.3f} ms, {lost:,.0f} tok/s lost "
+                f"({lost / b.tokens_per_s:.1%})")
+
+    def __repr__(self) -> str:
+        return f"FailResult({self.summary()})"
+
+    def to_text(self) -> str:
+        head = ["C", "mesh", "TPOT ms", "after", "tok/s/kW", "after", "lost tok/s", "bound after"]
+        rows = [[f"{b.concurrency:,}", b.mesh_text, f"{b.tpot_s * 1e3:.3f}", f"{a.tpot_s * 1e3:.3f}",
+                 f"{b.tokens_per_s_per_kw:,.0f}", f"{a.tokens_per_s_per_kw:,.0f}",
+                 f"{b.tokens_per_s - a.tokens_per_s:,.0f}", a.bound] for b, a in zip(self.before.points, self.after)]
+        w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+        return "\n".join([self.summary(), "  ".join(h.rjust(x) for h, x in zip(head, w)),
+                          "  ".join("-" * x for x in w)] + ["  ".join(c.rjust(x) for c, x in zip(r, w)) for r in rows])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"fabric": self.fabric, "model": self.model, "failures": list(self.failures),
+                "points": [{"concurrency": b.concurrency, "mesh": b.mesh_text,
+                            "tpot_ms_before": b.tpot_s * 1e3, "tpot_ms_after": a.tpot_s * 1e3,
+                            "tokens_per_s_per_kw_before": b.tokens_per_s_per_kw,
+                            "tokens_per_s_per_kw_after": a.tokens_per_s_per_kw,
+                            "tokens_per_s_lost": b.tokens_per_s - a.tokens_per_s, "bound_after": a.bound}
+                           for b, a in zip(self.before.points, self.after)],
+                "before": self.before.as_dict()}
+
+
+def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailResult:
+    """``serve`` on ``G``, then every point again on ``G`` with ``failures`` applied (the what-if
+    machinery's :func:`~fabricsim.topo.failures.apply_failures` specs), same mesh and concurrency.
+
+    Chips keep their ranks only if no chip fails; a failed chip is refused (the mesh would move).
+    """
+    from ...topo.failures import apply_failures
+    specs = [failures] if isinstance(failures, str) else list(failures)
+    if not specs:
+        raise BadInput("no failure given; e.g. --fail node:r00/lsw0")
+    H, applied = apply_failures(G, specs)
+    if len(chip_ranks(H)) != len(chip_ranks(G)):
+        raise BadInput(f"--fail {', '.join(specs)} removes chips; serve --fail prices network failures "
+                       f"(switches, links, lanes) on an unchanged mesh")
+    before = serve(G, model, **kwargs)
+    model = load_model(model) if isinstance(model, str) else model
+    acc = kwargs.get("accelerator") or accelerator_of(G)
+    arch = arch_of(model)
+    ctx = _Ctx(arch, acc, chip_constants(acc.name), NetworkPricer(H, model), before.isl, before.osl, before.mtp,
+               before.library, before.overlap)
+    after = tuple(ctx.point(p.mesh, p.concurrency) for p in before.points)
+    return FailResult(fabric=before.fabric, model=before.model, failures=tuple(a["spec"] for a in applied),
+                      before=before, after=after)
 
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
