@@ -3,12 +3,15 @@
 Aggregated serving (prefill and decode on the same chips, as InferenceX's single-turn runs):
 ``C`` users each send an ISL-token prompt and read OSL tokens.  Per concurrency and mesh:
 
-* **TTFT** = one prompt's prefill step on the mesh (:func:`.model.step_terms`, ``prefill``);
+* **TTFT** = one prefill step on the mesh (:func:`.model.step_terms`, ``prefill``), which
+  takes one ISL-token prompt per TP group at once (attention is data-parallel over the
+  TP groups, as the decode batch is);
 * a decode step serves all ``C`` sequences at the mean context ISL + OSL/2 and emits
   ``a`` tokens per sequence (``a`` = 1, or the MTP acceptance length);
-* the prefills of the other users interleave with the batch's decode steps, so one
-  request's lifetime is ``e2e = C x TTFT + (OSL / a) x decode step`` and
-  ``TPOT = (e2e - TTFT) / OSL`` (at C = 1: decode step / a, the min TBT);
+* the prefills of the other users interleave with the batch's decode steps: ``R`` =
+  ceil(C / TP groups) prefill rounds per request lifetime, so
+  ``e2e = R x TTFT + (OSL / a) x decode step`` and ``TPOT = (e2e - TTFT) / OSL`` (at
+  C = 1: decode step / a, the min TBT);
 * throughput = ``C x (ISL + OSL) / e2e`` (input + output tokens, InferenceX's "mixed"),
   per chip of the mesh, per kW of package TDP, and $ per million tokens where the chip's
   price per hour is known.
@@ -204,8 +207,9 @@ class _Ctx:
     def prefill(self, mesh, network: bool) -> StepTerms:
         key = (tuple(sorted(mesh.items())), network)
         if key not in self._prefill:
+            groups = math.prod(mesh.values()) // mesh.get("tp", 1)     # one prompt per TP group at once
             self._prefill[key] = step_terms(self.arch, self.acc, self.consts, mesh, phase="prefill",
-                                            sequences=self.isl, context=self.isl / 2,
+                                            sequences=self.isl * groups, context=self.isl / 2,
                                             pricer=self.pricer if network else None, library=self.library,
                                             overlap=self.overlap)
         return self._prefill[key]
@@ -216,13 +220,14 @@ class _Ctx:
                          library=self.library, overlap=self.overlap, mtp=self.mtp)
         pre = self.prefill(mesh, network)
         chips = dec.chips
+        rounds = -(-C // (chips // mesh.get("tp", 1)))      # prefill rounds: one prompt per TP group each
         decode_s = self.osl / self.accepted * dec.time_s
-        e2e = C * pre.time_s + decode_s
+        e2e = rounds * pre.time_s + decode_s
         tpot = (e2e - pre.time_s) / self.osl
         tps = C * (self.isl + self.osl) / e2e
         per_chip = tps / chips
         usd = self.acc.usd_per_chip_hour
-        bound = dec.bound if decode_s >= C * pre.time_s else f"prefill-{pre.bound}"
+        bound = dec.bound if decode_s >= rounds * pre.time_s else f"prefill-{pre.bound}"
         return ServePoint(concurrency=C, mesh=dict(mesh), chips=chips,
                           library=dec.libraries() if network else "none",
                           tpot_s=tpot, ttft_s=pre.time_s, e2e_s=e2e, tokens_per_s=tps,
@@ -232,13 +237,17 @@ class _Ctx:
                           bound=bound, accepted=self.accepted, decode=dec, prefill=pre)
 
 
-def _search(ctx: _Ctx, meshes, C, key: Callable[[ServePoint], float]) -> tuple[ServePoint | None, list]:
-    """The mesh maximising ``key`` at concurrency C: roofline bounds first, network priced best-first."""
+def _search(ctx: _Ctx, meshes, C, key: Callable[[ServePoint], float],
+            errors: list | None = None) -> tuple[ServePoint | None, list]:
+    """The mesh maximising ``key`` at concurrency C: roofline bounds first, network priced best-first.
+    Why a mesh cannot run C goes to ``errors``."""
     bounds = []
     for mesh in meshes:
         try:
             bounds.append((key(ctx.point(mesh, C, network=False)), mesh))
-        except BadInput:
+        except BadInput as exc:
+            if errors is not None:
+                errors.append(str(exc))
             continue
     bounds.sort(key=lambda x: (-x[0], math.prod(x[1].values())))    # ties: the fewest chips first
     best, seen = None, []
@@ -247,7 +256,9 @@ def _search(ctx: _Ctx, meshes, C, key: Callable[[ServePoint], float]) -> tuple[S
             break
         try:
             p = ctx.point(mesh, C)
-        except BadInput:
+        except BadInput as exc:
+            if errors is not None:
+                errors.append(str(exc))
             continue
         seen.append(p)
         if best is None or key(p) > key(best):
@@ -327,15 +338,17 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
     falling = 0
     for i, C in enumerate(levels):
         fit = [m for m in meshes if limits[tuple(m.items())] >= C]
-        best, seen = _search(ctx, fit, C, key=lambda p: p.tokens_per_s_per_kw)
+        errors: list[str] = []
+        best, seen = _search(ctx, fit, C, key=lambda p: p.tokens_per_s_per_kw, errors=errors)
         frontier.extend(seen)
         fast = None
         if i == 0:                  # TPOT rises with concurrency: its minimum is at the lowest
             fast, seen2 = _search(ctx, fit, C, key=lambda p: -p.tpot_s)
             frontier.extend(seen2)
         if best is None:
-            notes.append(f"concurrency {C:,}: no mesh splits it evenly (sequences over TP groups, tokens over "
-                         f"EP groups)")
+            why = errors[0] if len(fit) == 1 and errors else ("no mesh splits it evenly (sequences over TP "
+                                                              "groups, tokens over EP groups)")
+            notes.append(f"concurrency {C:,}: {why}")
             continue
         falling = falling + 1 if points and best.tokens_per_s_per_kw < max(
             q.tokens_per_s_per_kw for q in points) else 0
@@ -349,11 +362,13 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
                          f"in a row past its peak (KV cache would allow {kv_limit:,}; --concurrency N prices any)")
             break
     if not points:
-        raise BadInput(f"no concurrency of {levels[0]}..{levels[-1]} runs on the given mesh (see the notes)")
+        raise BadInput(f"no concurrency of {levels[0]:,}..{levels[-1]:,} runs: {notes[0].split(': ', 1)[1]}"
+                       if notes else f"no concurrency of {levels[0]:,}..{levels[-1]:,} runs")
     notes.append(f"KV cache bounds concurrency at {kv_limit:,} sequences of {isl + osl:,} tokens "
                  f"({consts.hbm_usable:.0%} of {acc.hbm_bytes / 1e9:,.0f} GB HBM per chip, less the weights)")
-    notes.append("aggregated serving: each user's prefill interleaves with the batch's decode steps "
-                 "(e2e = C x TTFT + OSL x step / accepted); no queueing, no disaggregation")
+    notes.append("aggregated serving: the users' prefills (one prompt per TP group per round) interleave with "
+                 "the batch's decode steps (e2e = rounds x TTFT + OSL x step / accepted); no queueing, "
+                 "no disaggregation")
     for p in (points[0].decode, points[0].prefill):
         notes.extend(p.notes)
     return ServeResult(fabric=str(G.graph.get("name", "fabric")), model=model.name, accelerator=acc.name,
