@@ -2004,7 +2004,7 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp
     Examples:
       fabricsim serve --model gpt-oss-120b --fabric jalapeno-rack
       fabricsim serve --model deepseek-r1 --fabric nvl72 --set generation=gb300 --mtp 1 --json
-      fabricsim serve --model kimi-k2 --fabrics jalapeno-rack,nvl72 --plot frontier.png
+      fabricsim serve --model kimi-k2 --fabrics jalapeno-rack,nvl72 --set nvl72:accelerator=gb300 --plot f.png
     """
     from .collectives.serve import serve as run_serve
     from .collectives.serve import serve_failed
@@ -2015,9 +2015,12 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp
     if plot and not plot.lower().endswith(PLOT_SUFFIXES):
         raise click.BadParameter(f"{plot!r}: use a .png, .svg or .pdf file name", param_hint="--plot")
     names = [fabric] if fabric else [f.strip() for f in fabric_list.split(",") if f.strip()]
-    if sets and len(names) > 1:
-        raise click.UsageError("--set applies to one --fabric, not to --fabrics")
-    graphs = [load_fabric(n, sets, hint="--fabric" if fabric else "--fabrics") for n in names]
+    if not names:
+        raise click.BadParameter("no fabrics given", param_hint="--fabrics")
+    # one fabric: --set KEY=VALUE; --fabrics: --set FABRIC:KEY=VALUE (as compare)
+    per_fabric = {names[0]: sets} if fabric else _fabric_sets(sets, names)
+    graphs = [load_fabric(n, per_fabric.get(n, ()), hint="--set" if n in per_fabric else
+                          ("--fabric" if fabric else "--fabrics")) for n in names]
     results = []
     kw = dict(isl=isl, osl=osl, mesh=None if mesh == "search" else mesh, concurrency=concurrency, mtp=mtp,
               library=library, overlap=overlap, progress=_progress)

@@ -228,6 +228,17 @@ def test_json_schema_and_summary():
     assert math.isclose(d["min_tbt_ms"], d["points"][0]["tpot_ms"])
 
 
+def test_fabrics_side_by_side_with_per_fabric_set():
+    res = CliRunner().invoke(main, ["serve", "--model", "gpt-oss-120b", "--fabrics", "jalapeno-rack,nvl72",
+                                    "--set", "nvl72:accelerator=gb300", "--mesh", "tp=8", "--concurrency", "8",
+                                    "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert [x["fabric"] for x in d] == ["jalapeno-rack", "nvl72"]
+    gb300 = serve(build("nvl72", accelerator="gb300"), "gpt-oss-120b", mesh="tp=8", concurrency=8)
+    assert d[1]["points"][0]["tpot_ms"] == pytest.approx(gb300.points[0].tpot_s * 1e3, rel=1e-12)
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--model", "nope", "--fabric", "jalapeno-rack"], "unknown model 'nope'"),
     (["--model", "gpt-oss-120b", "--fabric", "jalapeno-rack", "--mesh", "tp=3"], "tp=3 must divide"),
