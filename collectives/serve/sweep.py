@@ -214,11 +214,11 @@ class _Ctx:
                                             overlap=self.overlap)
         return self._prefill[key]
 
-    def point(self, mesh, C, network: bool = True) -> ServePoint:
+    def point(self, mesh, C, network: bool = True, prefill_network: bool | None = None) -> ServePoint:
         dec = step_terms(self.arch, self.acc, self.consts, mesh, phase="decode", sequences=C,
                          context=self.isl + self.osl / 2, pricer=self.pricer if network else None,
                          library=self.library, overlap=self.overlap, mtp=self.mtp)
-        pre = self.prefill(mesh, network)
+        pre = self.prefill(mesh, network if prefill_network is None else prefill_network)
         chips = dec.chips
         rounds = -(-C // (chips // mesh.get("tp", 1)))      # prefill rounds: one prompt per TP group each
         decode_s = self.osl / self.accepted * dec.time_s
@@ -238,9 +238,10 @@ class _Ctx:
 
 
 def _search(ctx: _Ctx, meshes, C, key: Callable[[ServePoint], float],
-            errors: list | None = None) -> tuple[ServePoint | None, list]:
+            errors: list | None = None, prefill_network: bool = True) -> tuple[ServePoint | None, list]:
     """The mesh maximising ``key`` at concurrency C: roofline bounds first, network priced best-first.
-    Why a mesh cannot run C goes to ``errors``."""
+    Why a mesh cannot run C goes to ``errors``.  ``prefill_network=False`` leaves the prefill's network
+    out while searching (exact when ``key`` does not depend on the prefill) and prices the winner's."""
     bounds = []
     for mesh in meshes:
         try:
@@ -255,7 +256,7 @@ def _search(ctx: _Ctx, meshes, C, key: Callable[[ServePoint], float],
         if best is not None and ub <= key(best) + 1e-12 * abs(key(best)):
             break
         try:
-            p = ctx.point(mesh, C)
+            p = ctx.point(mesh, C, prefill_network=prefill_network)
         except BadInput as exc:
             if errors is not None:
                 errors.append(str(exc))
@@ -263,6 +264,9 @@ def _search(ctx: _Ctx, meshes, C, key: Callable[[ServePoint], float],
         seen.append(p)
         if best is None or key(p) > key(best):
             best = p
+    if best is not None and not prefill_network:
+        best = ctx.point(best.mesh, C)
+        seen = [best if q.mesh == best.mesh else q for q in seen]
     return best, seen
 
 
@@ -343,7 +347,9 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
         frontier.extend(seen)
         fast = None
         if i == 0:                  # TPOT rises with concurrency: its minimum is at the lowest
-            fast, seen2 = _search(ctx, fit, C, key=lambda p: -p.tpot_s)
+            # at C = 1 a request's TPOT is its decode alone (one prefill round, not in TPOT): the
+            # prefill's network is priced for the fastest mesh only
+            fast, seen2 = _search(ctx, fit, C, key=lambda p: -p.tpot_s, prefill_network=C > 1)
             frontier.extend(seen2)
         if best is None:
             why = errors[0] if len(fit) == 1 and errors else ("no mesh splits it evenly (sequences over TP "
