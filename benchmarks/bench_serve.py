@@ -8,13 +8,20 @@ with the other agents' load; CPU seconds are the steadier figure).
 
     python benchmarks/bench_serve.py [CASE ...]
 
-Measured on the project's 2-core VM (shared with ~6 agents, under load), one run:
+Measured on the project's 2-core VM (shared with ~6 agents, load average ~7), one run each:
 
     case                 wall s   cpu s  peak GiB  points  min TBT ms  peak tok/s/kW
-    pod-deepseek-search    76.7    42.5      0.12      13       3.921         32,419
+    pod-deepseek-search   230.5   119.2      0.13      13       2.347         34,153   (this branch, final)
+    pod-deepseek-search    76.7    42.5      0.12      13       3.921         32,419   (before prefill took one prompt
+                                                                                      per TP group and Jalapeño launch 0)
 
-(target not met on this box: one network price costs ~0.3 s of CPU on the pod, most of it rebuilding the pod's link table
-and routes, which topo/routing does per call; 100 distinct (mesh, tokens, library) prices.)
+The 60 s target is NOT met.  Where the time goes (pod, deepseek-r1, one run): 263 distinct layer
+prices (201 decode, 62 prefill), ~0.4 s CPU each, most of it topo/routing rebuilding the 2,048-chip
+pod's link table and routes on every price() call (nothing caches them per graph); the mesh search
+prunes by the roofline alone, which is loose where decode is network-bound (Jalapeño's NCCL-style
+model), so many EP meshes are priced at each concurrency.  Fixes, in order of effect: cache
+link_table / routes per graph in topo (not serve's files), then a network lower bound in the
+pruning.
 """
 from __future__ import annotations
 
