@@ -12,6 +12,8 @@ import click
 
 from . import fabrics as _fabrics
 from .topo.errors import FabricError
+from .topo.text import fmt as _fmt, fmt_bytes as _fmt_bytes, gbps as _gbps, hist as _hist, pct as _pct
+from .topo.text import table as _table, us as _us, x as _x
 
 FILE_SUFFIXES = (".toml", ".graphml", ".json")
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -135,24 +137,6 @@ def _json_default(o):
     if isinstance(o, (set, frozenset, tuple)):
         return list(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        if math.isinf(v):
-            return "inf"
-        return f"{v:,.6g}" if abs(v) < 1e6 else f"{v:,.0f}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
-
-
-def _table(rows: list[list], header: list[str]) -> str:
-    cells = [[str(h) for h in header]] + [[_fmt(c) if not isinstance(c, str) else c for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths).rstrip())
-    return "\n".join(lines)
 
 
 class _OneLineError(click.UsageError):
@@ -280,7 +264,7 @@ _set_option = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
 @main.command("audit")
 @click.argument("fabric")
 @_set_option
-@click.option("--json", "as_json", is_flag=True, help="Print the audit as JSON (schema in README).")
+@click.option("--json", "as_json", is_flag=True, help="Print the audit as JSON (schema in docs/json.md).")
 @click.option("--all", "show_all", is_flag=True, help="List every finding, not just failures and notes.")
 @click.option("--no-hops", is_flag=True, help="Skip hop distances (faster on the biggest fabrics).")
 @click.option("--no-bisection", is_flag=True, help="Skip the bisection max-flow.")
@@ -296,7 +280,7 @@ def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection, parts_file
     materials (parts counted from the graph, capex and power).  Exits 1 when a budget
     check fails.
     """
-    from .topo.audit import audit
+    from .topo import audit
     from .topo.parts import load_parts
     parts = load_parts(parts_file)   # a bad file fails here, in one line, before the fabric is built
     G = load_fabric(fabric, sets)
@@ -310,104 +294,24 @@ def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection, parts_file
     if as_json:
         _emit_json(a.as_dict())
     else:
-        click.echo(_format_audit(a, show_all))
+        click.echo(a.to_text(show_all))
     if not a.ok:
         sys.exit(1)
 
 
-def _format_audit(a, show_all: bool) -> str:
-    # a figure the audit skipped is None: say so, never print it as 0
-    failed = [f for f in a.findings if not f.ok]
-    # a failing audit leads with what failed: the headline and tables follow
-    out = _audit_failures(a, failed) + [""] if failed else []
-    hops = ("hop diameter, mean hops, relayed and unreachable pairs: not computed (--no-hops)"
-            if a.diameter_hops is None
-            else f"hop diameter {a.diameter_hops}   mean hops {a.mean_hops:.3f}")
-    out += [f"{a.fabric}  " + " ".join(f"{k}={v}" for k, v in a.params.items()),
-           f"chips {a.chips:,}   switch ASICs {a.switches:,}"
-           + (f" ({a.totals['switch_nodes']:,} graph nodes: a grouped node stands for several)"
-              if "switch_nodes" in a.totals else "") + f"   {hops}",
-           "bisection not computed (--no-bisection)" if a.bisection_GBps is None
-           else f"bisection {a.bisection_GBps:,.1f} GB/s per direction  (halves: {a.bisection_halves})"]
-    if a.relay_pairs:
-        out.append(f"{a.relay_pairs:,} chip pairs are reachable only by relaying through a chip "
-                   f"(rail-only / PXN); hop counts include the relay")
-    if a.unreachable_pairs:
-        out.append(f"PARTIAL: {a.unreachable_pairs:,} chip pairs have no path at all")
-    if a.inferred:
-        out.append(f"inferred (I, not published): {a.inferred}")
-    out.extend(f"note: {n}" for n in a.notes)
-    out.append("")
-    per_rack = {k[:-len("_per_rack")] for k in a.totals if k.endswith("_per_rack")}
-    rows = [[k, v, a.totals.get(f"{k}_per_rack", "")] for k, v in a.totals.items()
-            if not k.endswith("_per_rack")]
-    out.append(_table(rows, ["total", "fabric", "per rack" if per_rack else ""]))
-    out.append("")
-    out.extend(_format_bom(a))
-    notes: dict[tuple, list] = {}
-    for f in a.findings:
-        if f.ok and f.note:
-            notes.setdefault((f.check, f.note), []).append(f.where)
-    if notes:
-        out.append("Notes:")
-        for (check, note), where in notes.items():
-            more = f" and {len(where) - 1:,} more" if len(where) > 1 else ""
-            out.append(f"  {check}: {note}  ({where[0]}{more})")
-    if show_all:
-        out.append(_table([[f.where, f.check, f.used, f.available, f.unit, "ok" if f.ok else "FAIL", f.note]
-                           for f in a.findings], ["where", "check", "used", "available", "unit", "", "note"]))
-    if failed:
-        out.append(f"FAILED (above): {len(failed):,} of {len(a.findings):,} budget checks")
-    else:
-        out.append(f"OK: all {len(a.findings):,} budget checks pass ({_CHECKS_COUNTED})")
-    return "\n".join(out)
-
-
-def _format_bom(a) -> list[str]:
-    """The bill of materials table and its two totals; a part without a figure shows "-", never 0."""
-    def fig(v, fmt):
-        return "-" if v is None else fmt.format(v)
-    rows = [[b.kind, b.part, f"{b.count:,}", fig(b.price_usd, "{:,.0f}"), fig(b.watts, "{:,.4g}"),
-             fig(None if b.price_usd is None else b.count * b.price_usd, "{:,.0f}"),
-             fig(None if b.watts is None else b.count * b.watts / 1000, "{:,.3f}"), b.label] for b in a.bom]
-    out = ["Bill of materials (counted from the graph; figures and sources: topo/parts.toml, --parts):",
-           _table(rows, ["kind", "part", "count", "USD each", "W each", "USD", "kW", "label"]),
-           f"capex {a.capex_usd:,.0f} USD   power {a.power_kw:,.3f} kW   (sums over the parts with a figure)"]
-    if a.unpriced:
-        out.append(f"unpriced (not in the totals): {'; '.join(a.unpriced)}")
-    return out + [""]
-
-
-# what "N budget checks" counts: the same N on every run and option of one fabric (topo.audit.budget_findings)
-_CHECKS_COUNTED = ("per chip and switch: lanes, ports per speed, bandwidth, lane rate; per chip: lanes per tier; "
-                   "per switch with links down and up, or a local switch: down/up")
-
-
-def _audit_failures(a, failed) -> list[str]:
-    """The FAILED line and one line per failing check (how many, one example)."""
-    out = [f"FAILED: {len(failed):,} of {len(a.findings):,} budget checks ({_CHECKS_COUNTED})"]
-    groups: dict[str, list] = {}
-    for f in failed:
-        groups.setdefault(f.check, []).append(f)
-    for check, fs in groups.items():
-        f = fs[0]
-        out.append(f"  {check}: {len(fs):,} x, e.g. {f.where}: {_fmt(f.used)} of {_fmt(f.available)} "
-                   f"{f.unit}" + (f" ({f.note})" if f.note else ""))
-    return out
-
-
-EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml"), "simai": (".txt",)}
+EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml"), "simai": (".txt",),
+                  "infragraph": (".json",)}
 
 
 @main.command("export")
 @click.argument("fabric")
 @_set_option
 @click.option("-o", "--output", "output", required=True, type=_OutputPath(sum(EXPORT_FORMATS.values(), ())),
-              help="Output file: .graphml, .json (node-link), .yml (ASTRA-sim network config) or .txt "
-                   "(SimAI ns-3 topology).")
+              help="Output file: .graphml, .json (node-link, or InfraGraph with --format infragraph), .yml "
+                   "(ASTRA-sim network config) or .txt (SimAI ns-3 topology).")
 @click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default=None,
-              help="graphml | json | astra-sim | simai (default: from the -o extension; .yml/.yaml is astra-sim, "
-                   ".txt simai).")
+              help="graphml | json | astra-sim | simai | infragraph (default: from the -o extension; .yml/.yaml "
+                   "is astra-sim, .txt simai, .json node-link).")
 def export_cmd(fabric, sets, output, fmt):
     """Write a fabric's graph (GraphML, node-link JSON) or an ASTRA-sim 2.x network config.
 
@@ -417,6 +321,9 @@ def export_cmd(fabric, sets, output, fmt):
     ``--format simai`` writes SimAI's ns-3 topology text (header, switch ids, one
     ``src dst bandwidth latency error_rate`` line per link) and, since SimAI reads no
     comments, the losses and the graph node of every id to FILE.json beside it.
+    ``--format infragraph`` writes an InfraGraph document (ASTRA-sim 3.0; needs
+    ``pip install 'fabricsim[infragraph]'``) that ``fabricsim import infragraph`` reads back;
+    what InfraGraph has no field for rides in its annotations, listed on stderr.
     """
     suffix = Path(output).suffix.lower()
     fmt = fmt or next(f for f, sfx in EXPORT_FORMATS.items() if suffix in sfx)
@@ -450,6 +357,20 @@ def export_cmd(fabric, sets, output, fmt):
             for loss in topo.losses:
                 _progress(f"the SimAI mapping loses: {loss}")
             return
+        if fmt == "infragraph":
+            from .topo.errors import BadInput
+            from .topo.export import write_infragraph
+            try:
+                doc = write_infragraph(G, output)
+            except BadInput as exc:
+                raise click.ClickException(str(exc)) from None
+            infra = doc.infrastructure
+            click.echo(f"wrote {output}: {sum(i['count'] for i in infra['instances']):,} device instances, "
+                       f"{G.number_of_edges():,} bundles in {len(infra['edges']):,} edge entries of "
+                       f"{len(infra['links']):,} link classes (InfraGraph)", err=True)
+            for note in doc.notes:
+                _progress(f"InfraGraph carries only as annotations: {note}")
+            return
         from .fabrics.userfile import export_fabric
         export_fabric(G, output)
     except OSError as exc:
@@ -459,11 +380,13 @@ def export_cmd(fabric, sets, output, fmt):
 
 @main.group("import")
 def import_grp():
-    """Read a machine description written by another tool into a fabric file.
+    """Read a machine description (or, for chakra, a workload) written by another tool.
 
     \b
       fabricsim import nccl-topo topo.xml -o node.json      an NCCL_TOPO_DUMP_FILE dump
       fabricsim import nccl-topo topo.xml --nodes 4 -o cluster.json
+      fabricsim import infragraph infra.json -o fabric.json   an InfraGraph document (ASTRA-sim 3.0)
+      fabricsim import chakra traces/ -o jobs.toml          Chakra execution traces, for mix
     """
 
 
@@ -502,6 +425,65 @@ def import_nccl_topo(xml_file, nodes, nic_gbps, spine_oversubscription, output):
     for what in ("inferred", "notes"):
         if G.graph.get(what):
             _progress(f"{what}: {G.graph[what]}")
+
+
+@import_grp.command("infragraph")
+@click.argument("ig_file", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "output", required=True, type=_OutputPath((".json", ".graphml")),
+              help="Fabric file to write: .json (node-link) or .graphml; every command takes it as FABRIC.")
+def import_infragraph(ig_file, output):
+    """Build a fabric from an InfraGraph document (.json, .yaml; needs fabricsim[infragraph]).
+
+    xpu components become chips, switch components switches, nic and port components are
+    joined through; a file written by ``export --format infragraph`` reads back into the same
+    graph. A malformed file exits 2 with one line naming the element.
+    """
+    from .fabrics.infragraph_io import read_infragraph
+    from .fabrics.userfile import export_fabric
+    from .topo.errors import BadInput
+    try:
+        G = read_infragraph(ig_file)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="FILE") from None
+    try:
+        export_fabric(G, output)
+    except OSError as exc:
+        raise _write_error(exc, output) from None
+    chips = sum(1 for _, d in G.nodes(data=True) if d["kind"] == "chip")
+    click.echo(f"wrote {output}: {chips:,} chips, {G.number_of_nodes() - chips:,} switches, "
+               f"{G.number_of_edges():,} links", err=True)
+    for what in ("inferred", "notes"):
+        if G.graph.get(what):
+            _progress(f"{what}: {G.graph[what]}")
+
+
+@import_grp.command("chakra")
+@click.argument("trace_dir", metavar="DIR", type=click.Path(file_okay=False))
+@click.option("-o", "--output", "output", required=True, type=_OutputPath((".toml",)),
+              help="Mix file to write ([[job]] tables); price it with fabricsim mix FILE --fabric F.")
+def import_chakra(trace_dir, output):
+    """Turn Chakra execution traces (<prefix>.<rank>.et per rank) into a mix TOML (needs fabricsim[chakra]).
+
+    Collective nodes become jobs on their process groups' ranks, compute nodes with a
+    duration delays, dependencies ``after``. A malformed trace exits 2 with one line naming
+    the file and the node.
+    """
+    from .collectives.jobs.chakra import jobs_toml, load_chakra
+    from .topo.errors import BadInput
+    try:
+        w = load_chakra(trace_dir)
+    except BadInput as exc:
+        raise click.BadParameter(str(exc), param_hint="DIR") from None
+    try:
+        Path(output).write_text(f"# from the Chakra traces in {trace_dir}, written by fabricsim\n"
+                                + "".join(f"# {n}\n" for n in w.notes) + "\n" + jobs_toml(w.jobs), encoding="utf-8")
+    except OSError as exc:
+        raise _write_error(exc, output) from None
+    n_delay = sum(j.collective == "delay" for j in w.jobs)
+    click.echo(f"wrote {output}: {len(w.jobs) - n_delay:,} collectives, {n_delay:,} delays, {w.ranks:,} ranks, "
+               f"{len(w.groups):,} process groups", err=True)
+    for note in w.notes:
+        _progress(f"chakra: {note}")
 
 
 @main.command("draw")
@@ -761,38 +743,6 @@ def _collective_arg(fn):
     return click.argument("collective", type=_CollectiveChoice())(fn)
 
 
-def _us(s) -> str:
-    return "n/a" if s is None or (isinstance(s, float) and math.isnan(s)) else f"{s * 1e6:,.2f} us"
-
-
-def _format_report(r) -> str:
-    out = [f"{r.collective} on {r.fabric}: {r.groups:,} group(s) of {r.group_size}, S = {_fmt_bytes(r.size_bytes)}, "
-           f"algorithm {r.algorithm}, protocol {r.protocol}"
-           f"{'' if r.channels is None else f', {r.channels} channels'} ({r.mode})",
-           f"time {_us(r.time_s)} = bandwidth {_us(r.bandwidth_time_s)} + latency {_us(r.latency_s)}   "
-           f"(link-load bound {_us(r.bound_s)})",
-           f"algbw {r.algbw_GBps:,.1f} GB/s   busbw {r.busbw_GBps:,.1f} GB/s"]
-    for note in r.notes:
-        out.append(f"note: {note}")
-    if r.phases:
-        out.append("")
-        out.append(_table([[p.name, p.repeat, p.flows, _fmt_bytes(p.bytes_per_flow), _us(p.step_bandwidth_s),
-                            _us(p.step_latency_s), p.events, _us(p.time_s)] for p in r.phases],
-                          ["phase", "steps", "flows/step", "bytes/flow", "bw/step", "lat/step", "events",
-                           "time"]))
-    if r.bottlenecks:
-        out.append("")
-        out.append("Busiest links (utilization over the bandwidth time):")
-        out.append(_table([[b["link"], b["tier"], f"{b['utilization']:.1%}", f"{b['capacity_GBps']:,.1f}"]
-                           for b in r.bottlenecks[:5]], ["link", "tier", "util", "GB/s"]))
-    if r.unreachable_pairs.get("count"):
-        out.append(f"PARTIAL: {r.unreachable_pairs['count']:,} pairs have no route, e.g. "
-                   + "; ".join(r.unreachable_pairs["examples"]))
-    if r.broken_groups.get("count"):
-        out.append(f"PARTIAL: {r.broken_groups['count']:,} groups lost a chip, e.g. {r.broken_groups['examples'][:2]}")
-    return "\n".join(out)
-
-
 def _format_method(m: dict, mode: str) -> str:
     rates = "link-load bound, not max-min rates" if mode == "link-load bound" else "exact max-min rates"
     out = ["", f"method: {m.get('path', '?')} ({m.get('flows', 0):,} flows per step, "
@@ -804,19 +754,12 @@ def _format_method(m: dict, mode: str) -> str:
     return "\n".join(out)
 
 
-def _fmt_bytes(b: float) -> str:
-    for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if b >= k:
-            return f"{b / k:,.4g} {unit}"
-    return f"{b:,.0f} B"
-
-
 @main.command("price")
 @_collective_arg
 @click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
 @_set_option
 @_price_options
-@click.option("--json", "as_json", is_flag=True, help="Print the cost report as JSON (schema in README).")
+@click.option("--json", "as_json", is_flag=True, help="Print the cost report as JSON (schema in docs/json.md).")
 @click.option("--plot", "plot", type=_plot_path(),
               help="Also write a chart (.png/.svg/.pdf): time per phase and link utilization by tier.")
 @click.option("--traffic", "traffic_path", type=click.Path(), help="All-to-all-v: a byte matrix per group (CSV or "
@@ -865,7 +808,7 @@ def price_cmd(collective, fabric, sets, as_json, plot, traffic_path=None, moe_sp
             d["traffic"] = summary
         _emit_json(d)
     else:
-        click.echo(_format_report(r))
+        click.echo(r.to_text())
         if opts["explain"]:
             click.echo(_format_method(r.method, r.mode))
         if summary is not None:
@@ -1097,10 +1040,10 @@ def _job_groups(G, opts, recovery, spares):
 def _check_fails(fails) -> None:
     """``--fail node:a,node:b`` is two failures in one value: refuse it and say to repeat --fail."""
     import re
-    from .topo.failures import _FIXED
+    from .topo.failures import FIXED_CLASSES
     for spec in fails:
         for prefix in re.findall(r",\s*([A-Za-z][\w-]*):", spec):
-            if prefix in _FIXED or prefix.endswith("-switch"):
+            if prefix in FIXED_CLASSES or prefix.endswith("-switch"):
                 parts = ' '.join(f'--fail {p.strip()}' for p in spec.split(',') if p.strip())
                 raise click.BadParameter(f"{spec!r} holds several failures; repeat --fail for each "
                                          f"({parts})", param_hint="--fail")
@@ -1167,10 +1110,6 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spa
             click.echo(_format_whatif_method(w.method))
 
 
-def _gbps(v) -> str:
-    return f"{v:,.1f}" if v is not None and math.isfinite(v) else "n/a"
-
-
 def _format_whatif(w) -> str:
     b, d = w.baseline, w.degraded
     priced = math.isfinite(d.time_s)
@@ -1235,11 +1174,6 @@ def _removed(f: dict) -> str:
     return ", ".join(parts) or "nothing"
 
 
-def _hist(h: dict, empty: str = "-") -> str:
-    return ", ".join(f"{v:,} at {k}" for k, v in h.items()) or empty
-
-
-# --------------------------------------------------------------------------- sweep/whatif: progress, --explain
 class SweepProgress:
     """A sweep's progress on stderr: a bar with the scenarios done, the orbits solved and an ETA.
 
@@ -1547,12 +1481,6 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
         click.echo(_format_sweep_method(s.method))
 
 
-def _x(v) -> str:
-    """A slowdown as ``x1.2``; ``n/a`` (no ``x``) when there is none (nothing priced)."""
-    return "n/a" if v is None or not math.isfinite(v) else f"x{v:.6g}"
-
-
-# --------------------------------------------------------------------------- atlas (issue 24)
 def _collective_option(fn):
     return click.option("--collective", "collective", required=True, type=_CollectiveChoice(),
                         help="The collective every scenario prices.")(fn)
@@ -1578,12 +1506,14 @@ def _collective_option(fn):
 @click.option("--samples", type=click.IntRange(min=2), help="With --availability: also a Monte Carlo over this "
               "many sampled years.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo.")
+@click.option("--n2-shared", is_flag=True, help="Also N-2 within shared domains: every pair of links on one OCS "
+              "or harness, every pair of same-role switches in one rack (one row each).")
 @_price_options
 @click.option("--json", "as_json", is_flag=True, help="Print the atlas (and availability) as JSON.")
 @click.option("--plot", "plot", type=_plot_path(), help="Write the slowdowns per class (a box each) to a PNG, "
               "SVG or PDF.")
 def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, scheduler, avail, rates_file,
-              samples, seed, as_json, plot, **opts):
+              samples, seed, n2_shared, as_json, plot, **opts):
     """Every failure class of FABRIC, N-1: blast radius and slowdowns per class (and availability).
 
     \b
@@ -1636,7 +1566,7 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
         a = atlas(fabric, _parse_sets(sets), collective=collective, size_bytes=size_bytes,
                   group_size=None if groups else opts["group_size"], placement=opts["placement"], groups=groups,
                   classes=wanted, runner=runner, max_orbits=max_orbits, budget_s=float(budget_s),
-                  progress=lambda m: _progress(m), **options.price_kwargs())
+                  progress=lambda m: _progress(m), n2_shared=n2_shared, **options.price_kwargs())
     except BadInput as exc:
         msg = str(exc)
         raise click.BadParameter(msg, param_hint="--group-size" if msg.startswith("group size")
@@ -1653,64 +1583,9 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
     if as_json:
         _emit_json(a.as_dict() | ({"availability": av.as_dict()} if av is not None else {}))
         return
-    click.echo(_format_atlas(a))
+    click.echo(a.to_text())
     if av is not None:
-        click.echo(_format_availability(av))
-
-
-def _format_atlas(a) -> str:
-    out = [f"{a.collective} on {a.fabric}: {a.groups:,} group(s) of {a.group_size}, S = {_fmt_bytes(a.size_bytes)}, "
-           f"algorithm {a.algorithm} ({a.protocol}); intact {_us(a.baseline.time_s)}; every class N-1"]
-    rows = []
-    for c in a.classes:
-        if c.skipped:
-            rows.append([c.failure_class, f"{c.scenarios:,}", "" if c.orbits is None else f"{c.orbits:,}", "", "",
-                         "", "", "", f"not run: {c.skipped}", f"{c.seconds:.1f}"])
-            continue
-        rows.append([c.failure_class, f"{c.scenarios:,}", f"{c.orbits:,}", f"{c.chips_affected_max:,}",
-                     f"{c.groups_affected_max:,}", _x(c.slowdown_min), _x(c.slowdown_median), _x(c.slowdown_max),
-                     (c.worst or "") + (f"  ({c.unpriced:,} priced nothing)" if c.unpriced else ""),
-                     f"{c.seconds:.1f}"])
-    out.append(_table(rows, ["class", "scenarios", "orbits", "chips hit", "groups hit", "min", "median", "max",
-                             "worst", "s"]))
-    out.append("chips hit / groups hit: the most of one scenario (chips lost, cut off or in a group that slowed or "
-               "broke; groups slowed or broken)")
-    out.extend(f"note: {n}" for n in a.notes)
-    return "\n".join(out)
-
-
-def _pct(v) -> str:
-    return "n/a" if v is None else f"{100 * v:.4g}%"
-
-
-def _format_availability(av) -> str:
-    mc = av.samples is not None
-    rows = []
-    for r in av.classes:
-        if r.get("rate_per_year") is None:
-            rows.append([r["class"], f"{r['elements']:,}", "", "", "", "", "", ""] + (["", ""] if mc else [])
-                        + [r.get("note", "")])
-            continue
-        row = [r["class"], f"{r['elements']:,}", f"{r['rate_per_year']:g}", f"{r['repair_h']:g}",
-               f"{r['failures_per_year']:.4g}", _pct(r["fraction_degraded"]), _pct(r["fraction_down"]),
-               _x(r["expected_slowdown"])]
-        if mc:
-            m = r["mc"]
-            row += [f"{_pct(m['fraction_degraded'])} +- {_pct(m['fraction_degraded_se'])}",
-                    f"{_x(m['expected_slowdown'])} +- {m['expected_slowdown_se']:.2g}"]
-        rows.append(row + [""])
-    t = av.total
-    tot = ["total", "", "", "", f"{t['failures_per_year']:.4g}", _pct(t["fraction_degraded"]),
-           _pct(t["fraction_down"]), _x(t["expected_slowdown"])]
-    if mc:
-        tot += [f"{_pct(t['mc']['fraction_degraded'])} +- {_pct(t['mc']['fraction_degraded_se'])}",
-                f"{_x(t['mc']['expected_slowdown'])} +- {t['mc']['expected_slowdown_se']:.2g}"]
-    rows.append(tot + [""])
-    out = [f"availability over a year ({av.method}):",
-           _table(rows, ["class", "elements", "rate/yr", "repair h", "failures/yr", "degraded", "down",
-                         "exp. slowdown"] + (["MC degraded", "MC slowdown"] if mc else []) + [""])]
-    out.extend(f"note: {n}" for n in av.notes)
-    return "\n".join(out)
+        click.echo(av.to_text())
 
 
 # --------------------------------------------------------------------------- calibrate (issue 13)
@@ -1724,7 +1599,7 @@ def _format_availability(av) -> str:
 @click.option("--over", help="With --mesh: the dimension whose groups ran the measured collective.")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False),
               help="Write the calibration TOML here (one section per fitted collective).")
-@click.option("--json", "as_json", is_flag=True, help="Print fits and points as JSON (schema in README).")
+@click.option("--json", "as_json", is_flag=True, help="Print fits and points as JSON (schema in docs/json.md).")
 @click.option("--collective", type=click.Choice(["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]),
               help="The collective of a log that names no *_perf binary (pre-2.13 logs, pasted tables); "
                    "default: inferred from its columns where they tell.")
@@ -1818,9 +1693,9 @@ def _step_scope_note(compute_us) -> str:
 
 
 def _format_step(r, compute_us=None) -> str:
-    from .collectives.jobs.step import _mesh_text
+    from .collectives.jobs.step import mesh_text
     tps = r.tokens_per_s_comm_bound
-    out = [f"{r.model} {r.phase} on {r.fabric}, mesh {_mesh_text(r.mesh)} ({r.chips:,} chips), batch {r.batch:,}"
+    out = [f"{r.model} {r.phase} on {r.fabric}, mesh {mesh_text(r.mesh)} ({r.chips:,} chips), batch {r.batch:,}"
            + (f" x seq {r.seq:,}" if r.phase == "prefill" else "") + f" = {r.tokens:,} tokens per step",
            f"communication {_us(r.comm_s)} per step, {_us(r.comm_s / r.tokens)} per token; "
            + (f"{tps:,.0f} tokens/s bound by communication" if math.isfinite(tps) else "no communication")
@@ -1863,7 +1738,7 @@ _DTYPES = ("fp8", "bf16", "fp16", "fp32")   # collectives.traffic.moe.DTYPE_BYTE
 
 @main.command("step")
 @click.option("--model", "model", required=True, help="A catalog model (deepseek-r1, kimi-k2, gpt-oss-120b) or "
-              "a model .toml file (format in README).")
+              "a model .toml file (format in docs/guide.md).")
 @click.option("--fabric", "fabric", help="A catalog name or a fabric file.")
 @_set_option
 @click.option("--fabrics", "fabric_list", help="Comma-separated fabrics: the same step side by side.")
@@ -1901,9 +1776,9 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
       fabricsim step --model deepseek-r1 --fabrics jalapeno-rack,nvl72,torus --mesh ep=64 --batch 512 --plot step.png
     """
     from .collectives.jobs.models import load_model
-    from .collectives.jobs.step import PLOT_SUFFIXES, _check_mesh, step_tokens
+    from .collectives.jobs.step import PLOT_SUFFIXES, check_mesh, step_tokens
     from .collectives.placement import chip_ranks, parse_mesh
-    from .collectives.traffic.moe import _parse_skew
+    from .collectives.traffic.moe import parse_skew
     from .topo.errors import BadInput
     if bool(fabric) == bool(fabric_list):
         raise click.UsageError("give --fabric F or --fabrics a,b,c (one of them)")
@@ -1917,7 +1792,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--model") from None
     try:
-        mesh_d = _check_mesh(parse_mesh(mesh), m)
+        mesh_d = check_mesh(parse_mesh(mesh), m)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--mesh") from None
     try:
@@ -1925,7 +1800,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--batch/--seq") from None
     try:
-        _parse_skew(opts["skew"])
+        parse_skew(opts["skew"])
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="--skew") from None
     names = [fabric] if fabric else [f.strip() for f in fabric_list.split(",") if f.strip()]
@@ -1957,9 +1832,9 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     if len(results) == 1:
         click.echo(_format_step(results[0], opts["compute_us"]))
         return
-    from .collectives.jobs.step import _mesh_text
+    from .collectives.jobs.step import mesh_text
     kinds = list(dict.fromkeys(n for r in results for n in r.by_collective()))
-    click.echo(f"{m.name} {opts['phase']}, mesh {_mesh_text(mesh_d)}, {results[0].tokens:,} tokens per step")
+    click.echo(f"{m.name} {opts['phase']}, mesh {mesh_text(mesh_d)}, {results[0].tokens:,} tokens per step")
     click.echo(_table([[r.fabric, r.chips, _us(r.comm_s), _us(r.comm_s / r.tokens),
                         f"{r.tokens_per_s_comm_bound:,.0f}" if r.comm_s else "-"]
                        + [_us(r.by_collective().get(k, {}).get("attributed_s", 0.0)) for k in kinds]
@@ -2047,7 +1922,10 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp
 
 # --------------------------------------------------------------------------- mix (issue 15)
 @main.command("mix")
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("spec", type=click.Path(dir_okay=False), required=False)
+@click.option("--chakra", "chakra_dir", type=click.Path(file_okay=False), default=None,
+              help="Instead of SPEC: a directory of Chakra execution traces (<prefix>.<rank>.et, optional "
+                   "communicator-group JSON); needs fabricsim[chakra].")
 @click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
 @_set_option
 @click.option("--split", type=click.Choice(["equal", "capacity"]), default="equal", show_default=True,
@@ -2059,24 +1937,38 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp
               "(ideal fabrics: 1).")
 @click.option("--step-latency-us", type=float, default=None, help="Per-step overhead in microseconds "
               "(default: the fabric's, else 1 us).")
-@click.option("--json", "as_json", is_flag=True, help="Print the mix result as JSON (schema in README).")
-def mix_cmd(spec, fabric, sets, split, tiers, efficiency, step_latency_us, as_json):
+@click.option("--json", "as_json", is_flag=True, help="Print the mix result as JSON (schema in docs/json.md).")
+def mix_cmd(spec, chakra_dir, fabric, sets, split, tiers, efficiency, step_latency_us, as_json):
     """Run several collectives at once: [[job]] tables sharing the links in one max-min solve.
 
     \b
     Each [[job]]: name, collective, size | traffic | moe, group_size | mesh + over | groups,
-    algorithm (default auto), after = [names] (start when those have finished).
+    algorithm (default auto), after = [names] (start when those have finished);
+    or collective = "delay" with a duration ("120us"): time on no link, e.g. compute.
     \b
     Example:
       fabricsim mix jobs.toml --fabric jalapeno-rack --json
+      fabricsim mix --chakra traces/ --fabric nvl72      collectives of Chakra traces, compute as delays
     """
     from .collectives import jobs as J
     from .topo.errors import BadInput
+    if (spec is None) == (chakra_dir is None):
+        raise click.UsageError("give a SPEC file or --chakra DIR (one of them)")
     G = load_fabric(fabric, sets)
     eff, step_ns, _ = _calibration(efficiency, step_latency_us, None)
     t0 = time.perf_counter()
     try:
-        jobs = J.load_jobs(spec, G)
+        if chakra_dir is not None:
+            from .collectives.jobs.chakra import load_chakra
+            try:
+                w = load_chakra(chakra_dir)
+            except BadInput as exc:
+                raise click.BadParameter(str(exc), param_hint="--chakra") from None
+            jobs = list(w.jobs)
+            for note in w.notes:
+                _progress(f"chakra: {note}")
+        else:
+            jobs = J.load_jobs(spec, G)
         r = J.mix(G, jobs, split=split, tiers=tiers, efficiency=eff, step_overhead_ns=step_ns, progress=_progress)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="SPEC") from None
@@ -2110,12 +2002,22 @@ def mix_cmd(spec, fabric, sets, split, tiers, efficiency, step_latency_us, as_js
 @click.option("--resume", "results_file", type=click.Path(dir_okay=False),
               help="Keep each design's result in this file and reuse it when the run is repeated.")
 @click.option("--no-prune", is_flag=True, help="Price every design inside the constraints (no bound pruning).")
+@click.option("--search", type=click.Choice(["auto", "exhaustive", "nsga2"]), default="auto", show_default=True,
+              help="exhaustive: every design (the exact front); nsga2: Optuna's NSGA-II proposes --evaluations "
+                   "designs (the best front found; pip install 'fabricsim[design]'); auto: exhaustive up to "
+                   "2,000 designs.")
+@click.option("--evaluations", type=click.IntRange(min=1), default=500, show_default=True,
+              help="With nsga2: distinct designs to evaluate.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the nsga2 search.")
+@click.option("--budget-s", type=_Number(1e-3, 1e9, unit=" s"), default=None,
+              help="Stop starting new designs after this many seconds (the result says it is partial).")
 @click.option("-o", "--output-dir", "out_dir", type=click.Path(file_okay=False),
               help="Write each Pareto-front design as a fabric file (node-link JSON) into this folder.")
 @click.option("--plot", "plot", type=_plot_path(), help="Write the priced designs and the front to a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print the search as JSON (builder, evaluated, pruned, "
               "pareto, all).")
-def design_cmd(space, workers, scheduler, results_file, no_prune, out_dir, plot, as_json):
+def design_cmd(space, workers, scheduler, results_file, no_prune, search, evaluations, seed, budget_s, out_dir, plot,
+               as_json):
     """Search a builder's parameters for the Pareto front of time, capex, power, resilience.
 
     SPACE is a TOML file: the builder, the values its parameters may take, a workload,
@@ -2149,10 +2051,11 @@ def design_cmd(space, workers, scheduler, results_file, no_prune, out_dir, plot,
     from .fabrics.registry import builder_params
     from .fabrics.userfile import export_fabric
     sp = load_space(space, builders=builder_params())
-    runner = sweep_runner(workers, scheduler, results_file)
+    runner = sweep_runner(workers, scheduler)
     _progress(f"design: {sp.size:,} design(s) of {sp.builder} ...")
     try:
-        r = design(sp, build=build, runner=runner, progress=_progress, prune=not no_prune)
+        r = design(sp, build=build, runner=runner, progress=_progress, prune=not no_prune, search=search,
+                   evaluations=evaluations, seed=seed, budget_s=budget_s, results_file=results_file)
     finally:
         getattr(runner, "close", lambda: None)()
     if out_dir:

@@ -232,11 +232,6 @@ def view_of(G: nx.Graph) -> FabricView:
                       tuple(reducers))
 
 
-def _concat(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]):
-    src, dst, size, grp = (np.concatenate([p[i] for p in parts]) for i in range(4))
-    return src.astype(np.int64), dst.astype(np.int64), size.astype(np.float64), grp.astype(np.int64)
-
-
 def _groups_array(groups: Sequence[Sequence[int]]) -> np.ndarray:
     sizes = {len(g) for g in groups}
     if len(sizes) != 1:

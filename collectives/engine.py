@@ -36,6 +36,7 @@ from typing import Any, Sequence
 import networkx as nx
 import numpy as np
 
+from ..topo.text import fmt_bytes, table, us
 from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput, TooLarge
 from .algorithms import ALGORITHMS, Phase, algorithms_for, phases, view_of
@@ -99,6 +100,34 @@ class CostReport:
                 f"{self.time_s * 1e6:,.2f} us, busbw {self.busbw_GBps:,.1f} GB/s")
         return (f"{self.collective} on {self.fabric}: {self.groups:,} group(s) of {self.group_size:,}, "
                 f"{size_text(self.size_bytes)}, {how}: {cost}" + (", PARTIAL" if self.partial else ""))
+
+    def to_text(self) -> str:
+        """The report as ``fabricsim price`` prints it: headline, time split, busbw, notes, phases, busiest links, what is partial."""
+        out = [f"{self.collective} on {self.fabric}: {self.groups:,} group(s) of {self.group_size}, S = {fmt_bytes(self.size_bytes)}, "
+               f"algorithm {self.algorithm}, protocol {self.protocol}"
+               f"{'' if self.channels is None else f', {self.channels} channels'} ({self.mode})",
+               f"time {us(self.time_s)} = bandwidth {us(self.bandwidth_time_s)} + latency {us(self.latency_s)}   "
+               f"(link-load bound {us(self.bound_s)})",
+               f"algbw {self.algbw_GBps:,.1f} GB/s   busbw {self.busbw_GBps:,.1f} GB/s"]
+        for note in self.notes:
+            out.append(f"note: {note}")
+        if self.phases:
+            out.append("")
+            out.append(table([[p.name, p.repeat, p.flows, fmt_bytes(p.bytes_per_flow), us(p.step_bandwidth_s),
+                                us(p.step_latency_s), p.events, us(p.time_s)] for p in self.phases],
+                              ["phase", "steps", "flows/step", "bytes/flow", "bw/step", "lat/step", "events",
+                               "time"]))
+        if self.bottlenecks:
+            out.append("")
+            out.append("Busiest links (utilization over the bandwidth time):")
+            out.append(table([[b["link"], b["tier"], f"{b['utilization']:.1%}", f"{b['capacity_GBps']:,.1f}"]
+                               for b in self.bottlenecks[:5]], ["link", "tier", "util", "GB/s"]))
+        if self.unreachable_pairs.get("count"):
+            out.append(f"PARTIAL: {self.unreachable_pairs['count']:,} pairs have no route, e.g. "
+                       + "; ".join(self.unreachable_pairs["examples"]))
+        if self.broken_groups.get("count"):
+            out.append(f"PARTIAL: {self.broken_groups['count']:,} groups lost a chip, e.g. {self.broken_groups['examples'][:2]}")
+        return "\n".join(out)
 
     def __repr__(self) -> str:
         return f"CostReport({self.summary()})"

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput, close_matches
+from ..topo.inputs import read_input_text
 
 __all__ = ["PLACEMENTS", "MESH_ORDER", "DOMAIN_LEVELS", "chip_ranks", "by_size", "by_mesh", "from_file",
            "check_groups", "parse_mesh", "parse_placement", "slice_groups", "slice_shape", "auto_place",
@@ -160,12 +161,9 @@ def by_mesh(G: nx.Graph, mesh: dict[str, int], over: str) -> tuple[tuple[int, ..
 
 def from_file(G: nx.Graph, path: str | Path) -> tuple[tuple[int, ...], ...]:
     """Groups from a JSON file: a list of lists of chips, each a rank or a node id."""
+    text = read_input_text(path, "a JSON groups file")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read groups file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: byte {exc.start}: not UTF-8 text") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
     except RecursionError:
@@ -210,12 +208,6 @@ def check_groups(G: nx.Graph, data: Sequence[Sequence], where: str | None = None
             out.append(int(r))
         groups.append(tuple(out))
     return tuple(groups)
-
-
-def describe_groups(groups: Sequence[Sequence[int]]) -> str:
-    sizes = {len(g) for g in groups}
-    size = f"{sizes.pop()}" if len(sizes) == 1 else "mixed sizes"
-    return f"{len(groups):,} groups of {size}"
 
 
 # ----------------------------------------------------------------------------- slice (issue 24)

@@ -2,13 +2,13 @@
 
 Public names
 ------------
-plot_price(report, path, *, G=None, link_utilization=None) -> pathlib.Path
+plot_price(report, path=None, *, G=None, link_utilization=None, ax=None) -> matplotlib.figure.Figure
     Phase times (bandwidth and latency) and where the links were busy: the
     utilization of every link by tier when ``link_utilization`` is given, else the
     report's busiest links.
-plot_compare(reports, path) -> pathlib.Path
+plot_compare(reports, path=None, *, ax=None) -> matplotlib.figure.Figure
     Time and bus bandwidth per fabric (or per report label).
-plot_sweep(sweep_or_slowdowns, path, *, title=None) -> pathlib.Path
+plot_sweep(sweep_or_slowdowns, path=None, *, title=None, ax=None) -> matplotlib.figure.Figure
     Slowdowns sorted, and their distribution.
 link_utilization(G, collective, *, groups, size_bytes, algorithm, ...) -> numpy.ndarray
     Per-direction utilization of every link of ``link_table(G)`` over the
@@ -16,14 +16,15 @@ link_utilization(G, collective, *, groups, size_bytes, algorithm, ...) -> numpy.
     bottlenecks (the input of :func:`fabricsim.topo.draw.draw_utilization`).
 
 Every figure is built on :class:`matplotlib.figure.Figure` (no pyplot state, no
-interactive backend) and saved in the format of the path's suffix.  Times are
+interactive backend) and returned; given a path, it is also saved in the format of the path's suffix.
+Given ``ax=`` (one Axes, or a pair for the two-panel charts) it draws into the caller's figure.  Times are
 shown in microseconds, bandwidths in GB/s (1e9 B/s), utilization in percent.
 """
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
@@ -42,12 +43,33 @@ BAD_COLOR = "#d62728"
 TIER_ORDER = ("local", "nvlink", "ualink", "ici", "leaf", "global", "spine")
 
 
-def _save(fig: Figure, path) -> Path:
+def _save(fig: Figure, path) -> Figure:
+    """Write ``fig`` to ``path`` when one is given (format from the suffix); return ``fig``."""
+    if path is None:
+        return fig
     p = Path(path)
     if not p.parent.exists():
         raise ValueError(f"cannot save to {str(p)!r}: directory {str(p.parent)!r} does not exist")
     fig.savefig(p, dpi=fig.dpi, facecolor="white", bbox_inches="tight")
-    return p
+    return fig
+
+
+def _panels(ax, figsize: tuple[float, float], **gridspec) -> tuple[Figure, Any, Any, bool]:
+    """The figure and the two panels' Axes: new ones, the caller's pair, or one Axes (second panel left out).
+
+    Returns ``(fig, ax1, ax2, own)``; ``ax2`` is None when the caller gave one Axes, ``own`` says the
+    figure is ours (titles and spacing are then set on the figure).
+    """
+    if ax is None:
+        fig = Figure(figsize=figsize, dpi=110)
+        ax1, ax2 = fig.subplots(1, 2, gridspec_kw=gridspec or None)
+        return fig, ax1, ax2, True
+    if isinstance(ax, (list, tuple, np.ndarray)):
+        axes = list(np.ravel(ax))
+        if len(axes) != 2:
+            raise ValueError(f"ax: give one Axes or a pair of Axes (one per panel), not {len(axes)}")
+        return axes[0].figure, axes[0], axes[1], False
+    return ax.figure, ax, None, False
 
 
 def _us(t: float) -> float:
@@ -95,19 +117,26 @@ def link_utilization(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[
 # ---------------------------------------------------------------------------------------
 # price
 # ---------------------------------------------------------------------------------------
-def plot_price(report: CostReport, path, *, G: nx.Graph | None = None, link_utilization=None) -> Path:
-    """Chart one cost report: phase times and link use; save to ``path`` and return it.
+def plot_price(report: CostReport, path=None, *, G: nx.Graph | None = None, link_utilization=None,
+               ax=None) -> Figure:
+    """Chart one cost report: phase times and link use; write it to ``path`` if given; return the Figure.
 
     Parameters
     ----------
     report : CostReport
-    path : str or Path
-        ``.png``, ``.svg`` or ``.pdf``.
+    path : str or Path, optional
+        ``.png``, ``.svg`` or ``.pdf``; nothing is written without it.
     G : networkx.Graph, optional
         The priced fabric; with ``link_utilization`` it gives every link its tier.
     link_utilization : array_like, optional
         One value per directed link of ``link_table(G)`` (see :func:`link_utilization`).
         Without it the right panel shows the report's busiest links.
+    ax : matplotlib.axes.Axes or pair of Axes, optional
+        Draw into these: a pair gets both panels, one Axes the phase times only.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
 
     Examples
     --------
@@ -116,17 +145,19 @@ def plot_price(report: CostReport, path, *, G: nx.Graph | None = None, link_util
     >>> from fabricsim.collectives import by_size, price
     >>> G = build("nvl72")
     >>> r = price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2**26)
-    >>> plot_price(r, os.path.join(tempfile.mkdtemp(), "p.png")).suffix
-    '.png'
+    >>> out = os.path.join(tempfile.mkdtemp(), "p.png")
+    >>> type(plot_price(r, out)).__name__, os.path.getsize(out) > 0
+    ('Figure', True)
     """
-    fig = Figure(figsize=(12.5, 4.8), dpi=110)
-    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.05, 1]})
-    _phase_panel(ax1, report)
     if link_utilization is None and G is not None:
         link_utilization = report.link_utilization
-    if link_utilization is not None:
-        if G is None:
-            raise ValueError("link_utilization needs G, the fabric it was computed on (for the link tiers)")
+    if link_utilization is not None and G is None:
+        raise ValueError("link_utilization needs G, the fabric it was computed on (for the link tiers)")
+    fig, ax1, ax2, own = _panels(ax, (12.5, 4.8), width_ratios=[1.05, 1])
+    _phase_panel(ax1, report)
+    if ax2 is None:
+        pass
+    elif link_utilization is not None:
         _tier_panel(ax2, G, np.asarray(link_utilization, dtype=float))
     else:
         _bottleneck_panel(ax2, report)
@@ -136,8 +167,11 @@ def plot_price(report: CostReport, path, *, G: nx.Graph | None = None, link_util
            f"busbw {report.busbw_GBps:,.1f} GB/s   ({report.mode})")
     if report.partial:
         sub += "   PARTIAL: some groups or pairs were not priced"
-    fig.suptitle(head + "\n" + sub, fontsize=11)
-    fig.subplots_adjust(top=0.82, wspace=0.55, left=0.2, right=0.97, bottom=0.14)
+    if own:
+        fig.suptitle(head + "\n" + sub, fontsize=11)
+        fig.subplots_adjust(top=0.82, wspace=0.55, left=0.2, right=0.97, bottom=0.14)
+    else:
+        ax1.set_title(head + "\n" + sub, fontsize=8)
     return _save(fig, path)
 
 
@@ -223,13 +257,21 @@ def _bottleneck_panel(ax, report: CostReport) -> None:
 # ---------------------------------------------------------------------------------------
 # compare
 # ---------------------------------------------------------------------------------------
-def plot_compare(reports: Sequence[CostReport] | Mapping[str, CostReport], path) -> Path:
-    """Time (bandwidth + latency) and bus bandwidth per report; save to ``path`` and return it.
+def plot_compare(reports: Sequence[CostReport] | Mapping[str, CostReport], path=None, *, ax=None) -> Figure:
+    """Time (bandwidth + latency) and bus bandwidth per report; write to ``path`` if given; return the Figure.
 
     Parameters
     ----------
     reports : sequence of CostReport, or mapping label -> CostReport
         A sequence is labelled by each report's fabric (and algorithm where fabrics repeat).
+    path : str or Path, optional
+        ``.png``, ``.svg`` or ``.pdf``; nothing is written without it.
+    ax : matplotlib.axes.Axes or pair of Axes, optional
+        Draw into these: a pair gets both panels, one Axes the times only.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
 
     Examples
     --------
@@ -238,14 +280,13 @@ def plot_compare(reports: Sequence[CostReport] | Mapping[str, CostReport], path)
     >>> from fabricsim.collectives import by_size, price
     >>> rs = [price(G, "all-reduce", groups=by_size(G, 8), size_bytes=2**26)
     ...       for G in (build("nvl72"), build("jalapeno-rack"))]
-    >>> plot_compare(rs, os.path.join(tempfile.mkdtemp(), "c.svg")).suffix
-    '.svg'
+    >>> len(plot_compare(rs).axes)
+    2
     """
     labels, reps = _labelled(reports)
     if not reps:
         raise ValueError("no reports to compare")
-    fig = Figure(figsize=(max(8.0, 2.2 + 1.3 * len(reps)), 4.6), dpi=110)
-    ax1, ax2 = fig.subplots(1, 2)
+    fig, ax1, ax2, own = _panels(ax, (max(8.0, 2.2 + 1.3 * len(reps)), 4.6))
     x = np.arange(len(reps))
     bw = np.array([_us(r.bandwidth_time_s) for r in reps])
     lat = np.array([_us(r.latency_s) for r in reps])
@@ -255,26 +296,33 @@ def plot_compare(reports: Sequence[CostReport] | Mapping[str, CostReport], path)
         ax1.text(xi, t, f"{t:,.1f}", ha="center", va="bottom", fontsize=8)
     ax1.set_ylabel("time (us)")
     ax1.set_title("time (lower is better)", fontsize=10)
-    fig.legend(*ax1.get_legend_handles_labels(), fontsize=8, frameon=False, loc="lower left", ncol=2,
-               bbox_to_anchor=(0.08, 0.0))
-    bus = np.array([r.busbw_GBps for r in reps])
-    ax2.bar(x, bus, color="#54a24b")
-    for xi, v in zip(x, bus):
-        ax2.text(xi, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=8)
-    ax2.set_ylabel("bus bandwidth (GB/s)")
-    ax2.set_title("busbw (nccl-tests definition; higher is better)", fontsize=10)
-    for ax in (ax1, ax2):
-        ax.set_xticks(x, labels, fontsize=8, rotation=20 if max(map(len, labels)) > 12 else 0,
-                      ha="right" if max(map(len, labels)) > 12 else "center")
-        ax.grid(axis="y", alpha=0.3)
-        ax.set_ylim(0, ax.get_ylim()[1] * 1.12)
+    if own:
+        fig.legend(*ax1.get_legend_handles_labels(), fontsize=8, frameon=False, loc="lower left", ncol=2,
+                   bbox_to_anchor=(0.08, 0.0))
+    else:
+        ax1.legend(fontsize=7, frameon=False)
+    if ax2 is not None:
+        bus = np.array([r.busbw_GBps for r in reps])
+        ax2.bar(x, bus, color="#54a24b")
+        for xi, v in zip(x, bus):
+            ax2.text(xi, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=8)
+        ax2.set_ylabel("bus bandwidth (GB/s)")
+        ax2.set_title("busbw (nccl-tests definition; higher is better)", fontsize=10)
+    for a in (ax1, ax2):
+        if a is None:
+            continue
+        a.set_xticks(x, labels, fontsize=8, rotation=20 if max(map(len, labels)) > 12 else 0,
+                     ha="right" if max(map(len, labels)) > 12 else "center")
+        a.grid(axis="y", alpha=0.3)
+        a.set_ylim(0, a.get_ylim()[1] * 1.12)
     r0 = reps[0]
     same = all(r.collective == r0.collective and r.group_size == r0.group_size and r.size_bytes == r0.size_bytes
                for r in reps)
     head = (f"{r0.collective}, groups of {r0.group_size}, S = {_size_text(r0.size_bytes)}" if same
             else "collectives compared")
-    fig.suptitle(head, fontsize=11)
-    fig.subplots_adjust(wspace=0.3, top=0.86, bottom=0.27)
+    if own:
+        fig.suptitle(head, fontsize=11)
+        fig.subplots_adjust(wspace=0.3, top=0.86, bottom=0.27)
     return _save(fig, path)
 
 
@@ -323,8 +371,9 @@ def _slowdowns(obj) -> tuple[np.ndarray, list[str]]:
     return np.array(vals, dtype=float), labels
 
 
-def plot_sweep(sweep_or_slowdowns, path, *, title: str | None = None, label_top: int = 8) -> Path:
-    """Sorted slowdowns and their distribution; save to ``path`` and return it.
+def plot_sweep(sweep_or_slowdowns, path=None, *, title: str | None = None, label_top: int = 8,
+               ax=None) -> Figure:
+    """Sorted slowdowns and their distribution; write to ``path`` if given; return the Figure.
 
     Parameters
     ----------
@@ -333,14 +382,23 @@ def plot_sweep(sweep_or_slowdowns, path, *, title: str | None = None, label_top:
         ``inf`` or NaN marks a scenario that could not be priced.  Rows may be
         objects or dicts with ``slowdown`` and a ``label``/``name``/``failed``; a
         :class:`~fabricsim.collectives.whatif.Sweep` is read from its ``scenarios``.
+    path : str or Path, optional
+        ``.png``, ``.svg`` or ``.pdf``; nothing is written without it.
     label_top : int
         Name this many of the worst scenarios on the sorted curve.
+    ax : matplotlib.axes.Axes or pair of Axes, optional
+        Draw into these: a pair gets both panels, one Axes the sorted slowdowns only.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
 
     Examples
     --------
     >>> import os, tempfile
-    >>> plot_sweep([1.0, 1.0, 1.14, 1.14, 8.0], os.path.join(tempfile.mkdtemp(), "s.png")).suffix
-    '.png'
+    >>> out = os.path.join(tempfile.mkdtemp(), "s.png")
+    >>> type(plot_sweep([1.0, 1.0, 1.14, 1.14, 8.0], out)).__name__, os.path.getsize(out) > 0
+    ('Figure', True)
     """
     vals, labels = _slowdowns(sweep_or_slowdowns)
     if vals.size == 0:
@@ -354,8 +412,7 @@ def plot_sweep(sweep_or_slowdowns, path, *, title: str | None = None, label_top:
     v = vals[order]
     finite = np.isfinite(v)
     n_inf = int((~finite).sum())
-    fig = Figure(figsize=(12.0, 4.6), dpi=110)
-    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.4, 1]})
+    fig, ax1, ax2, own = _panels(ax, (12.0, 4.6), width_ratios=[1.4, 1])
     x = np.arange(1, v.size + 1)
     cap = float(v[finite].max()) * 1.15 if finite.any() else 2.0
     ax1.plot(x[finite], v[finite], marker="o", ms=3 if v.size > 60 else 5, color=BW_COLOR, lw=1)
@@ -387,19 +444,22 @@ def plot_sweep(sweep_or_slowdowns, path, *, title: str | None = None, label_top:
     ax1.set_ylim(lo, cap + (cap - lo) * (0.25 + 0.06 * len(lines)))   # room for the list of the worst
     ax1.grid(alpha=0.3)
     fv = v[finite]
-    if fv.size:
-        bins = _bins(fv)
-        ax2.hist(fv, bins=bins, color=BW_COLOR, edgecolor="white")
-    ax2.set_xlabel("slowdown (x)")
-    ax2.set_ylabel("scenarios")
-    ax2.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax1.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax2.set_title("distribution" + (f" ({n_inf} unpriced not shown)" if n_inf else ""), fontsize=10)
-    ax2.grid(axis="y", alpha=0.3)
+    if ax2 is not None:
+        if fv.size:
+            ax2.hist(fv, bins=_bins(fv), color=BW_COLOR, edgecolor="white")
+        ax2.set_xlabel("slowdown (x)")
+        ax2.set_ylabel("scenarios")
+        ax2.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax2.set_title("distribution" + (f" ({n_inf} unpriced not shown)" if n_inf else ""), fontsize=10)
+        ax2.grid(axis="y", alpha=0.3)
     stats = (f"{vals.size} scenarios; median {np.median(fv):.3g}x, worst {fv.max():.3g}x" if fv.size
              else f"{vals.size} scenarios, none completed")
-    fig.suptitle((title + "\n" if title else "") + stats, fontsize=11)
-    fig.subplots_adjust(wspace=0.25, top=0.84 if title else 0.88, bottom=0.13)
+    if own:
+        fig.suptitle((title + "\n" if title else "") + stats, fontsize=11)
+        fig.subplots_adjust(wspace=0.25, top=0.84 if title else 0.88, bottom=0.13)
+    else:
+        ax1.set_title((title + "\n" if title else "") + stats, fontsize=8)
     return _save(fig, path)
 
 

@@ -1,6 +1,6 @@
 """Jalapeño bandwidth closure and budgets: 614.4 Tb/s, differential pairs, optics.
 
-Every number is read from :func:`fabricsim.topo.audit.audit` on the catalog fabrics
+Every number is read from :func:`fabricsim.topo.audit` on the catalog fabrics
 (``jalapeno-rack`` and ``jalapeno-pod``); nothing is typed in here except the labels.
 
     python examples/jalapeno_budgets.py [OUTDIR]      # writes OUTDIR/jalapeno_budgets.png
@@ -13,7 +13,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from fabricsim.fabrics import build
-from fabricsim.topo.audit import audit
+from fabricsim.topo.auditing import audit
 
 
 def rows_of() -> list[tuple[str, float, str]]:

@@ -13,7 +13,7 @@ all-to-all over every chip (S = 1 GiB per rank):
   are cut between cubes and the pairs across them have no route (a partial result).
 
 On the full 16x24x24 pod the bound takes ~70 s per OCS and the flow-level price does not
-fit in 24 GiB (README, Speed).
+fit in 24 GiB (docs/benchmarks.md, Speed).
 
     python examples/ocs_failures.py [OUTDIR]      # writes OUTDIR/ocs_failures.png
 """

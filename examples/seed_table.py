@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 
 from fabricsim.collectives import by_size, price
 from fabricsim.fabrics import build
-from fabricsim.topo.audit import bisection, chip_bandwidth, hop_stats
+from fabricsim.topo.auditing import bisection, chip_bandwidth, hop_stats
 
 ROWS = [("Jalapeño rack", "jalapeno-rack", {}), ("Jalapeño pod", "jalapeno-pod", {}),
         ("NVL72 GB200", "nvl72", {}), ("NVL72 Vera Rubin", "nvl72", {"generation": "vera-rubin"}),

@@ -2,7 +2,7 @@
 
 One decode step of DeepSeek-R1 (61 layers: 3 dense, 58 MoE with 256 routed experts,
 top-8, one shared expert) priced by :func:`fabricsim.collectives.jobs.step.step` at
-equal chip counts.  Assumptions (the README's "Token cost" section has the whole model):
+equal chip counts.  Assumptions (the "Token cost" section of docs/guide.md has the whole model):
 
 * Pure expert parallelism with data-parallel attention (DeepSeek's decode layout):
   mesh ``ep=N`` (N <= 256 experts), ``ep=256,dp=N/256`` beyond.  No TP, so the dense

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from fabricsim.collectives import by_size, price
 from fabricsim.fabrics import build
-from fabricsim.topo.audit import bisection, hop_stats
+from fabricsim.topo.auditing import bisection, hop_stats
 
 LINK_GBPS = 90.0            # GB/s per link and direction on both (the usable ICI rate, F; the torus builds raw 100)
 SIZE = 64 * 2 ** 20

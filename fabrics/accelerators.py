@@ -51,6 +51,9 @@ class Accelerator:
     usd_per_chip_hour: float = math.nan
     chip_models: tuple = ()
     sources: str = ""
+    #: on-chip SRAM bandwidth, bytes/s (NaN when unpublished); for an SRAM-resident chip
+    #: (``hbm_bytes`` NaN, e.g. Groq) weights and KV are read at this rate instead of ``hbm_Bps``
+    sram_Bps: float = math.nan
 
     def flops(self, precision: str) -> float:
         """Dense FLOP/s at ``precision``, or at the next wider precision the chip has."""
@@ -75,7 +78,7 @@ def _from_dict(name: str, d: dict) -> Accelerator:
     if not flops:
         raise BadInput(f"{_FILE.name}: [{name}] gives no compute; set one of "
                        + ", ".join(f"{p}_flops" for p in PRECISIONS))
-    known = {"description", "chip_models", "hbm_bytes", "hbm_Bps", "sram_bytes", "tdp_w",
+    known = {"description", "chip_models", "hbm_bytes", "hbm_Bps", "sram_bytes", "sram_Bps", "tdp_w",
              "usd_per_chip_hour", "sources"} | {f"{p}_flops" for p in PRECISIONS}
     extra = sorted(set(d) - known)
     if extra:
@@ -87,7 +90,8 @@ def _from_dict(name: str, d: dict) -> Accelerator:
         sram_bytes=float(d.get("sram_bytes", 0.0)),
         tdp_w=_positive(name, "tdp_w", d.get("tdp_w"), optional=True),
         usd_per_chip_hour=_positive(name, "usd_per_chip_hour", d.get("usd_per_chip_hour"), optional=True),
-        chip_models=tuple(d.get("chip_models", ())), sources=str(d.get("sources", "")))
+        chip_models=tuple(d.get("chip_models", ())), sources=str(d.get("sources", "")),
+        sram_Bps=_positive(name, "sram_Bps", d.get("sram_Bps"), optional=True))
 
 
 @lru_cache(maxsize=1)
@@ -115,15 +119,19 @@ def accelerator_of(G: nx.Graph) -> Accelerator:
     """The accelerator a fabric's chips are.
 
     ``G.graph["accelerator"]`` when the builder or the fabric file names one; otherwise
-    the catalog entry whose ``chip_models`` holds the chips' device ``model`` (all chips
-    must agree).  A one-line ``BadInput`` when neither says.
+    the one catalog entry whose ``chip_models`` holds the chips' device ``model`` (all chips
+    must agree; a chip with its NIC, device ``"<gpu>+<nic>"``, is its GPU).  A one-line
+    ``BadInput`` when neither says.
     """
     name = G.graph.get("accelerator")
     if name:
         return accelerator(str(name))
-    models = {d.get("model") for _, d in G.nodes(data=True) if d.get("kind") == "chip"}
-    for acc in _catalog().values():
-        if models and models <= set(acc.chip_models):
-            return acc
+    models = {str(d.get("model")).split("+")[0] for _, d in G.nodes(data=True) if d.get("kind") == "chip"}
+    found = [acc for acc in _catalog().values() if models and models <= set(acc.chip_models)]
+    if len(found) == 1:
+        return found[0]
+    if found:   # one device model, several packages (GB200 and B200 are both "blackwell-gpu")
+        raise BadInput(f"fabric {G.graph.get('name', '?')!r}: its chips ({', '.join(sorted(models))}) are "
+                       f"any of {', '.join(a.name for a in found)}; set accelerator=NAME to say which")
     raise BadInput(f"fabric {G.graph.get('name', '?')!r}: its chips ({', '.join(sorted(map(str, models)))}) "
                    f"match no accelerator; set accelerator=NAME, one of: {', '.join(accelerator_names())}")

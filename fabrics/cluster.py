@@ -29,6 +29,8 @@ Routing (``routing="ecmp"``: shortest paths through forwarding nodes, GPUs do no
 """
 from __future__ import annotations
 
+import json
+
 from typing import Literal
 
 import networkx as nx
@@ -76,7 +78,7 @@ def _place(G: nx.Graph, H: nx.Graph, domain: int, prefix: str, per_domain: int) 
                  "1:1); node figures as hgx-* / instinct-node (F, F2); link latencies I")
 def rail_cluster(*, gpu: Literal["a100", "h100", "h200", "b200", "b300", "mi300x", "mi325x", "mi355x"] = "h100",
                  nodes: int = 2, nic_gbps: float = 0.0, spine_oversubscription: float = 1.0,
-                 sharp: bool = False) -> nx.Graph:
+                 sharp: bool = False, rail_only: bool = False) -> nx.Graph:
     """``nodes`` 8-GPU nodes joined by a rail-optimized leaf-spine network.
 
     Parameters
@@ -92,6 +94,13 @@ def rail_cluster(*, gpu: Literal["a100", "h100", "h200", "b200", "b300", "mi300x
         Leaf down:up bandwidth (1 = non-blocking); the up ports of a leaf must come out whole.
     sharp : bool
         InfiniBand SHARP on: leaves and spines get ``reduces=True`` (InfiniBand node types only).
+    rail_only : bool
+        No spine tier (Wang et al., "How to Build Low-cost Networks for Large Language Models
+        (without Sacrificing Performance)", 2023): each rail's leaves join only that rail's GPUs,
+        and a pair on two rails in two nodes relays through the scale-up domain to the GPU of the
+        destination's rail in its own node (NCCL PXN), as the Jalapeño pod's ``leaf=static``
+        does.  The tiers are then named ``local`` (scale-up) and ``global`` (the rails) and the
+        routing is ``tiered`` (the tier rule with the relay); ``spine_oversubscription`` must stay 1.
 
     Returns
     -------
@@ -123,9 +132,23 @@ def rail_cluster(*, gpu: Literal["a100", "h100", "h200", "b200", "b300", "mi300x
     for n in range(nodes):
         _place(G, node, n, f"n{n:0{w}d}/", GPUS)
     rails = [[f"n{n:0{w}d}/gpu{r}" for n in range(nodes)] for r in range(GPUS)]
-    scale_out(G, rails, nic_gbps=rate, leaf_model=t.leaf, spine=True, oversubscription=spine_oversubscription,
-              sharp=sharp)
-    G.graph.update(generation=gpu, family=t.family, families=families_json(G, t.tier, t.family, t.network),
+    if not isinstance(rail_only, bool):
+        raise BadInput(f"rail_only={rail_only!r} is not valid: true or false")
+    if rail_only and spine_oversubscription != 1.0:
+        raise BadInput(f"spine_oversubscription={spine_oversubscription!r} with rail_only=true: a rail-only "
+                       "network has no spine; leave it at 1")
+    scale_out(G, rails, nic_gbps=rate, leaf_model=t.leaf, spine=not rail_only,
+              oversubscription=spine_oversubscription, sharp=sharp)
+    families = families_json(G, t.tier, t.family, t.network)
+    if rail_only:
+        # the tier rule of policy `tiered`: in-node pairs on the scale-up tier, cross-node pairs on the rails,
+        # relaying in their own node where the rails have no path (another rail)
+        rename = {t.tier: "local", "rail": "global"}
+        for *_, d in G.edges(data=True):
+            d["tier"] = rename.get(d["tier"], d["tier"])
+        G.graph["routing"] = "tiered"
+        families = json.dumps({rename.get(k, k): v for k, v in json.loads(families).items()}, sort_keys=True)
+    G.graph.update(generation=gpu, accelerator=gpu, family=t.family, families=families,
                    inferred="link latencies inferred (board / xGMI, 50 ns optics)"
                             + ("; RoCE leaf switch (Tomahawk 5) inferred" if t.network == "roce" else ""))
     return G
@@ -189,7 +212,7 @@ def nvl72_cluster(*, generation: Literal["gb200", "gb300"] = "gb200", racks: int
              for s in range(GPUS_PER_TRAY)]
     scale_out(G, rails, nic_gbps=rate, leaf_model=leaf, spine=True, oversubscription=spine_oversubscription,
               sharp=sharp)
-    G.graph.update(generation=generation, family="nvlink5", families=families_json(G, "nvlink", "nvlink5",
+    G.graph.update(generation=generation, accelerator=generation, family="nvlink5", families=families_json(G, "nvlink", "nvlink5",
                                                                                    "infiniband"),
                    inferred="rail = GPU slot in its compute tray (4 rails) inferred; link latencies inferred")
     return G

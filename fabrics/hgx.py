@@ -243,7 +243,7 @@ def hgx_node(kind: str, *, nics: int, nic_gbps: float) -> nx.Graph:
     if nics:
         with_nics(G, t.gpu, t.nic)
         scale_out(G, [[f"gpu{g}"] for g in range(GPUS)], nic_gbps=rate, leaf_model=t.leaf)
-    G.graph.update(generation=kind, family=t.family, families=families_json(G, "nvlink", t.family, t.network),
+    G.graph.update(generation=kind, accelerator=kind, family=t.family, families=families_json(G, "nvlink", t.family, t.network),
                    inferred="link latencies inferred (2 ns board, 50 ns optics); NVSwitch latency inferred")
     return G
 

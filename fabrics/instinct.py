@@ -101,7 +101,7 @@ def instinct(*, generation: Literal["mi300x", "mi355x"] = "mi355x") -> nx.Graph:
     if generation not in GENERATIONS:
         raise BadInput(f"generation={generation!r}; choose one of: {', '.join(GENERATIONS)}")
     G = xgmi_node(generation)
-    G.graph.update(generation=generation, family="infinity-fabric",  # collectives/cost/families/infinity-fabric.toml
+    G.graph.update(generation=generation, accelerator=generation, family="infinity-fabric",  # collectives/cost/families/infinity-fabric.toml
                    inferred="link latency inferred (300 ns)")
     return G
 
@@ -166,6 +166,6 @@ def instinct_node(*, generation: Literal["mi300x", "mi325x", "mi355x"] = "mi355x
     if nics:
         with_nics(G, t.gpu, t.nic)
         scale_out(G, [[f"gpu{g}"] for g in range(GPUS)], nic_gbps=rate, leaf_model=t.leaf)
-    G.graph.update(generation=generation, family=t.family, families=families_json(G, "xgmi", t.family, t.network),
+    G.graph.update(generation=generation, accelerator=generation, family=t.family, families=families_json(G, "xgmi", t.family, t.network),
                    inferred="link latency inferred (300 ns xGMI, 50 ns optics); leaf switch inferred")
     return G

@@ -97,7 +97,7 @@ def jalapeno_rack(*, trays: int = 16, chips_per_tray: int = 8,
     n = trays * chips_per_tray
     check_size(f"a Jalapeño rack of {trays:,} trays x {chips_per_tray:,} chips", nodes=n + LOCAL_SWITCHES,
                links=n * LOCAL_SWITCHES)
-    G = nx.Graph(routing="ecmp", family="tomahawk-ethernet")
+    G = nx.Graph(routing="ecmp", family="tomahawk-ethernet", accelerator="jalapeno")
     _add_rack(G, 0, trays=trays, chips_per_tray=chips_per_tray, local_switch=local_switch)
     return G
 
@@ -149,7 +149,8 @@ def jalapeno_pod(*, racks: int = 16, trays: int = 16, chips_per_tray: int = 8,
     leaf_dev = device("BCM78914")
     global_lanes = chip.lanes_by_tier["global"]            # 8 lanes, one per rail (F)
     lanes_per_leaf = global_lanes // LEAVES_PER_RACK        # 2: the rails 2i, 2i+1 of leaf i
-    G = nx.Graph(routing="tiered", leaf=leaf, rail_wiring=rail_wiring, family="tomahawk-ethernet")
+    G = nx.Graph(routing="tiered", leaf=leaf, rail_wiring=rail_wiring, family="tomahawk-ethernet",
+                 accelerator="jalapeno")
     switches_per_rail = chips_per_tray                      # one rail switch per column (F: 8 per rail)
     for r in range(RAILS):
         for j in range(switches_per_rail):

@@ -8,6 +8,7 @@
       name = "my-torus"                 # optional (default: the file name)
       description = "4x4 test torus"    # optional
       source = "my notes"               # optional
+      accelerator = "tpu-v5p"           # optional: the chips' roofline entry (fabrics/accelerators.toml)
       builder = "torus"
       [params]
       dims = [4, 4]
@@ -51,7 +52,7 @@ from .registry import convert_value
 __all__ = ["load_fabric", "export_fabric", "FORMATS"]
 
 FORMATS = (".toml", ".graphml", ".json")
-TOML_KEYS = ("builder", "params", "name", "description", "source")
+TOML_KEYS = ("builder", "params", "name", "description", "source", "accelerator")
 _SHOW = 5  # contract violations quoted in a message
 
 
@@ -81,6 +82,12 @@ def _load_toml(path: Path, overrides: dict[str, Any]) -> nx.Graph:
         raise BadInput(f"{path}: unknown key {unknown[0]!r}; valid keys: {', '.join(TOML_KEYS)}")
     if "builder" not in doc:
         raise BadInput(f"{path}: missing key 'builder'; choose one of: {', '.join(BUILDERS)}")
+    if "accelerator" in doc:   # checked here so a typo fails at load, naming the catalog's choices
+        from .accelerators import accelerator
+        try:
+            accelerator(doc["accelerator"] if isinstance(doc["accelerator"], str) else repr(doc["accelerator"]))
+        except BadInput as exc:
+            raise BadInput(f"{path}: {exc}") from None
     name = doc["builder"]
     if not isinstance(name, str) or name not in BUILDERS:
         raise BadInput(f"{path}: builder = {name!r} is not a builder; choose one of: {', '.join(BUILDERS)}")
@@ -113,6 +120,8 @@ def _load_toml(path: Path, overrides: dict[str, Any]) -> nx.Graph:
                    params=json.dumps(merged, default=list, sort_keys=True),
                    description=str(doc.get("description", f"{name} from {path.name}")),
                    source=str(doc.get("source", str(path))))
+    if "accelerator" in doc:
+        G.graph["accelerator"] = doc["accelerator"]
     return G
 
 

@@ -2,7 +2,7 @@ import pytest
 
 from fabricsim.fabrics import build
 from fabricsim.fabrics.devices import JALAPENO, TH6_200G
-from fabricsim.topo.audit import audit, bisection, budget_findings, hop_stats
+from fabricsim.topo.auditing import audit, bisection, budget_findings, hop_stats
 
 
 @pytest.fixture(scope="module")

@@ -139,7 +139,7 @@ def test_deep_inline_tables_beyond_recursion_are_one_line(tmp_path):
 
 
 def test_missing_file(tmp_path):
-    with pytest.raises(BadInput, match=r"nope.toml: cannot read \(No such file or directory\)$"):
+    with pytest.raises(BadInput, match=r"nope.toml: cannot read \(No such file or directory\); expected a calibration TOML file$"):
         load_calibration(tmp_path / "nope.toml")
 
 

@@ -17,7 +17,7 @@ from fabricsim.collectives import by_size, price
 from fabricsim.collectives.cost.family import family_of
 from fabricsim.fabrics import FABRICS, build
 from fabricsim.fabrics.userfile import export_fabric, load_fabric
-from fabricsim.topo.audit import audit, bisection, chip_bandwidth, hop_stats
+from fabricsim.topo.auditing import audit, bisection, chip_bandwidth, hop_stats
 from fabricsim.topo.contract import validate
 
 NEW = ("maia200", "groq-lpx", "tpu8t", "tpu8t-virgo", "mi355x")

@@ -19,7 +19,7 @@ from fabricsim.collectives.algorithms import view_of
 from fabricsim.collectives.cost.family import FAMILIES, load_family
 from fabricsim.fabrics import FABRICS, build
 from fabricsim.topo import routing
-from fabricsim.topo.audit import audit
+from fabricsim.topo.auditing import audit
 from fabricsim.topo.contract import validate
 from fabricsim.topo.devices import device
 from fabricsim.topo.errors import BadInput

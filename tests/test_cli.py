@@ -5,7 +5,7 @@ from click.testing import CliRunner
 
 from fabricsim.cli import main
 from fabricsim.fabrics import FABRICS, build
-from fabricsim.topo.audit import audit
+from fabricsim.topo.auditing import audit
 
 
 def run(*args):

@@ -166,3 +166,93 @@ def test_dask_local_cluster_gives_the_same_front():
     local = design(sp, build=build)
     assert r.pareto == local.pareto
     assert [p.objectives for p in r.points] == [p.objectives for p in local.points]
+
+
+def test_rail_only_cluster_has_no_spine_and_relays_through_nvlink():
+    from fabricsim.topo.parts import bill_of_materials
+    from fabricsim.topo.routing import route
+    ro, sp = build("rail-cluster", nodes=2, rail_only=True), build("rail-cluster", nodes=2)
+    assert not any(d.get("role") == "spine" for _, d in ro.nodes(data=True))
+    assert sum(ln.count for ln in bill_of_materials(ro).lines if ln.kind == "switch") < \
+        sum(ln.count for ln in bill_of_materials(sp).lines if ln.kind == "switch")
+    # GPU 0 of node 0 to GPU 3 of node 1: no rail joins them, so the route relays in node 0
+    r = route(ro, [0], [11])
+    assert r.relay_rank is not None and int(r.relay_rank[0]) == 3
+    with pytest.raises(BadInput, match="rail_only"):
+        build("rail-cluster", rail_only=True, spine_oversubscription=2)
+
+
+def test_rail_only_prices_rail_aligned_all_reduce_as_the_spine_does():
+    from fabricsim.collectives import price
+    groups = [tuple(range(r, 32, 8)) for r in range(8)]       # one GPU per node, each group on one rail
+    a, b = (price(build("rail-cluster", nodes=4, rail_only=ro), "all-reduce", groups=groups,
+                  size_bytes=2**28, algorithm="ring") for ro in (False, True))
+    assert b.time_s == pytest.approx(a.time_s, rel=1e-9)
+
+
+@pytest.mark.slow
+def test_rail_only_example_is_current():
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, str(root / "examples" / "design_rail_only.py"), "--no-write"],
+                         capture_output=True, text=True, timeout=600, check=True).stdout
+    assert out.strip() == (root / "docs" / "design.md").read_text().strip(), \
+        "docs/design.md is stale: run examples/design_rail_only.py"
+
+
+@pytest.mark.parametrize("nodes, nic, over", [(2, 400, 1), (4, 200, 2), (4, 800, 1)])
+def test_cut_bound_is_the_closed_form_and_never_above_the_price(nodes, nic, over):
+    from fabricsim.collectives import price
+    from fabricsim.collectives.design.search import _cut_bound_s
+    from fabricsim.collectives.jobs.mix import jobs_from_dict
+    G = build("rail-cluster", nodes=nodes, nic_gbps=nic, spine_oversubscription=over)
+    n, S = 8 * nodes, 2.0**26
+    job = jobs_from_dict({"job": [{"name": "a", "collective": "all-to-all", "group_size": n, "size": S}]}, G)[0]
+    # each node sends 8 ranks x (n - 8) peers x S/n out through its 8 NICs of nic Gb/s
+    closed = 8 * (n - 8) * S / n / (8 * nic * 1e9 / 8)
+    assert _cut_bound_s(G, job) == pytest.approx(closed, rel=1e-12)
+    assert _cut_bound_s(G, job) <= price(G, "all-to-all", groups=job.groups, size_bytes=S,
+                                         algorithm="direct").time_s
+
+
+def test_nsga2_finds_front_designs_and_is_reproducible():
+    pytest.importorskip("optuna")
+    sp = _space(vary={"nic_gbps": [100, 200, 400, 800], "spine_oversubscription": [1, 2], "gpu": ["h100", "b200"]})
+    exact = design(sp, build=build, search="exhaustive")
+    a = design(sp, build=build, search="nsga2", evaluations=10, seed=3, wave=5)
+    b = design(sp, build=build, search="nsga2", evaluations=10, seed=3, wave=5)
+    assert a.method == "nsga2 (seed 3)" and 10 <= len(a.points) < sp.size
+    assert [p.params for p in a.points] == [p.params for p in b.points]          # seeded: the same designs
+    senses = ["minimize", "minimize"]
+    # every design it reports on its front is priced exactly as the exhaustive search prices it,
+    # and none of them is beaten by a design of the exhaustive front it also evaluated
+    by_key = {sp.key(p.params): p for p in exact.points}
+    for p in a.front():
+        assert p.objectives == by_key[sp.key(p.params)].objectives
+    assert "best found, not proven" in " ".join(a.notes)
+    # as many evaluations as designs: it looks at them all (exhaustive)
+    assert design(sp, build=build, search="nsga2", evaluations=sp.size).method == "exhaustive"
+
+
+def test_budget_stops_and_says_so():
+    sp = _space()
+    r = design(sp, build=build, search="exhaustive", budget_s=1e-9, wave=4)
+    assert not r.complete and len(r.points) < sp.size and "budget" in r.notes[0]
+    assert r.as_dict()["complete"] is False
+
+
+def test_resume_takes_designs_from_the_file_and_refuses_another_space(tmp_path):
+    f = tmp_path / "design.jsonl"
+    sp = _space(vary={"nic_gbps": [200, 400], "spine_oversubscription": [1, 2]})
+    first = design(sp, build=build, results_file=f)
+    assert len(f.read_text().splitlines()) == 4
+    again = design(sp, build=build, results_file=f)
+    assert [p.objectives for p in again.points] == [p.objectives for p in first.points]
+    assert again.pareto == first.pareto and "4 design(s) taken from the results file" in again.notes[0]
+    f.write_text(f.read_text() + '{"space": "cut sh')             # a killed run's last line is ignored
+    assert design(sp, build=build, results_file=f).pareto == first.pareto
+    other = _space(vary={"nic_gbps": [200, 400]}, objectives={"minimize": ["time_s", "power_kw"]})
+    with pytest.raises(BadInput, match="another design space"):
+        design(other, build=build, results_file=f)

@@ -14,7 +14,7 @@ from fabricsim.collectives.cost.family import family_of
 from fabricsim.collectives import by_size, price
 from fabricsim.collectives.whatif import whatif
 from fabricsim.fabrics import build
-from fabricsim.topo.audit import audit, bisection, hop_stats
+from fabricsim.topo.auditing import audit, bisection, hop_stats
 from fabricsim.topo.failures import apply_failures, chip_tier_bandwidth
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -203,7 +203,7 @@ def test_token_cost(tmp_path):
 
 def test_seed_table(tmp_path):
     out = _run("seed_table", tmp_path)
-    from fabricsim.topo.audit import chip_bandwidth
+    from fabricsim.topo.auditing import chip_bandwidth
     lpx = build("groq-lpx")
     g = by_size(lpx, 64, "packed", count=1)
     a2a = price(lpx, "all-to-all", groups=g, size_bytes=2**30, algorithm="direct")

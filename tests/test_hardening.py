@@ -164,7 +164,7 @@ def test_non_finite_edge_figures_in_json_are_refused(tmp_path, key, value):
 
 
 def test_validate_and_audit_refuse_nan_capacities_in_the_library():
-    from fabricsim.topo.audit import audit
+    from fabricsim.topo.auditing import audit
     from fabricsim.topo.contract import validate
     from fabricsim.topo.errors import BadInput
     G = build("jalapeno-rack")

@@ -11,7 +11,7 @@ from fabricsim.collectives.price import price
 from fabricsim.fabrics import build
 from fabricsim.fabrics.nccl_topo import parse_nccl_topo, read_nccl_topo
 from fabricsim.fabrics.userfile import load_fabric
-from fabricsim.topo.audit import audit
+from fabricsim.topo.auditing import audit
 from fabricsim.topo.contract import validate
 from fabricsim.topo.errors import BadInput
 

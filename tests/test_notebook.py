@@ -6,7 +6,7 @@ import pytest
 from fabricsim.collectives import by_size, price
 from fabricsim.collectives.jobs.mix import Job, mix
 from fabricsim.fabrics import build
-from fabricsim.topo.audit import audit
+from fabricsim.topo.auditing import audit
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from click.testing import CliRunner
 
 from fabricsim.cli import main
 from fabricsim.fabrics import build
-from fabricsim.topo.audit import audit
+from fabricsim.topo.auditing import audit
 from fabricsim.topo.errors import BadInput
 from fabricsim.topo.parts import KINDS, LABELS, bill_of_materials, count_parts, load_parts
 

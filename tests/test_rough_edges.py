@@ -133,7 +133,7 @@ def test_set_converter_reads_optional_ints():
 # --------------------------------------------------------------------------- 6. audit: failures first, stable count
 def test_audit_check_count_does_not_depend_on_failures_or_options():
     from fabricsim.fabrics import build
-    from fabricsim.topo.audit import audit
+    from fabricsim.topo.auditing import audit
     ok = audit(build("jalapeno-rack"), bisect=False)
     bad = audit(build("jalapeno-rack", local_switch="BCM78910"), hops=False, bisect=False)
     assert ok.ok and not bad.ok

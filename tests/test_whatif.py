@@ -292,8 +292,8 @@ def test_sweep_progress_and_plot(tmp_path):
     seen = []
     s = _rack_sweep(progress=lambda done, total, res: seen.append((done, total)))
     assert seen == [(i, 6) for i in range(1, 7)]
-    out = plot_sweep(s, tmp_path / "sweep.png")
-    assert out.stat().st_size > 1000
+    plot_sweep(s, tmp_path / "sweep.png")
+    assert (tmp_path / "sweep.png").stat().st_size > 1000
 
 
 def test_sweep_json_keys():

@@ -3,7 +3,7 @@
 The CLI turns a ``FabricError`` into a one-line message (exit 1); usage errors exit 2.
 """
 
-__all__ = ["FabricError", "NoRoute", "BrokenGroup", "TooLarge", "BadInput", "close_matches"]
+__all__ = ["FabricError", "TooLarge", "BadInput", "close_matches"]
 
 
 class FabricError(ValueError):
@@ -12,14 +12,6 @@ class FabricError(ValueError):
 
 class BadInput(FabricError):
     """A user's input (parameter, file, spec) is malformed; the message names it and the valid choices."""
-
-
-class NoRoute(FabricError):
-    """A pair of chips has no path where one is required."""
-
-
-class BrokenGroup(FabricError):
-    """A collective group lost a chip."""
 
 
 class TooLarge(FabricError):

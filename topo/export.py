@@ -46,7 +46,7 @@ from .contract import CAPACITY_GBPS, CHIP, KIND, LATENCY_NS, RANK, chips as chip
 from .errors import BadInput
 
 __all__ = ["Dimension", "AstraNetwork", "astra_network", "write_astra", "SimaiTopology", "simai_topology",
-           "write_simai"]
+           "write_simai", "InfraGraphDocument", "infragraph_document", "write_infragraph"]
 
 TOPOLOGIES = ("Ring", "FullyConnected", "Switch")
 
@@ -558,3 +558,270 @@ def write_simai(G: nx.Graph, path) -> SimaiTopology:
     with open(f"{path}.json", "w", encoding="utf-8") as fh:
         json.dump(topo.sidecar(), fh, indent=1)
     return topo
+
+
+# --------------------------------------------------------------------------- InfraGraph (ASTRA-sim 3.0)
+# InfraGraph 3.1.0 (F: the `infragraph` wheel's infragraph.proto / docs/openapi.yaml, MIT, keysight/infragraph):
+# an Infrastructure holds device templates (components with a count and a type: xpu, switch, nic, port ...),
+# instances of them (name, device, count), links (name, physical bandwidth and latency) and edges between
+# instance endpoints ``instance[i]`` / ``component[j]`` with a scheme (one2one, many2many) and a link name.
+# Annotations attach free string attributes to nodes (``instance.i.component.j`` or a prefix of it), edges,
+# links and the graph.  The service's own infragraph response is {"infrastructure": ..., "annotations": ...}
+# (InfraGraphService.populate_infragraph_dict); the file written here has that shape.
+INFRAGRAPH_ANNOTATION = "fabricsim"        # prefix of this writer's bookkeeping annotations
+INFRAGRAPH_EDGE_TAGS = ("ocs", "harness", "circuit_lanes")   # per-bundle tags: edge annotations, not link classes
+_IG_COMPONENT = {CHIP: ("xpu", "xpu"), "switch": ("asic", "switch")}   # fabricsim kind -> (component name, type)
+
+
+def _ig_name(s: str) -> str:
+    """An InfraGraph name: the service parses ``[A-Za-z0-9_-]+`` (anything else becomes ``-``)."""
+    return "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "_-" else "-" for ch in str(s)) or "-"
+
+
+def _ig_type(vals) -> str:
+    kinds = {type(v).__name__ for v in vals}
+    return kinds.pop() if len(kinds) == 1 and next(iter(vals)).__class__ in (str, int, float, bool) else "json"
+
+
+def _ig_str(v, t: str) -> str:
+    """One annotation value (annotations are strings): the type is recorded once per attribute."""
+    import json
+    if t == "json":
+        return json.dumps(v)
+    if t == "bool":
+        return "true" if v else "false"
+    return repr(v) if t == "float" else str(v)
+
+
+@dataclass(frozen=True)
+class InfraGraphDocument:
+    """A fabric as an InfraGraph document: the ``infrastructure`` and ``annotations`` dicts, and the notes.
+
+    ``notes`` say which fabricsim facts InfraGraph's infrastructure model has no field for and are carried
+    as annotations only (a reader that ignores annotations loses them).
+    """
+
+    fabric: str
+    infrastructure: dict
+    annotations: dict
+    notes: tuple[str, ...]
+
+    def as_dict(self) -> dict:
+        return {"infrastructure": self.infrastructure, "annotations": self.annotations}
+
+
+def infragraph_document(G: nx.Graph) -> InfraGraphDocument:
+    """Map ``G`` onto InfraGraph: one device and instance per (kind, model), one link per bundle class.
+
+    Chips are ``xpu`` components, switches ``switch`` components (named ``asic``), one per device
+    instance; every bundle is one edge of the expanded graph whose link carries the bundle's
+    per-direction capacity (Gb/s) and one-way latency (ns).  Edges are written compactly with the
+    schema's slices: a many2many entry per rectangle (every chip of a rack on every switch of it),
+    a one2one entry per run at a constant index offset (a torus ring), a single pair otherwise.
+    Every node, bundle and graph attribute goes into annotations (one entry per run of indices
+    with equal values), with its type in the graph annotation ``fabricsim.types``, so the file
+    reads back (:func:`fabricsim.fabrics.infragraph_io.read_infragraph`) into the same graph.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> doc = infragraph_document(build("mi355x"))
+    >>> [(i["name"], i["count"]) for i in doc.infrastructure["instances"]]
+    [('chip-mi355x', 8)]
+    >>> [(e["ep1"]["instance"], e["ep2"]["instance"], e["scheme"]) for e in doc.infrastructure["edges"]][:2]
+    [('chip-mi355x[0:7]', 'chip-mi355x[1:8]', 'one2one'), ('chip-mi355x[0:6]', 'chip-mi355x[2:8]', 'one2one')]
+    >>> doc = infragraph_document(build("nvl72"))      # 72 GPUs x 18 switches: one many2many entry
+    >>> [(e["ep1"]["instance"], e["ep2"]["instance"], e["scheme"]) for e in doc.infrastructure["edges"]]
+    [('chip-blackwell-gpu[0:72]', 'switch-nvlink5-switch[0:18]', 'many2many')]
+    """
+    import json
+    name = str(G.graph.get("name", "fabric"))
+    if G.number_of_nodes() == 0:
+        raise BadInput(f"{name}: cannot be written as InfraGraph: it has no nodes")
+    groups: dict = {}
+    for n, d in G.nodes(data=True):
+        kind = d.get(KIND)
+        if kind not in _IG_COMPONENT:
+            raise BadInput(f"{name}: node {n}: kind {kind!r} does not map to InfraGraph; valid: chip, switch")
+        groups.setdefault((kind, str(d.get("model", "unknown"))), []).append(n)
+    for key, members in groups.items():
+        if key[0] == CHIP and all(RANK in G.nodes[c] for c in members):
+            members.sort(key=lambda c: G.nodes[c][RANK])
+    devices, instances, where = [], [], {}
+    used: set = set()
+    for (kind, model), members in groups.items():
+        dev = _ig_name(f"{kind}-{model}")
+        while dev in used:
+            dev += "_"
+        used.add(dev)
+        comp, ctype = _IG_COMPONENT[kind]
+        devices.append({"name": dev, "description": f"fabricsim {kind} {model}",
+                        "components": [{"name": comp, "description": model, "count": 1, "choice": ctype}],
+                        "links": [], "edges": []})
+        instances.append({"name": dev, "device": dev, "count": len(members)})
+        for i, n in enumerate(members):
+            where[n] = (dev, i, comp)
+    # attribute types, one per attribute name and place
+    types = {"graph": {k: _ig_type([v]) for k, v in G.graph.items()}, "node": {}, "edge": {}}
+    for place, items in (("node", [d for _, d in G.nodes(data=True)]), ("edge", [d for *_, d in G.edges(data=True)])):
+        seen: dict = {}
+        for d in items:
+            for k, v in d.items():
+                seen.setdefault(k, []).append(v)
+        types[place] = {k: _ig_type(vs) for k, vs in seen.items()}
+    # links: one per class of bundles with equal attributes (per-bundle tags aside)
+    link_of: dict = {}
+    links, link_ann, edge_ann = [], [], []
+    pairs: dict = {}          # (link, instance 1, instance 2) -> [(index 1, index 2)]
+    for u, v, d in G.edges(data=True):
+        cls = tuple(sorted((k, _ig_str(x, types["edge"][k])) for k, x in d.items() if k not in INFRAGRAPH_EDGE_TAGS))
+        if cls not in link_of:
+            link = _ig_name(f"l{len(links)}-{d.get('tier', 'link')}")
+            link_of[cls] = link
+            phys = {}
+            if CAPACITY_GBPS in d:
+                phys["bandwidth"] = {"choice": "gigabits_per_second", "gigabits_per_second": float(d[CAPACITY_GBPS])}
+            if LATENCY_NS in d:
+                phys["latency"] = {"choice": "ns", "ns": float(d[LATENCY_NS])}
+            desc = ", ".join(f"{k}={x}" for k, x in cls)
+            links.append({"name": link, "description": f"fabricsim bundle (per direction): {desc}", "physical": phys})
+            link_ann.append({"name": link, "attributes": [{"attribute": k, "value": x} for k, x in cls]})
+        (i1, x1, c1), (i2, x2, c2) = where[u], where[v]
+        if (i2, x2) < (i1, x1):
+            (i1, x1, c1), (i2, x2, c2) = (i2, x2, c2), (i1, x1, c1)
+        pairs.setdefault((link_of[cls], i1, i2), []).append((x1, x2))
+        tags = [{"attribute": k, "value": _ig_str(x, types["edge"][k])} for k, x in d.items() if k in INFRAGRAPH_EDGE_TAGS]
+        if tags:
+            edge_ann.append({"ep1": f"{i1}.{x1}.{c1}.0", "ep2": f"{i2}.{x2}.{c2}.0", "attributes": tags})
+    comp_of = {dev: comp for dev, _, comp in where.values()}
+    edges = []
+    for (link, i1, i2), ps in pairs.items():
+        for scheme, a, b in _ig_blocks(ps, same=i1 == i2):
+            edges.append({"ep1": {"instance": f"{i1}[{a}]", "component": f"{comp_of[i1]}[0]"},
+                          "ep2": {"instance": f"{i2}[{b}]", "component": f"{comp_of[i2]}[0]"},
+                          "scheme": scheme, "link": link})
+    node_ann = _ig_node_annotations(G, where, types)
+    notes = _ig_notes(G)
+    graph_ann = [{"attribute": k, "value": _ig_str(v, types["graph"][k])} for k, v in G.graph.items()]
+    graph_ann += [{"attribute": f"{INFRAGRAPH_ANNOTATION}.types", "value": json.dumps(types, sort_keys=True)},
+                  {"attribute": f"{INFRAGRAPH_ANNOTATION}.notes", "value": json.dumps(list(notes))}]
+    description = (f"{G.graph.get('description', name)} | written by fabricsim; carried only as annotations: "
+                   + "; ".join(notes))
+    infra = {"name": _ig_name(name), "description": description, "devices": devices, "links": links,
+             "instances": instances, "edges": edges}
+    ann = {"nodes": node_ann, "edges": edge_ann, "links": link_ann, "graph": graph_ann}
+    return InfraGraphDocument(name, infra, ann, notes)
+
+
+def _ig_slice(lo: int, hi: int) -> str:
+    """Indices lo..hi (inclusive) as the service's slice: ``5`` or ``0:128``."""
+    return str(lo) if lo == hi else f"{lo}:{hi + 1}"
+
+
+def _ig_runs(xs) -> list[tuple[int, int]]:
+    """Sorted integers as (first, last) runs of consecutive values."""
+    runs: list = []
+    for x in xs:
+        if runs and x == runs[-1][1] + 1:
+            runs[-1][1] = x
+        else:
+            runs.append([x, x])
+    return [(a, b) for a, b in runs]
+
+
+def _ig_blocks(pairs, *, same: bool):
+    """(scheme, slice 1, slice 2) covering the index pairs exactly: many2many rectangles, one2one diagonals.
+
+    Rectangles: consecutive first indices with the same run of second indices (every chip of a rack
+    on every switch of it).  What is left: runs along a constant offset (a torus ring's links), as
+    one2one slices.  Within one instance (``same``) only one2one is used: a product would also join
+    the reversed pairs.
+    """
+    left = set(pairs)
+    out = []
+    if not same:
+        by_first: dict = {}
+        for a, b in sorted(pairs):
+            by_first.setdefault(a, []).append(b)
+        row_runs = {a: _ig_runs(bs) for a, bs in by_first.items()}
+        full = {a: rs[0] for a, rs in row_runs.items() if len(rs) == 1 and rs[0][1] > rs[0][0]}
+        for lo, hi in _ig_runs(sorted(full)):
+            a = lo
+            while a <= hi:                       # split the run where the second-index range changes
+                z = a
+                while z + 1 <= hi and full[z + 1] == full[a]:
+                    z += 1
+                b0, b1 = full[a]
+                out.append(("many2many", _ig_slice(a, z), _ig_slice(b0, b1)))
+                left -= {(x, y) for x in range(a, z + 1) for y in range(b0, b1 + 1)}
+                a = z + 1
+    by_offset: dict = {}
+    for a, b in sorted(left):
+        by_offset.setdefault(b - a, []).append(a)
+    for off, firsts in by_offset.items():
+        for lo, hi in _ig_runs(firsts):
+            out.append(("one2one", _ig_slice(lo, hi), _ig_slice(lo + off, hi + off)))
+    return out
+
+
+def _ig_node_annotations(G: nx.Graph, where: dict, types: dict) -> list[dict]:
+    """Node annotations, one entry per run of consecutive instance indices with equal values."""
+    from collections import defaultdict
+    vals: dict = defaultdict(dict)      # (instance, attribute, value) -> indices
+    for order, (n, d) in enumerate(G.nodes(data=True)):
+        dev, i, _ = where[n]
+        items = [(f"{INFRAGRAPH_ANNOTATION}.id", str(n)), (f"{INFRAGRAPH_ANNOTATION}.order", str(order))]
+        items += [(k, _ig_str(x, types["node"][k])) for k, x in d.items()]
+        for k, x in items:
+            vals[(dev, k, x)][i] = True
+    entries: dict = {}                  # name -> attributes
+    for (dev, k, x), idx in vals.items():
+        for lo, hi in _ig_runs(sorted(idx)):
+            name = f"{dev}.{lo}" if lo == hi else f"{dev}[{lo}:{hi + 1}]"
+            entries.setdefault(name, []).append({"attribute": k, "value": x})
+    return [{"name": name, "attributes": attrs} for name, attrs in entries.items()]
+
+
+def _ig_notes(G: nx.Graph) -> tuple[str, ...]:
+    """What InfraGraph's infrastructure model has no field for (so it rides in annotations only)."""
+    notes = [f"routing policy {G.graph.get('routing', 'ecmp')!r} (InfraGraph describes wiring, not routing)"]
+    tags = sorted({t for _, d in G.nodes(data=True) for t in d if t in ("rack", "tray", "switch_tray", "board",
+                                                                          "group", "plane", "cube", "column",
+                                                                          "rail", "circuit")}
+                  | {t for *_, d in G.edges(data=True) for t in d if t in INFRAGRAPH_EDGE_TAGS})
+    if tags:
+        notes.append(f"failure-domain and placement tags ({', '.join(tags)}) as node and edge annotations")
+    notes.append("chip models, switch roles and ranks as node annotations (devices are named kind-model)")
+    notes.append("lanes, lane rate, port speed, medium and tier as link annotations; a link's physical bandwidth "
+                 "is the bundle's per-direction capacity (Gb/s), and the schema's float is 32-bit, so the exact "
+                 "capacity and latency are annotations too")
+    if any(G.nodes[n].get(LATENCY_NS) for n in G):
+        notes.append("switch latency as a node annotation (InfraGraph gives latency to links only)")
+    if any(G.nodes[n].get("reduces") for n in G):
+        notes.append("in-network reduction (NVLS / SHARP) as the switch annotation 'reduces'")
+    if any(G.nodes[n].get("asics", 1) > 1 for n in G):
+        notes.append("a switch node standing for several ASICs ('asics') is one switch component")
+    if G.graph.get("inferred"):
+        notes.append("which figures are inferred (graph annotation 'inferred'); InfraGraph has no provenance field")
+    return tuple(notes)
+
+
+def write_infragraph(G: nx.Graph, path) -> InfraGraphDocument:
+    """Write ``G`` as an InfraGraph JSON document at ``path``; validated by the ``infragraph`` package.
+
+    Raises :class:`BadInput` when the package is not installed (``pip install 'fabricsim[infragraph]'``)
+    or the graph does not map.
+    """
+    import json
+    try:
+        from infragraph import Annotation, Infrastructure
+    except ImportError:
+        raise BadInput("--format infragraph needs the infragraph package: pip install 'fabricsim[infragraph]'") \
+            from None
+    doc = infragraph_document(G)
+    # the package's models check names, types and enums of both halves (raises on a schema error)
+    Infrastructure().deserialize(doc.infrastructure)
+    Annotation().deserialize(doc.annotations)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(doc.as_dict(), fh, indent=1)
+    return doc

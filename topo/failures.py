@@ -78,7 +78,8 @@ NODE_TAG_CLASSES = {"rack": "rack", "cube": "cube", "board": "board", "group": "
                     "rail": "rail"}
 # Edge tags whose equal values fail together (the shared-fate tags of the contract).
 EDGE_TAG_CLASSES = {"ocs": "ocs", "harness": "harness"}
-_FIXED = ("node", "chip", "switch", "link", "lanes", "tray", "switch-tray") + tuple(NODE_TAG_CLASSES) + \
+# the failure classes every fabric may have (plus ROLE-switch, one per switch role)
+FIXED_CLASSES = ("node", "chip", "switch", "link", "lanes", "tray", "switch-tray") + tuple(NODE_TAG_CLASSES) + \
     tuple(EDGE_TAG_CLASSES)
 _CLASS_ORDER = ("node", "chip", "switch", "*-switch", "link", "lanes", "tray", "switch-tray", "rack", "cube",
                 "board", "group", "plane", "rail", "ocs", "harness")
@@ -190,10 +191,6 @@ def _link_id(u, v) -> str:
 
 def _role_class(role: str) -> str:
     return f"{role}-switch"
-
-
-def _racks(G: nx.Graph) -> set:
-    return {d["rack"] for _, d in G.nodes(data=True) if _num(d.get("rack"))}
 
 
 def _tray_key(d: dict):
@@ -350,7 +347,7 @@ def _class_domains(G: nx.Graph, cls: str) -> list[Domain]:
         return _class_node_tag(G, cls)
     if cls in EDGE_TAG_CLASSES:
         return _class_edge_tag(G, cls)
-    raise BadInput(f"unknown failure class {cls!r}{close_matches(cls, _FIXED)}; "
+    raise BadInput(f"unknown failure class {cls!r}{close_matches(cls, FIXED_CLASSES)}; "
                    f"choose one of: {', '.join(domain_classes(G))}")
 
 
@@ -434,9 +431,9 @@ def parse_spec(text: str | FailureSpec) -> FailureSpec:
     cls, ident = cls.strip().lower(), ident.strip()
     if not colon or not cls or not ident:
         raise BadInput(f"failure spec {text!r} is not CLASS:ID ({SPEC_GRAMMAR}); {_EXAMPLES}")
-    if cls not in _FIXED and not (cls.endswith("-switch") and len(cls) > len("-switch")):
-        raise BadInput(f"unknown failure class {cls!r} in {text!r}{close_matches(cls, _FIXED)}; "
-                       f"choose one of: {', '.join(_FIXED)}, or ROLE-switch (e.g. rail-switch)")
+    if cls not in FIXED_CLASSES and not (cls.endswith("-switch") and len(cls) > len("-switch")):
+        raise BadInput(f"unknown failure class {cls!r} in {text!r}{close_matches(cls, FIXED_CLASSES)}; "
+                       f"choose one of: {', '.join(FIXED_CLASSES)}, or ROLE-switch (e.g. rail-switch)")
     lanes = None
     if cls == "lanes":
         link, eq, k = ident.rpartition("=")

@@ -40,6 +40,7 @@ import networkx as nx
 
 from .contract import CHIP, KIND, LANE_GBPS, LANES, MEDIUM, MODEL, PORT_GBPS, SWITCH, asics_of
 from .errors import BadInput
+from .inputs import read_input_text
 
 __all__ = ["Part", "BomLine", "Bom", "KINDS", "LABELS", "load_parts", "count_parts", "bill_of_materials"]
 
@@ -124,11 +125,9 @@ def _parse(data: Mapping, where: str) -> dict[tuple[str, str], Part]:
 
 
 def _read(path: str | Path) -> dict:
+    text = read_input_text(path, "a parts TOML file")
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as exc:
-        raise BadInput(f"parts file {str(path)!r}: {exc.strerror or exc}") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"parts file {str(path)!r} is not valid TOML: {exc}") from None
 

@@ -41,6 +41,7 @@ except ModuleNotFoundError:          # Python 3.10: the backport pyproject decla
     import tomli as tomllib
 
 from ...topo.errors import BadInput, close_matches
+from ...topo.inputs import read_input_text
 
 __all__ = ["Calibration", "PARAMS", "PROTOCOLS", "load_calibration", "calibration_from_dict",
            "dumps_calibration"]
@@ -209,19 +210,7 @@ def load_calibration(path) -> Calibration:
     fabricsim.topo.errors.BadInput: /: is a directory; expected a calibration TOML file
     """
     name = os.fspath(path)
-    if os.path.isdir(name):
-        raise BadInput(f"{name}: is a directory; expected a calibration TOML file")
-    try:
-        with open(name, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise BadInput(f"{name}: cannot read ({e.strerror or e})") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        raise BadInput(f"{name}:{line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); expected a TOML "
-                       f"calibration file") from None
+    text = read_input_text(name, "a calibration TOML file")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

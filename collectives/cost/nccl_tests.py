@@ -51,6 +51,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...topo.errors import BadInput, close_matches
+from ...topo.inputs import read_input_bytes
 
 __all__ = ["NcclPoint", "NcclRun", "parse_log", "parse_text", "BINARIES", "COLLECTIVES"]
 
@@ -625,13 +626,7 @@ def parse_log(path, *, collective: str | None = None, nranks: int | None = None)
     fabricsim.topo.errors.BadInput: /: is a directory; expected an nccl-tests log file
     """
     name = os.fspath(path)
-    if os.path.isdir(name):
-        raise BadInput(f"{name}: is a directory; expected an nccl-tests log file")
-    try:
-        with open(name, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise BadInput(f"{name}: cannot read ({e.strerror or e})") from None
+    data = read_input_bytes(name, "an nccl-tests log file")
     if b"\x00" in data:
         raise _bad(name, data.count(b"\n", 0, data.index(b"\x00")) + 1,
                    "binary data (NUL byte); expected nccl-tests text output")

@@ -6,7 +6,8 @@ from .search import DesignResult
 __all__ = ["plot_front"]
 
 _SCALE = {"time_s": (1e6, "time (us)"), "capex_usd": (1e-6, "capex (M$)"), "power_kw": (1.0, "power (kW)"),
-          "capex_per_chip_usd": (1e-3, "capex per chip (k$)"), "chips": (1.0, "chips"),
+          "capex_per_chip_usd": (1e-3, "capex per chip (k$)"), "network_capex_usd": (1e-6, "network capex (M$)"),
+          "network_power_kw": (1.0, "network power (kW)"), "chips": (1.0, "chips"),
           "worst_n1_slowdown": (1.0, "worst N-1 slowdown (x)")}
 
 

@@ -39,6 +39,8 @@ OBJECTIVES = {
     "time_s": ("the workload's makespan (flow-level, every job of [workload] together, as `mix`)", "minimize"),
     "capex_usd": ("the bill of materials' price: chips, switches, NICs, optics, cables, OCS ports", "minimize"),
     "power_kw": ("the bill of materials' power", "minimize"),
+    "network_capex_usd": ("capex_usd without the chips: switches, NICs, optics, cables, OCS ports", "minimize"),
+    "network_power_kw": ("power_kw without the chips", "minimize"),
     "chips": ("the number of chips", "maximize"),
     "capex_per_chip_usd": ("capex_usd / chips", "minimize"),
     "worst_n1_slowdown": ("the worst single failure's slowdown of the first job (the failure atlas, N-1)",
@@ -46,10 +48,12 @@ OBJECTIVES = {
 }
 
 #: Constraint name -> (the figure it bounds, "max" or "min").
-CONSTRAINTS = {f"{name}_{end}": (name, end) for name in ("capex_usd", "power_kw", "chips", "time_s")
+CONSTRAINTS = {f"{name}_{end}": (name, end)
+               for name in ("capex_usd", "power_kw", "network_capex_usd", "network_power_kw", "chips", "time_s")
                for end in ("max", "min")}
 
-_CHEAP = {"capex_usd", "power_kw", "chips", "capex_per_chip_usd"}   # known before any solve
+_CHEAP = {"capex_usd", "power_kw", "network_capex_usd", "network_power_kw", "chips",
+          "capex_per_chip_usd"}   # known before any solve
 
 
 def _set_text(value: Any) -> str:

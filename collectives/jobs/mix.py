@@ -54,6 +54,7 @@ class Job:
     traffic: np.ndarray | None = field(default=None, compare=False)
     algorithm: str = "auto"
     after: tuple[str, ...] = ()
+    delay_s: float = 0.0            # collective "delay": seconds on no link (collectives/jobs/delays.py)
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,9 @@ def _plan(G, job: Job, view, price_kwargs, cache: dict) -> _Plan:
     from ..algorithms import phases as phases_of
     from ..placement import check_groups
     from ..price import price
+    if job.collective == "delay":           # a rank's compute: latency only (collectives/jobs/delays.py)
+        from .delays import delay_plan
+        return delay_plan(job, _Plan)
     if (job.size_bytes is None) == (job.traffic is None):
         raise BadInput(f"job {job.name!r}: give a size or a traffic matrix (exactly one)")
     groups = [tuple(int(r) for r in g) for g in job.groups]
@@ -578,6 +582,10 @@ def jobs_from_dict(data: dict, G: nx.Graph, *, base=None, where: str = "mix") ->
             label = f"{where}: job {t['name']!r}"
         else:
             raise BadInput(f"{label}: missing name")
+        if t.get("collective") == "delay":      # time on no link (collectives/jobs/delays.py)
+            from .delays import delay_job
+            jobs.append(delay_job(t, label))
+            continue
         for key in t:
             if key not in JOB_KEYS:
                 raise BadInput(f"{label}: unknown key {key!r}{close_matches(key, JOB_KEYS)}; valid: "

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ...topo.errors import BadInput, close_matches
+from ...topo.inputs import read_input_text
 
 __all__ = ["Model", "MODEL_KEYS", "load_model", "model_from_dict", "model_names"]
 
@@ -128,13 +129,9 @@ def _what(key: str) -> str:
 
 
 def _read(path: Path) -> Model:
+    text = read_input_text(path, "a model TOML file")
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read model file ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not UTF-8 text") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{path}: {exc}") from None  # tomllib names line and column
     return model_from_dict(data, str(path))

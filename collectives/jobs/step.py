@@ -1,6 +1,6 @@
 """One model step's communication on a fabric: per layer, the collectives a layout needs, priced by ``mix``.
 
-Model (the README's "Token cost" section repeats it):
+Model (the "Token cost" section of docs/guide.md repeats it):
 
 * **Tokens.** A step processes ``tokens`` = ``batch`` (decode: one new token per
   sequence) or ``batch x seq`` (prefill), spread evenly over the mesh's chips.
@@ -178,7 +178,7 @@ def mesh_groups(G: nx.Graph, mesh: dict[str, int], over: str) -> tuple[tuple[int
     if total == n:
         return by_mesh(G, mesh, over)
     if total > n:
-        raise BadInput(f"mesh {_mesh_text(mesh)} needs {total:,} chips but {G.graph.get('name', 'the fabric')!r} "
+        raise BadInput(f"mesh {mesh_text(mesh)} needs {total:,} chips but {G.graph.get('name', 'the fabric')!r} "
                        f"has {n:,}")
     names = [k for k in MESH_ORDER if k in mesh] + [k for k in mesh if k not in MESH_ORDER]
     grid = np.arange(total).reshape([mesh[k] for k in reversed(names)])
@@ -186,11 +186,42 @@ def mesh_groups(G: nx.Graph, mesh: dict[str, int], over: str) -> tuple[tuple[int
     return tuple(tuple(int(r) for r in g) for g in np.moveaxis(grid, axis, -1).reshape(-1, mesh[over]))
 
 
-def _mesh_text(mesh: dict[str, int]) -> str:
+def mesh_text(mesh: dict[str, int]) -> str:
+    """A mesh as the CLI spells it.
+
+    Parameters
+    ----------
+    mesh : dict of str to int
+        Dimension name -> size, innermost first.
+
+    Returns
+    -------
+    str
+        ``"tp=8,ep=256"``.
+    """
     return ",".join(f"{k}={v}" for k, v in mesh.items())
 
 
-def _check_mesh(mesh: dict[str, int] | str, model: Model) -> dict[str, int]:
+def check_mesh(mesh: dict[str, int] | str, model: Model) -> dict[str, int]:
+    """The mesh ``step`` will use for ``model``, checked: only tp/ep/dp, tp divides the heads, and so on.
+
+    Parameters
+    ----------
+    mesh : dict of str to int, or str
+        The mesh, or its text (``"tp=8,ep=256"``).
+    model : Model
+        The model whose heads and experts the mesh must divide.
+
+    Returns
+    -------
+    dict of str to int
+        The mesh.
+
+    Raises
+    ------
+    BadInput
+        A dimension ``step`` does not model, or a size the model cannot be split by.
+    """
     mesh = parse_mesh(mesh) if isinstance(mesh, str) else dict(mesh)
     bad = [k for k in mesh if k not in MESH_DIMS]
     if bad:
@@ -236,7 +267,7 @@ def layer_jobs(G: nx.Graph, model: Model, kind: str, *, mesh: dict[str, int], to
         per_group = tokens / len(groups)
         if per_group != int(per_group):
             raise BadInput(f"{tokens:,} tokens do not split evenly over the {len(groups):,} TP groups of mesh "
-                           f"{_mesh_text(mesh)}; use a batch that is a multiple of {len(groups):,}")
+                           f"{mesh_text(mesh)}; use a batch that is a multiple of {len(groups):,}")
         # S as nccl-tests defines it: the all-reduce's per-rank buffer, the all-gather's whole
         # (gathered) buffer; either way every rank of every group ends holding S bytes
         size = per_group * model.hidden * act
@@ -256,7 +287,7 @@ def layer_jobs(G: nx.Graph, model: Model, kind: str, *, mesh: dict[str, int], to
     per_group = tokens / len(groups)
     if per_group != int(per_group) or per_group < 1:
         raise BadInput(f"{tokens:,} tokens do not split evenly over the {len(groups):,} EP groups of mesh "
-                       f"{_mesh_text(mesh)}; use a batch that is a multiple of {len(groups):,}")
+                       f"{mesh_text(mesh)}; use a batch that is a multiple of {len(groups):,}")
     start = last
     for name, dtype, deps in (("dispatch", dispatch_dtype, start), ("combine", combine_dtype, ("dispatch",))):
         # shared experts are replicated on every chip: their copies never leave it, so
@@ -316,7 +347,7 @@ def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: 
     from .mix import Job, mix    # the jobs engine (imported here: layer_jobs does not need it)
     model = load_model(model) if isinstance(model, str) else model
     tokens = step_tokens(phase, batch, seq)
-    mesh = _check_mesh(mesh, model)
+    mesh = check_mesh(mesh, model)
     if compute_us is not None and not (math.isfinite(compute_us) and compute_us >= 0):
         raise BadInput(f"compute {compute_us!r} us per layer must be a finite number >= 0")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -368,7 +399,7 @@ def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: 
                              collectives=priced[model.kind(i)][0]) for i in range(model.layers))
     comm = float(sum(layer.comm_s for layer in layers))
     if comm == 0:
-        notes.append(f"mesh {_mesh_text(mesh)} needs no communication for {model.name}: every chip holds "
+        notes.append(f"mesh {mesh_text(mesh)} needs no communication for {model.name}: every chip holds "
                      f"whole layers and its own tokens")
     return StepResult(model=model.name, fabric=fabric, phase=phase, mesh=mesh, chips=chips, batch=int(batch),
                       seq=int(seq) if phase == "prefill" else 1, tokens=tokens, time_s=comm + compute_s * model.layers,
@@ -382,37 +413,58 @@ _COLORS = {"attn-allreduce": "#4c78a8", "dispatch": "#f58518", "combine": "#e457
            "shared-allreduce": "#54a24b", "mlp-allreduce": "#b279a2"}
 
 
-def plot_step(results, path, *, per_token: bool = False, title: str | None = None):
-    """A stacked bar per result (fabric): the step's communication time by collective; save to ``path``.
+def plot_step(results, path=None, *, per_token: bool = False, title: str | None = None, ax=None):
+    """A stacked bar per result (fabric): the step's communication time by collective.
 
     Each segment is a collective's time summed over the layers, overlapping stretches
     split evenly among the collectives running in them (``attributed_s``), so a bar's
     height is the step's communication time.  ``per_token`` divides by the step's tokens.
+
+    Parameters
+    ----------
+    results : sequence of StepResult
+        One bar each.
+    path : str or Path, optional
+        ``.png``, ``.svg`` or ``.pdf``; nothing is written without it.
+    per_token : bool
+        Divide each bar by its step's tokens.
+    title : str, optional
+        Replaces the generated title.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this Axes instead of a new Figure.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
 
     Examples
     --------
     >>> import os, tempfile
     >>> from fabricsim.fabrics import build
     >>> r = step(build("jalapeno-rack"), "gpt-oss-120b", mesh="tp=8,ep=16", batch=128)
-    >>> plot_step([r], os.path.join(tempfile.mkdtemp(), "s.svg")).suffix
-    '.svg'
+    >>> out = os.path.join(tempfile.mkdtemp(), "s.svg")
+    >>> type(plot_step([r], out)).__name__, os.path.getsize(out) > 0
+    ('Figure', True)
     """
     from pathlib import Path
 
     from matplotlib.figure import Figure
 
     results = list(results)
-    p = Path(path)
-    if p.suffix.lower() not in PLOT_SUFFIXES:
+    p = None if path is None else Path(path)
+    if p is not None and p.suffix.lower() not in PLOT_SUFFIXES:
         raise BadInput(f"plot file {str(p)!r}: use a {', '.join(PLOT_SUFFIXES)} file name")
-    if not p.parent.exists():
+    if p is not None and not p.parent.exists():
         raise BadInput(f"plot file {str(p)!r}: directory {str(p.parent)!r} does not exist")
     if not results:
         raise BadInput("no step results to plot")
     names = [n for n in _COLORS if any(n in r.by_collective() for r in results)]
     names += sorted({n for r in results for n in r.by_collective()} - set(names))
-    fig = Figure(figsize=(max(6.0, 2.5 + 1.4 * len(results)), 4.6), dpi=110)
-    ax = fig.subplots()
+    if ax is None:
+        fig = Figure(figsize=(max(6.0, 2.5 + 1.4 * len(results)), 4.6), dpi=110)
+        ax = fig.subplots()
+    else:
+        fig = ax.figure
     x = np.arange(len(results))
     scale = [1e6 / (r.tokens if per_token else 1) for r in results]
     bottom = np.zeros(len(results))
@@ -422,10 +474,11 @@ def plot_step(results, path, *, per_token: bool = False, title: str | None = Non
         bottom += h
     for xi, r, s in zip(x, results, scale):
         ax.text(xi, r.comm_s * s, f"{r.comm_s * s:,.3g}", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(x, [f"{r.fabric}\n{_mesh_text(r.mesh)}" for r in results], fontsize=8)
+    ax.set_xticks(x, [f"{r.fabric}\n{mesh_text(r.mesh)}" for r in results], fontsize=8)
     ax.set_ylabel("communication per token (us)" if per_token else "communication per step (us)")
     r0 = results[0]
     ax.set_title(title or f"{r0.model} {r0.phase}, {r0.tokens:,} tokens per step", fontsize=10)
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.savefig(p, dpi=fig.dpi, facecolor="white", bbox_inches="tight")
-    return p
+    if p is not None:
+        fig.savefig(p, dpi=fig.dpi, facecolor="white", bbox_inches="tight")
+    return fig

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ...topo.errors import BadInput
+from ...topo.inputs import read_input_text
 
 __all__ = ["load_matrix", "check_matrix", "summarize", "distinct_flow_sizes"]
 
@@ -88,14 +89,7 @@ def _read_one(p: Path, n: int, groups: int | None) -> np.ndarray:
 
 
 def _read_csv(p: Path) -> np.ndarray:
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"{p}: cannot read ({exc.strerror})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{p}: not UTF-8 text (byte {exc.start}); write the matrix as CSV or .npy") from None
+    text = read_input_text(p, "a traffic matrix as CSV or .npy")
     rows: list[list[float]] = []
     width = None
     for lineno, line in enumerate(text.splitlines(), 1):

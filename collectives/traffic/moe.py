@@ -1,6 +1,6 @@
 """Mixture-of-experts dispatch/combine traffic: a router's top-k choices as an all-to-all-v.
 
-Model (the README repeats it):
+Model (docs/guide.md repeats it):
 
 * ``ep`` ranks form the expert-parallel group; ``experts`` routed experts are placed
   on them ``round-robin`` (expert e on rank e mod ep; any expert count) or
@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ...topo.errors import BadInput
+from ...topo.inputs import read_input_text
 
 __all__ = ["MoESpec", "MoETraffic", "moe_traffic", "DTYPE_BYTES", "DEDUPS", "expert_weights",
            "rank_reach_probability"]
@@ -114,7 +115,7 @@ class MoESpec:
         if self.dedup not in DEDUPS:
             raise BadInput(f"moe dedup={self.dedup!r}; choose one of: {', '.join(DEDUPS)} (one copy per "
                            f"token and destination rank, or per token and expert)")
-        _parse_skew(self.skew)
+        parse_skew(self.skew)
 
     @classmethod
     def parse(cls, text: str) -> "MoESpec":
@@ -175,8 +176,19 @@ class MoETraffic:
         return d
 
 
-def _parse_skew(skew: str):
-    """('uniform'|'balanced', None) | ('zipf', A) | ('file', path)."""
+def parse_skew(skew: str):
+    """A router skew spec, checked.
+
+    Parameters
+    ----------
+    skew : str
+        ``uniform``, ``balanced``, ``zipf:A`` or a weights file.
+
+    Returns
+    -------
+    tuple
+        ``('uniform'|'balanced', None)``, ``('zipf', A)`` or ``('file', path)``.
+    """
     s = str(skew)
     if s in ("uniform", "balanced"):
         return s, None
@@ -197,7 +209,7 @@ def _parse_skew(skew: str):
 
 def expert_weights(spec: MoESpec) -> np.ndarray | None:
     """Routing weight of each expert (None for uniform/balanced)."""
-    kind, arg = _parse_skew(spec.skew)
+    kind, arg = parse_skew(spec.skew)
     if kind in ("uniform", "balanced"):
         return None
     if kind == "zipf":
@@ -224,12 +236,7 @@ def _read_weights(p: Path) -> np.ndarray:
         w = w.astype(np.float64).ravel()
         where = lambda i: f"{p}: entry {i + 1}"     # noqa: E731
     else:
-        try:
-            text = p.read_bytes().decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise BadInput(f"{p}: not UTF-8 text; give expert weights as CSV/text or .npy") from None
-        except OSError as exc:
-            raise BadInput(f"{p}: cannot read ({exc.strerror})") from None
+        text = read_input_text(p, "expert weights as CSV/text or .npy")
         vals = []
         for lineno, line in enumerate(text.splitlines(), 1):
             s = line.strip()
@@ -304,7 +311,7 @@ def moe_traffic(spec: MoESpec, ep: int) -> MoETraffic:
     home = _placement(spec, ep)
     per_rank = np.full(ep, spec.tokens // ep, dtype=np.int64)
     per_rank[: spec.tokens % ep] += 1
-    kind, _ = _parse_skew(spec.skew)
+    kind, _ = parse_skew(spec.skew)
     if kind != "balanced" and spec.tokens * spec.experts > _MAX_DRAWS:
         raise BadInput(f"moe tokens={spec.tokens:,} x experts={spec.experts:,} routing draws exceed {_MAX_DRAWS:,} "
                        f"(hours of sampling); use skew=balanced (the expectation) or fewer tokens")

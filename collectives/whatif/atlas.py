@@ -84,6 +84,7 @@ try:
 except ModuleNotFoundError:      # Python < 3.11
     import tomli as tomllib
 
+from ...topo.text import fmt_bytes, pct, table, us, x
 from ...topo.errors import BadInput, close_matches
 from ...topo.failures import domain_classes, domains
 from ..price import CostReport, _finite, price
@@ -350,6 +351,29 @@ class Atlas:
     def names(self) -> list[str]:
         return [c.failure_class for c in self.classes]
 
+    def to_text(self) -> str:
+        """The atlas as ``fabricsim atlas`` prints it: one row per class, then the notes."""
+        out = [f"{self.collective} on {self.fabric}: {self.groups:,} group(s) of {self.group_size}, S = {fmt_bytes(self.size_bytes)}, "
+               f"algorithm {self.algorithm} ({self.protocol}); intact {us(self.baseline.time_s)}; every class N-1"
+               + ("; N-2 within shared domains (rows 'x2 same')" if any(" x2 same " in c.failure_class
+                                                                        for c in self.classes) else "")]
+        rows = []
+        for c in self.classes:
+            if c.skipped:
+                rows.append([c.failure_class, f"{c.scenarios:,}", "" if c.orbits is None else f"{c.orbits:,}", "", "",
+                             "", "", "", f"not run: {c.skipped}", f"{c.seconds:.1f}"])
+                continue
+            rows.append([c.failure_class, f"{c.scenarios:,}", f"{c.orbits:,}", f"{c.chips_affected_max:,}",
+                         f"{c.groups_affected_max:,}", x(c.slowdown_min), x(c.slowdown_median), x(c.slowdown_max),
+                         (c.worst or "") + (f"  ({c.unpriced:,} priced nothing)" if c.unpriced else ""),
+                         f"{c.seconds:.1f}"])
+        out.append(table(rows, ["class", "scenarios", "orbits", "chips hit", "groups hit", "min", "median", "max",
+                                 "worst", "s"]))
+        out.append("chips hit / groups hit: the most of one scenario (chips lost, cut off or in a group that slowed or "
+                   "broke; groups slowed or broken)")
+        out.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(out)
+
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (``fabricsim atlas --json``)."""
         return _finite({"fabric": self.fabric, "params": self.params, "collective": self.collective,
@@ -383,6 +407,44 @@ def _class_row(G, cls: str, s, seconds: float) -> AtlasClass:
                       tuple(bool(by_spec[i]["partial"]) for i in ids), None, seconds)
 
 
+def shared_pair_classes(G, classes: Sequence[str]) -> list[tuple[str, str]]:
+    """The (failure class, shared tag) pairs an atlas's N-2 rows sweep: ``link`` with every edge
+    tag the fabric has (``ocs``, ``harness``), and each switch role class (``rail-switch`` ...)
+    with ``rack`` where the fabric has racks, among ``classes``."""
+    from ...topo.failures import EDGE_TAG_CLASSES
+    from .sweeps import shared_pairs
+    have = set(domain_classes(G))
+    out = []
+    if "link" in classes:
+        out += [("link", tag) for tag in EDGE_TAG_CLASSES if tag in have]
+    if "rack" in have:
+        out += [(c, "rack") for c in classes if c.endswith("-switch") and c != "switch"]
+    # only where two domains do share the tag (rail switches sit in no rack, say)
+    return [(c, t) for c, t in out if shared_pairs(G, domains(G, [c])[c], t)]
+
+
+def _pair_row(label: str, s, seconds: float) -> AtlasClass:
+    """An N-2 row: the pairs' slowdowns (no per-domain order: availability has no rate for pairs)."""
+    scen = s.scenarios
+    sm = s.summary
+    finite = [sc for sc in scen if math.isfinite(sc["slowdown"])]
+    worst = None
+    if finite:
+        top = max(sc["slowdown"] for sc in finite)
+        worst = min((sc for sc in finite if sc["slowdown"] == top), key=lambda sc: sc["failed"])
+    chips = [sc.get("chips_affected", 0) for sc in scen]
+    groups = [sc.get("groups_affected", 0) for sc in scen]
+    touched = [sc.get("chips_touched", 0) for sc in scen]
+    return AtlasClass(label, len(scen), sm.get("orbits"), sm.get("solved"),
+                      max(chips) if chips else None, max(groups) if groups else None,
+                      max(touched) if touched else None, float(np.median(chips)) if chips else None,
+                      sm.get("min"), sm.get("median"), sm.get("max"),
+                      " + ".join(worst["failed"]) if worst else None,
+                      worst["slowdown"] if worst else None, int(sm.get("partial", 0)), int(sm.get("unpriced", 0)),
+                      tuple(float(sc["slowdown"]) for sc in scen), tuple(bool(sc["partial"]) for sc in scen),
+                      None, seconds)
+
+
 def _params_json(params) -> str:
     return json.dumps(params or {}, sort_keys=True, default=list)
 
@@ -391,7 +453,7 @@ def atlas(fabric: str, params: dict | None, *, collective: str, size_bytes: floa
           placement: str = "packed", groups: Sequence[Sequence[int]] | None = None,
           classes: Sequence[str] | None = None, runner=None, max_orbits: int = DEFAULT_MAX_ORBITS,
           budget_s: float | None = DEFAULT_BUDGET_S, progress: Callable[[str], None] | None = None,
-          **price_kwargs) -> Atlas:
+          n2_shared: bool = False, **price_kwargs) -> Atlas:
     """Sweep every failure class of ``fabric`` N-1 for one workload; one row per class.
 
     Parameters
@@ -409,6 +471,11 @@ def atlas(fabric: str, params: dict | None, *, collective: str, size_bytes: floa
     progress : callable, optional
         ``progress(message)`` at the start and end of each class, and after each orbit solved once a
         class has run 2 s (the CLI writes to stderr).
+    n2_shared : bool
+        Also N-2 within shared domains (:func:`shared_pair_classes`): every pair of links that share
+        an optical circuit switch or a cable harness, every pair of switches of one role in one
+        rack -- correlated failures -- one row each (``"link x2 same ocs"``), folded by the same
+        symmetries and bounded by the same ``max_orbits`` / ``budget_s``.
     **price_kwargs : as :func:`~fabricsim.collectives.price` (``algorithm``, ``split`` ...).
 
     Returns
@@ -484,6 +551,34 @@ def atlas(fabric: str, params: dict | None, *, collective: str, size_bytes: floa
         rows.append(row)
         say(f"atlas {i}/{len(wanted)} {cls}: {row.orbits:,} orbit(s), worst "
             f"{'n/a' if row.worst_slowdown is None else f'x{row.worst_slowdown:.6g}'}, {row.seconds:.1f} s")
+    if n2_shared:
+        for j, (cls, tag) in enumerate(shared_pair_classes(G, wanted), 1):
+            label = f"{cls} x2 same {tag}"
+            say(f"atlas N-2 {j}: {label} ...")
+            t0 = time.monotonic()
+            bounds = _ClassBounds(max_orbits, budget_s, t0, float(base.time_s), say, f"atlas N-2 {label}")
+            run = _AtlasRunner(inner, None if budget_s is None else time.time() + budget_s)
+            try:
+                s = sweep(fabric, params, cls, n=2, shared=tag, collective=collective, size_bytes=size_bytes,
+                          group_size=group_size if groups is None else None, placement=placement, groups=groups,
+                          runner=run, progress=bounds, fold=True, **sweep_kw)
+            except _OverBound as exc:
+                why = exc.reason + bounds.so_far()
+                rows.append(AtlasClass(label, bounds.scenarios or 0, bounds.orbits or None, len(bounds.seen) or None,
+                                       skipped=why, seconds=time.monotonic() - t0))
+                say(f"atlas N-2 {label}: skipped: {why}")
+                continue
+            except BadInput as exc:
+                rows.append(AtlasClass(label, 0, skipped=f"the sweep refused it: {exc}",
+                                       seconds=time.monotonic() - t0))
+                continue
+            row = _pair_row(label, s, time.monotonic() - t0)
+            rows.append(row)
+            say(f"atlas N-2 {label}: {row.scenarios:,} pair(s), {row.orbits:,} orbit(s), worst "
+                f"{'n/a' if row.worst_slowdown is None else f'x{row.worst_slowdown:.6g}'}, {row.seconds:.1f} s")
+        notes.append("N-2 rows: pairs within one shared domain (links on one OCS or harness, switches of one role in "
+                     "one rack); power shelves are not tagged in the graph, so no pairs by power shelf; "
+                     "availability has no rate for pairs and leaves them out")
     skipped = [r.failure_class for r in rows if r.skipped]
     if skipped:
         notes.append(f"{len(skipped)} class(es) not run within the bounds: {', '.join(skipped)} (reasons in the rows)")
@@ -592,6 +687,36 @@ class Availability:
     samples: int | None = None
     seed: int | None = None
     notes: tuple = ()
+
+    def to_text(self) -> str:
+        """The availability table as ``fabricsim atlas --availability`` prints it."""
+        mc = self.samples is not None
+        rows = []
+        for r in self.classes:
+            if r.get("rate_per_year") is None:
+                rows.append([r["class"], f"{r['elements']:,}", "", "", "", "", "", ""] + (["", ""] if mc else [])
+                            + [r.get("note", "")])
+                continue
+            row = [r["class"], f"{r['elements']:,}", f"{r['rate_per_year']:g}", f"{r['repair_h']:g}",
+                   f"{r['failures_per_year']:.4g}", pct(r["fraction_degraded"]), pct(r["fraction_down"]),
+                   x(r["expected_slowdown"])]
+            if mc:
+                m = r["mc"]
+                row += [f"{pct(m['fraction_degraded'])} +- {pct(m['fraction_degraded_se'])}",
+                        f"{x(m['expected_slowdown'])} +- {m['expected_slowdown_se']:.2g}"]
+            rows.append(row + [""])
+        t = self.total
+        tot = ["total", "", "", "", f"{t['failures_per_year']:.4g}", pct(t["fraction_degraded"]),
+               pct(t["fraction_down"]), x(t["expected_slowdown"])]
+        if mc:
+            tot += [f"{pct(t['mc']['fraction_degraded'])} +- {pct(t['mc']['fraction_degraded_se'])}",
+                    f"{x(t['mc']['expected_slowdown'])} +- {t['mc']['expected_slowdown_se']:.2g}"]
+        rows.append(tot + [""])
+        out = [f"availability over a year ({self.method}):",
+               table(rows, ["class", "elements", "rate/yr", "repair h", "failures/yr", "degraded", "down",
+                             "exp. slowdown"] + (["MC degraded", "MC slowdown"] if mc else []) + [""])]
+        out.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(out)
 
     def as_dict(self) -> dict[str, Any]:
         return _finite({"classes": [dict(c) for c in self.classes], "total": self.total, "method": self.method,

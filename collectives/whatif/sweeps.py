@@ -60,7 +60,7 @@ from ..placement import by_size, chip_ranks
 from ..price import CostReport, _finite, price
 from .scenario import REL_TOL, _check_price_kwargs, _ratio, check_recovery, job_groups, restart_job
 
-__all__ = ["Sweep", "sweep", "Runner", "LocalRunner"]
+__all__ = ["Sweep", "sweep", "shared_pairs", "Runner", "LocalRunner"]
 
 # full enumeration of C(k, n) scenarios above this count is refused (use samples=)
 MAX_SCENARIOS = 100_000
@@ -208,6 +208,40 @@ def _plain(obj: Any) -> Any:
     def default(x):
         return x.item() if hasattr(x, "item") else str(x)
     return json.loads(json.dumps(_finite(obj), default=default))
+
+
+def shared_pairs(G, doms: list, tag: str) -> list[tuple[int, int]]:
+    """Index pairs ``(i, j)``, ``i < j``, of ``doms`` that share a value of ``tag``.
+
+    An edge tag (``ocs``, ``harness``: :data:`~fabricsim.topo.failures.EDGE_TAG_CLASSES`) is
+    read on a domain's links; a node tag (``rack``, ``plane`` ...:
+    :data:`~fabricsim.topo.failures.NODE_TAG_CLASSES`) on its nodes, and on a link whose two
+    ends carry the same value.  Two domains share the tag when they have a value in common:
+    the pairs that fail together when that shared thing (an optical switch, a harness, a
+    rack's power) takes two of them down.
+    """
+    from ...topo.failures import EDGE_TAG_CLASSES, NODE_TAG_CLASSES
+    if tag in EDGE_TAG_CLASSES:
+        attr = EDGE_TAG_CLASSES[tag]
+
+        def keys(d):
+            return {G.edges[u, v].get(attr) for u, v in d.edges} - {None}
+    elif tag in NODE_TAG_CLASSES:
+        attr = NODE_TAG_CLASSES[tag]
+
+        def keys(d):
+            out = {G.nodes[x].get(attr) for x in d.nodes}
+            out |= {G.nodes[u].get(attr) for u, v in d.edges if G.nodes[u].get(attr) == G.nodes[v].get(attr)}
+            return out - {None}
+    else:
+        raise BadInput(f"shared tag {tag!r}; choose an edge tag ({', '.join(EDGE_TAG_CLASSES)}) or a node tag "
+                       f"({', '.join(NODE_TAG_CLASSES)})")
+    by_key: dict = {}
+    for i, d in enumerate(doms):
+        for k in keys(d):
+            by_key.setdefault(k, []).append(i)
+    pairs = {(a, b) for members in by_key.values() for a, b in itertools.combinations(sorted(set(members)), 2)}
+    return sorted(pairs)
 
 
 def _scenarios(ids: list[str], n: int, samples: int | None, seed: int) -> list[tuple]:
@@ -396,7 +430,7 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
           seed: int = 0, collective: str, size_bytes: float, group_size: int | None = None,
           placement: str = "packed", groups: Sequence[Sequence[int]] | None = None, runner: Runner | None = None,
           progress: Callable[[int, int, dict], None] | None = None, fold: bool = True, recovery: str = "reroute",
-          spares: int = 0, **price_kwargs) -> Sweep:
+          spares: int = 0, shared: str | None = None, **price_kwargs) -> Sweep:
     """Price every failure of ``failure_class`` (N-1), every pair (``n=2``), or seeded samples.
 
     Parameters
@@ -426,6 +460,10 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     fold : bool
         Fold the scenarios into orbits of the verified symmetries and solve one per
         orbit (default); ``False`` solves every scenario.
+    shared : str, optional
+        With ``n=2``: only the pairs of domains that share a value of this tag (an edge tag
+        such as ``ocs`` or ``harness``, or a node tag such as ``rack``): correlated failures in
+        one shared domain (:func:`shared_pairs`).
     recovery, spares : as :func:`~fabricsim.collectives.whatif.scenario.whatif`: ``restart``
         re-places the job (``group_size`` and ``placement``, not ``groups``) on each
         scenario's survivors; it does not fold and runs at most ``MAX_RESTART_SCENARIOS``.
@@ -461,7 +499,20 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     if len(doms) < n:
         raise BadInput(f"{failure_class!r} has {len(doms)} domain(s) in {fabric!r}; cannot fail {n} at once")
     ids = [f"{failure_class}:{d.id}" for d in doms]
-    combos = _scenarios(ids, n, samples, seed)
+    if shared is not None:
+        if n != 2:
+            raise BadInput(f"shared={shared!r} picks pairs: it needs n=2, not n={n}")
+        combos = shared_pairs(G, doms, shared)
+        if not combos:
+            raise BadInput(f"no two {failure_class!r} domains of {fabric!r} share a {shared!r}")
+        if samples is not None and samples < len(combos):
+            rng = np.random.default_rng(seed)
+            combos = [combos[i] for i in sorted(rng.choice(len(combos), size=samples, replace=False).tolist())]
+        if len(combos) > MAX_SCENARIOS:
+            raise BadInput(f"{len(combos):,} shared pairs is more than {MAX_SCENARIOS:,}; sample them "
+                           f"(samples=K, --samples K)")
+    else:
+        combos = _scenarios(ids, n, samples, seed)
     if recovery == "restart" and len(combos) > MAX_RESTART_SCENARIOS:
         raise BadInput(f"{len(combos):,} scenarios with recovery 'restart' is more than {MAX_RESTART_SCENARIOS}: a "
                        f"restart does not fold by symmetry, so each is priced on its own; sample them "

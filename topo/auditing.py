@@ -15,6 +15,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
+from .text import fmt, table
 from .contract import (CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, MEDIUM, MODEL, PORT_GBPS,
                        RANK, ROLE, SWITCH, TIER, asics_of, chips, forwarding_graph, params_of, validate)
 from .devices import DEVICES, Device
@@ -439,6 +440,55 @@ class Audit:
                f"bisection {self.bisection_GBps:,.1f} GB/s")
         return f"{self.fabric}: {self.chips:,} chips, {self.switches:,} switches, {hops}, {bis}, {checks}"
 
+    def to_text(self, show_all: bool = False) -> str:
+        """The audit as ``fabricsim audit`` prints it: failures first, the headline, totals, the bill of
+        materials, notes, every check with ``show_all``, and the verdict line last."""
+        # a figure the audit skipped is None: say so, never print it as 0
+        failed = [f for f in self.findings if not f.ok]
+        # a failing audit leads with what failed: the headline and tables follow
+        out = _audit_failures(self, failed) + [""] if failed else []
+        hops = ("hop diameter, mean hops, relayed and unreachable pairs: not computed (--no-hops)"
+                if self.diameter_hops is None
+                else f"hop diameter {self.diameter_hops}   mean hops {self.mean_hops:.3f}")
+        out += [f"{self.fabric}  " + " ".join(f"{k}={v}" for k, v in self.params.items()),
+               f"chips {self.chips:,}   switch ASICs {self.switches:,}"
+               + (f" ({self.totals['switch_nodes']:,} graph nodes: a grouped node stands for several)"
+                  if "switch_nodes" in self.totals else "") + f"   {hops}",
+               "bisection not computed (--no-bisection)" if self.bisection_GBps is None
+               else f"bisection {self.bisection_GBps:,.1f} GB/s per direction  (halves: {self.bisection_halves})"]
+        if self.relay_pairs:
+            out.append(f"{self.relay_pairs:,} chip pairs are reachable only by relaying through a chip "
+                       f"(rail-only / PXN); hop counts include the relay")
+        if self.unreachable_pairs:
+            out.append(f"PARTIAL: {self.unreachable_pairs:,} chip pairs have no path at all")
+        if self.inferred:
+            out.append(f"inferred (I, not published): {self.inferred}")
+        out.extend(f"note: {n}" for n in self.notes)
+        out.append("")
+        per_rack = {k[:-len("_per_rack")] for k in self.totals if k.endswith("_per_rack")}
+        rows = [[k, v, self.totals.get(f"{k}_per_rack", "")] for k, v in self.totals.items()
+                if not k.endswith("_per_rack")]
+        out.append(table(rows, ["total", "fabric", "per rack" if per_rack else ""]))
+        out.append("")
+        out.extend(_format_bom(self))
+        notes: dict[tuple, list] = {}
+        for f in self.findings:
+            if f.ok and f.note:
+                notes.setdefault((f.check, f.note), []).append(f.where)
+        if notes:
+            out.append("Notes:")
+            for (check, note), where in notes.items():
+                more = f" and {len(where) - 1:,} more" if len(where) > 1 else ""
+                out.append(f"  {check}: {note}  ({where[0]}{more})")
+        if show_all:
+            out.append(table([[f.where, f.check, f.used, f.available, f.unit, "ok" if f.ok else "FAIL", f.note]
+                               for f in self.findings], ["where", "check", "used", "available", "unit", "", "note"]))
+        if failed:
+            out.append(f"FAILED (above): {len(failed):,} of {len(self.findings):,} budget checks")
+        else:
+            out.append(f"OK: all {len(self.findings):,} budget checks pass ({CHECKS_COUNTED})")
+        return "\n".join(out)
+
     def __repr__(self) -> str:
         return f"Audit({self.summary()})"
 
@@ -526,3 +576,38 @@ def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool =
                  totals=tot, per_rack=per_rack,
                  findings=findings, inferred=str(G.graph.get("inferred", "")), notes=notes,
                  bom=bom.lines, capex_usd=bom.capex_usd, power_kw=bom.power_kw, unpriced=bom.unpriced)
+
+
+# what "N budget checks" counts: the same N on every run and option of one fabric (budget_findings)
+CHECKS_COUNTED = ("per chip and switch: lanes, ports per speed, bandwidth, lane rate; per chip: lanes per tier; "
+                  "per switch with links down and up, or a local switch: down/up")
+
+
+def _format_bom(a) -> list[str]:
+    """The bill of materials table and its two totals; a part without a figure shows "-", never 0."""
+    def fig(v, spec):
+        return "-" if v is None else spec.format(v)
+    rows = [[b.kind, b.part, f"{b.count:,}", fig(b.price_usd, "{:,.0f}"), fig(b.watts, "{:,.4g}"),
+             fig(None if b.price_usd is None else b.count * b.price_usd, "{:,.0f}"),
+             fig(None if b.watts is None else b.count * b.watts / 1000, "{:,.3f}"), b.label] for b in a.bom]
+    out = ["Bill of materials (counted from the graph; figures and sources: topo/parts.toml, --parts):",
+           table(rows, ["kind", "part", "count", "USD each", "W each", "USD", "kW", "label"]),
+           f"capex {a.capex_usd:,.0f} USD   power {a.power_kw:,.3f} kW   (sums over the parts with a figure)"]
+    if a.unpriced:
+        out.append(f"unpriced (not in the totals): {'; '.join(a.unpriced)}")
+    return out + [""]
+
+
+# what "N budget checks" counts: the same N on every run and option of one fabric (topo.auditing.budget_findings)
+
+def _audit_failures(a, failed) -> list[str]:
+    """The FAILED line and one line per failing check (how many, one example)."""
+    out = [f"FAILED: {len(failed):,} of {len(a.findings):,} budget checks ({CHECKS_COUNTED})"]
+    groups: dict[str, list] = {}
+    for f in failed:
+        groups.setdefault(f.check, []).append(f)
+    for check, fs in groups.items():
+        f = fs[0]
+        out.append(f"  {check}: {len(fs):,} x, e.g. {f.where}: {fmt(f.used)} of {fmt(f.available)} "
+                   f"{f.unit}" + (f" ({f.note})" if f.note else ""))
+    return out
