@@ -1796,6 +1796,80 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
     click.echo(step_scope_note(opts["compute_us"]))
 
 
+# --------------------------------------------------------------------------- serve (issue 25)
+@main.command("serve")
+@click.option("--model", "model", required=True, help="A catalog model (deepseek-r1, kimi-k2, gpt-oss-120b).")
+@click.option("--fabric", "fabric", help="A catalog name or a fabric file.")
+@_set_option
+@click.option("--fabrics", "fabric_list", help="Comma-separated fabrics: the same sweep on each.")
+@click.option("--isl", type=int, default=8192, show_default=True, help="Prompt tokens per request.")
+@click.option("--osl", type=int, default=1024, show_default=True, help="Output tokens per request.")
+@click.option("--mesh", "mesh", default="search", show_default=True,
+              help="tp=..,ep=..,dp=.. over chip ranks, or 'search' (TP x EP searched per concurrency).")
+@click.option("--concurrency", type=int, help="One concurrency (users); default: sweep 1, 2, 4, ... up to the "
+              "KV-cache limit.")
+@click.option("--mtp", type=int, default=0, show_default=True, help="Draft tokens per decode step (MTP).")
+@click.option("--library", default="auto", show_default=True,
+              help="Communication library: auto, nccl, trtllm, deepep-ll.")
+@click.option("--overlap", default="none", show_default=True, help="none or two-microbatch.")
+@click.option("--fail", "fail", multiple=True, metavar="SPEC", help="Re-price every point with this failure "
+              "(repeatable; whatif's grammar, e.g. node:r00/lsw0): tokens/s per kW and TPOT before and after.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write the tokens/s/kW vs tokens/s/user "
+              "frontier per fabric to a .png, .svg or .pdf.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (an array with --fabrics).")
+def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp, library, overlap, fail, plot,
+              as_json):
+    """Token economics of serving MODEL on a fabric: TPOT, TTFT, tokens/s per user, chip and kW, $/Mtok.
+
+    Each step is priced per layer from the chip's roofline (compute, HBM), the network
+    (the flow solver, with a named communication library) and kernel launches; a
+    concurrency sweep searches the mesh per point.  See collectives/serve/.
+
+    \b
+    Examples:
+      fabricsim serve --model gpt-oss-120b --fabric jalapeno-rack
+      fabricsim serve --model deepseek-r1 --fabric nvl72 --set generation=gb300 --mtp 1 --json
+      fabricsim serve --model kimi-k2 --fabrics jalapeno-rack,nvl72 --set nvl72:accelerator=gb300 --plot f.png
+    """
+    from .collectives.serve import serve as run_serve
+    from .collectives.serve import serve_failed
+    from .collectives.serve.sweep import PLOT_SUFFIXES, plot_frontier
+    from .topo.errors import BadInput
+    if bool(fabric) == bool(fabric_list):
+        raise click.UsageError("give --fabric F or --fabrics a,b,c (one of them)")
+    if plot and not plot.lower().endswith(PLOT_SUFFIXES):
+        raise click.BadParameter(f"{plot!r}: use a .png, .svg or .pdf file name", param_hint="--plot")
+    names = [fabric] if fabric else [f.strip() for f in fabric_list.split(",") if f.strip()]
+    if not names:
+        raise click.BadParameter("no fabrics given", param_hint="--fabrics")
+    # one fabric: --set KEY=VALUE; --fabrics: --set FABRIC:KEY=VALUE (as compare)
+    per_fabric = {names[0]: sets} if fabric else _fabric_sets(sets, names)
+    graphs = [load_fabric(n, per_fabric.get(n, ()), hint="--set" if n in per_fabric else
+                          ("--fabric" if fabric else "--fabrics")) for n in names]
+    results = []
+    kw = dict(isl=isl, osl=osl, mesh=None if mesh == "search" else mesh, concurrency=concurrency, mtp=mtp,
+              library=library, overlap=overlap, progress=_progress)
+    for name, G in zip(names, graphs):
+        try:
+            results.append(serve_failed(G, model, fail, **kw) if fail else run_serve(G, model, **kw))
+        except BadInput as exc:
+            raise click.BadParameter(str(exc), param_hint="--fail" if fail and "fail" in str(exc)
+                                     else "--model/--mesh/--concurrency") from None
+    if fail:
+        if as_json:
+            _emit_json(results[0].as_dict() if fabric else [r.as_dict() for r in results])
+        else:
+            click.echo("\n\n".join(r.to_text() for r in results))
+        return
+    if plot:
+        plot_frontier(results, plot)
+        _progress(f"wrote {plot}")
+    if as_json:
+        _emit_json(results[0].as_dict() if fabric else [r.as_dict() for r in results])
+        return
+    click.echo("\n\n".join(r.to_text() for r in results))
+
+
 # --------------------------------------------------------------------------- mix (issue 15)
 @main.command("mix")
 @click.argument("spec", type=click.Path(dir_okay=False), required=False)

@@ -1,0 +1,181 @@
+"""What a model step computes and reads: parameters, FLOPs, weight and KV-cache bytes per layer.
+
+The communication layout (layers, hidden, heads, experts) is the step catalog's
+:class:`~fabricsim.collectives.jobs.models.Model`; :class:`Arch` adds what a roofline needs,
+from ``arch.toml`` beside this module (each figure cited to the model's ``config.json``):
+attention type and widths, expert and dense MLP widths, vocabulary, the MTP module, and
+the serving precisions (bytes per weight and KV element).
+
+Counting conventions (per token, per layer; SwiGLU MLPs have 3 matrices):
+
+* a matrix of ``p`` parameters costs ``2 p`` FLOPs per token and ``p x bytes`` when read;
+* GQA attention: ``hidden x (heads + 2 kv_heads) x head_dim + heads x head_dim x hidden``
+  parameters; context ``4 x heads x head_dim x L`` FLOPs (scores and values over ``L``
+  cached tokens; ``L`` capped at the window on sliding-window layers);
+* MLA attention (DeepSeek): ``hidden x q_lora + q_lora x heads x (nope + rope) +
+  hidden x (kv_lora + rope) + kv_lora x heads x (nope + v) + heads x v x hidden``
+  parameters.  Decode runs the absorbed form: context ``2 x heads x (2 kv_lora + rope) x L``
+  FLOPs over the latent cache; prefill the expanded form: ``2 x heads x (nope + rope + v) x L``;
+* KV cache per token per layer: GQA ``2 x kv_heads x head_dim``, MLA ``kv_lora + rope``
+  elements of ``kv_bytes``.
+
+Not counted: norms, rotary embedding, the router GEMM (< 0.1% of a layer's FLOPs for
+these models), biases and attention sinks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+    import tomli as tomllib
+
+from ...fabrics.accelerators import PRECISIONS
+from ...topo.errors import BadInput
+from ..jobs.models import Model, load_model
+
+__all__ = ["Arch", "ChipConstants", "arch_of", "chip_constants"]
+
+_FILE = Path(__file__).with_name("arch.toml")
+_ARCH_KEYS = {"attention", "head_dim", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+              "v_head_dim", "moe_intermediate", "dense_intermediate", "vocab", "sliding_window", "sliding_layers",
+              "mtp_layers", "expert_bytes_per_param", "other_bytes_per_param", "expert_precision",
+              "attention_precision", "kv_bytes", "mtp_acceptance"}
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict:
+    with open(_FILE, "rb") as fh:
+        return tomllib.load(fh)
+
+
+@dataclass(frozen=True)
+class ChipConstants:
+    """What a chip delivers of its roofline and what a kernel costs (``arch.toml`` [chip.*])."""
+    compute_efficiency: float
+    hbm_efficiency: float
+    hbm_usable: float
+    launch_us: float
+    attention_kernels: int
+    mlp_kernels: int
+    moe_kernels: int
+    head_kernels: int
+
+
+def chip_constants(name: str = "default") -> ChipConstants:
+    """The chip's own [chip.NAME] table over the default one."""
+    chips = _data()["chip"]
+    d = dict(chips["default"]) | dict(chips.get(name, {}))
+    return ChipConstants(**d)
+
+
+@dataclass(frozen=True)
+class Arch:
+    """A model's compute and memory figures (see the module notes)."""
+    model: Model
+    attention: str
+    moe_intermediate: int
+    dense_intermediate: int
+    vocab: int
+    expert_bytes_per_param: float
+    other_bytes_per_param: float
+    expert_precision: str
+    attention_precision: str
+    kv_bytes: float
+    head_dim: int = 0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    sliding_window: int = 0
+    sliding_layers: int = 0
+    mtp_layers: int = 0
+    mtp_acceptance: float = 0.0
+
+    # ---------------------------------------------------------------- parameters
+    @property
+    def attn_params(self) -> float:
+        m, h = self.model, self.model.hidden
+        if self.attention == "gqa":
+            return h * (m.heads + 2 * m.kv_heads) * self.head_dim + m.heads * self.head_dim * h
+        return (h * self.q_lora_rank + self.q_lora_rank * m.heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
+                + h * (self.kv_lora_rank + self.qk_rope_head_dim)
+                + self.kv_lora_rank * m.heads * (self.qk_nope_head_dim + self.v_head_dim)
+                + m.heads * self.v_head_dim * h)
+
+    @property
+    def expert_params(self) -> float:
+        """One routed (or shared) expert: SwiGLU, 3 matrices."""
+        return 3.0 * self.model.hidden * self.moe_intermediate
+
+    @property
+    def dense_mlp_params(self) -> float:
+        return 3.0 * self.model.hidden * self.dense_intermediate
+
+    @property
+    def head_params(self) -> float:
+        return float(self.vocab * self.model.hidden)
+
+    def total_params(self) -> float:
+        """Every weight (attention, MLPs, all experts, LM head and embedding)."""
+        m = self.model
+        return (m.layers * self.attn_params + m.dense_layers * self.dense_mlp_params
+                + m.moe_layers * (m.experts + m.shared) * self.expert_params + 2 * self.head_params)
+
+    # ---------------------------------------------------------------- attention context
+    def kv_elems_per_token(self) -> float:
+        """KV-cache elements one token adds to one layer."""
+        if self.attention == "gqa":
+            return 2.0 * self.model.kv_heads * self.head_dim
+        return float(self.kv_lora_rank + self.qk_rope_head_dim)
+
+    def kv_shard(self, tp: int) -> int:
+        """How many ways TP splits a layer's KV cache: GQA by KV head (at most kv_heads), MLA not at all."""
+        return min(tp, self.model.kv_heads) if self.attention == "gqa" else 1
+
+    def context_tokens(self, L: float) -> float:
+        """Cached tokens a token attends to, summed over the layers (sliding layers capped at the window)."""
+        m = self.model
+        full = m.layers - self.sliding_layers
+        return full * L + self.sliding_layers * min(L, self.sliding_window or L)
+
+    def context_flops_per_token(self, L: float, phase: str) -> float:
+        """Attention's FLOPs over ``L`` cached tokens, one token, all layers (the ``x L`` term)."""
+        m = self.model
+        if self.attention == "gqa":
+            per = 4.0 * m.heads * self.head_dim
+        elif phase == "decode":
+            per = 2.0 * m.heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+        else:
+            per = 2.0 * m.heads * (self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim)
+        return per * self.context_tokens(L)
+
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes of one token over all layers (sliding layers hold at most the window)."""
+        return self.kv_elems_per_token() * self.kv_bytes * self.model.layers
+
+    def kv_bytes_per_sequence(self, L: float) -> float:
+        """KV-cache bytes of one sequence of ``L`` tokens (all layers, unsharded)."""
+        return self.kv_elems_per_token() * self.kv_bytes * self.context_tokens(L)
+
+
+def arch_of(model: Model | str) -> Arch:
+    """The :class:`Arch` of a catalog model (``arch.toml`` must list it)."""
+    model = load_model(model) if isinstance(model, str) else model
+    d = _data()
+    if model.name not in d or model.name == "chip":
+        known = sorted(k for k in d if k != "chip")
+        raise BadInput(f"serve has no compute/memory figures for model {model.name!r}; "
+                       f"choose one of: {', '.join(known)}")
+    a = dict(d[model.name])
+    extra = sorted(set(a) - _ARCH_KEYS)
+    if extra:
+        raise BadInput(f"{_FILE.name}: [{model.name}] unknown key {extra[0]!r}")
+    for key in ("expert_precision", "attention_precision"):
+        if a[key] not in PRECISIONS:
+            raise BadInput(f"{_FILE.name}: [{model.name}] {key} = {a[key]!r}; choose one of: {', '.join(PRECISIONS)}")
+    return Arch(model=model, **a)

@@ -1,0 +1,494 @@
+"""``fabricsim serve``: a concurrency sweep with mesh and library search, token economics per point.
+
+Aggregated serving (prefill and decode on the same chips, as InferenceX's single-turn runs):
+``C`` users each send an ISL-token prompt and read OSL tokens.  Per concurrency and mesh:
+
+* **TTFT** = one prefill step on the mesh (:func:`.model.step_terms`, ``prefill``), which
+  takes one ISL-token prompt per TP group at once (attention is data-parallel over the
+  TP groups, as the decode batch is);
+* a decode step serves all ``C`` sequences at the mean context ISL + OSL/2 and emits
+  ``a`` tokens per sequence (``a`` = 1, or the MTP acceptance length);
+* the prefills of the other users interleave with the batch's decode steps: ``R`` =
+  ceil(C / TP groups) prefill rounds per request lifetime, so
+  ``e2e = R x TTFT + (OSL / a) x decode step`` and ``TPOT = (e2e - TTFT) / OSL`` (at
+  C = 1: decode step / a, the min TBT);
+* throughput = ``C x (ISL + OSL) / e2e`` (input + output tokens, InferenceX's "mixed"),
+  per chip of the mesh, per kW of package TDP, and $ per million tokens where the chip's
+  price per hour is known.
+
+KV-cache capacity (HBM x usable fraction - weights) bounds ``C`` per mesh.  Without a
+mesh, each concurrency searches ``tp`` (powers of two dividing the heads) x ``ep``
+(powers of two up to the experts, and chips/tp) over up to the fabric's chips (``dp`` =
+1: further replicas serve further users at the same per-chip rate), pruning by the
+roofline alone (no network: an upper bound on throughput, a lower bound on TPOT); the
+point kept is the best tokens/s per kW, and ``min_tbt_ms`` is the least TPOT a mesh reaches
+at the lowest concurrency of the sweep (TPOT rises with concurrency).  The sweep stops two levels
+past the peak tokens/s per kW.  Network prices are cached by (mesh, tokens, library).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import networkx as nx
+
+from ...fabrics.accelerators import Accelerator, accelerator_of
+from ...topo.errors import BadInput
+from ..jobs.models import Model, load_model
+from ..placement import chip_ranks, parse_mesh
+from .arch import Arch, arch_of, chip_constants
+from .model import OVERLAPS, StepTerms, acceptance_length, kv_capacity, step_terms
+from .network import LIBRARY_CHOICES, NetworkPricer
+
+__all__ = ["ServePoint", "ServeResult", "FailResult", "serve", "serve_failed", "candidate_meshes", "plot_frontier"]
+
+MESH_DIMS = ("tp", "ep", "dp")
+# past the peak, each doubling of concurrency only lengthens every user's wait: the sweep stops
+# after this many levels in a row below the best tokens/s per kW so far
+STOP_AFTER_FALLING = 2
+
+
+@dataclass(frozen=True)
+class ServePoint:
+    """One concurrency on one mesh: latency, throughput and what bounds it."""
+    concurrency: int
+    mesh: dict
+    chips: int
+    library: str
+    tpot_s: float
+    ttft_s: float
+    e2e_s: float
+    tokens_per_s: float               # input + output, the whole mesh
+    tokens_per_s_per_user: float      # output tokens per second one user reads (1 / TPOT)
+    tokens_per_s_per_chip: float
+    tokens_per_s_per_kw: float
+    usd_per_mtok: float | None
+    bound: str
+    accepted: float                   # tokens per sequence per decode step
+    decode: StepTerms = field(repr=False)
+    prefill: StepTerms = field(repr=False)
+
+    @property
+    def mesh_text(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.mesh.items())
+
+    def summary(self) -> str:
+        return (f"C={self.concurrency} mesh {self.mesh_text}: TPOT {self.tpot_s * 1e3:.3f} ms, TTFT "
+                f"{self.ttft_s * 1e3:.1f} ms, {self.tokens_per_s_per_kw:,.0f} tok/s/kW, {self.bound}-bound")
+
+    def __repr__(self) -> str:
+        return f"ServePoint({self.summary()})"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The issue's point schema (units in the names)."""
+        return {"concurrency": self.concurrency, "mesh": self.mesh_text, "library": self.library,
+                "tpot_ms": self.tpot_s * 1e3, "ttft_ms": self.ttft_s * 1e3, "e2e_s": self.e2e_s,
+                "tokens_per_s_per_user": self.tokens_per_s_per_user,
+                "tokens_per_s_per_chip": self.tokens_per_s_per_chip,
+                "tokens_per_s_per_kw": self.tokens_per_s_per_kw, "usd_per_mtok": self.usd_per_mtok,
+                "bound": self.bound}
+
+
+@dataclass(frozen=True)
+class ServeResult:
+    """A fabric's sweep: the best point per concurrency and the summary figures."""
+    fabric: str
+    model: str
+    accelerator: str
+    isl: int
+    osl: int
+    mtp: int
+    overlap: str
+    library: str
+    points: tuple
+    min_tbt_s: float
+    min_tbt_point: ServePoint | None = field(default=None, repr=False)
+    frontier: tuple = field(default=(), repr=False)   # every evaluated point (for --plot)
+    kv_limit: int = 0
+    solves: int = 0
+    notes: tuple = ()
+
+    @property
+    def peak(self) -> ServePoint:
+        return max(self.points, key=lambda p: p.tokens_per_s_per_kw)
+
+    @property
+    def peak_tps_per_kw(self) -> float:
+        return self.peak.tokens_per_s_per_kw
+
+    @property
+    def e2e_latency_s(self) -> float:
+        return self.peak.e2e_s
+
+    def summary(self) -> str:
+        return (f"{self.model} on {self.fabric} ({self.accelerator}), ISL/OSL {self.isl}/{self.osl}"
+                f"{f', MTP {self.mtp}' if self.mtp else ''}: min TBT {self.min_tbt_s * 1e3:.3f} ms, peak "
+                f"{self.peak_tps_per_kw:,.0f} tok/s/kW at C={self.peak.concurrency} (e2e {self.e2e_latency_s:.2f} s)")
+
+    def __repr__(self) -> str:
+        return f"ServeResult({self.summary()})"
+
+    def to_text(self) -> str:
+        head = ["C", "mesh", "chips", "TPOT ms", "TTFT ms", "e2e s", "tok/s/user", "tok/s/chip", "tok/s/kW",
+                "$/Mtok", "bound", "library"]
+        rows = [[f"{p.concurrency:,}", p.mesh_text, f"{p.chips:,}", f"{p.tpot_s * 1e3:.3f}",
+                 f"{p.ttft_s * 1e3:,.1f}", f"{p.e2e_s:,.2f}", f"{p.tokens_per_s_per_user:,.0f}",
+                 f"{p.tokens_per_s_per_chip:,.0f}", f"{p.tokens_per_s_per_kw:,.0f}",
+                 "-" if p.usd_per_mtok is None else f"{p.usd_per_mtok:,.3f}", p.bound, p.library]
+                for p in self.points]
+        w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+        lines = [self.summary(), "  ".join(h.rjust(x) for h, x in zip(head, w)),
+                 "  ".join("-" * x for x in w)]
+        lines += ["  ".join(c.rjust(x) for c, x in zip(r, w)) for r in rows]
+        if self.min_tbt_point is not None:
+            lines.append(f"min TBT point: {self.min_tbt_point.summary()}")
+            lines.append(self.min_tbt_point.decode.to_text())
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The issue's schema: fabric, model, points, min_tbt_ms, peak_tps_per_kw, e2e_latency_s."""
+        return {"fabric": self.fabric, "model": self.model, "points": [p.as_dict() for p in self.points],
+                "min_tbt_ms": self.min_tbt_s * 1e3, "peak_tps_per_kw": self.peak_tps_per_kw,
+                "e2e_latency_s": self.e2e_latency_s}
+
+
+def _pow2_upto(n: int) -> list[int]:
+    out, v = [], 1
+    while v <= n:
+        out.append(v)
+        v *= 2
+    return out
+
+
+def candidate_meshes(model: Model, chips: int) -> list[dict[str, int]]:
+    """tp (powers of two dividing the heads) x ep (powers of two up to the experts, and chips/tp) fitting ``chips``."""
+    out = []
+    for tp in _pow2_upto(min(chips, model.heads)):
+        if model.heads % tp:
+            continue
+        eps = {1}
+        if model.experts:
+            eps |= set(_pow2_upto(min(model.experts, chips // tp)))
+            if chips // tp <= model.experts:
+                eps.add(chips // tp)
+        for ep in sorted(eps):
+            if tp * ep <= chips:
+                out.append({"tp": tp, "ep": ep} if ep > 1 else {"tp": tp})
+    return out
+
+
+def _check_mesh(mesh: dict[str, int], model: Model, chips: int) -> dict[str, int]:
+    bad = [k for k in mesh if k not in MESH_DIMS]
+    if bad:
+        raise BadInput(f"mesh dimension {bad[0]!r}; serve models {', '.join(MESH_DIMS)}")
+    tp, ep = mesh.get("tp", 1), mesh.get("ep", 1)
+    if model.heads % tp:
+        raise BadInput(f"mesh tp={tp} must divide {model.name}'s {model.heads} attention heads")
+    if ep > 1 and not model.experts:
+        raise BadInput(f"mesh ep={ep} but {model.name} has no experts")
+    if ep > model.experts > 0:
+        raise BadInput(f"mesh ep={ep} exceeds {model.name}'s {model.experts} routed experts")
+    if math.prod(mesh.values()) > chips:
+        raise BadInput(f"mesh {','.join(f'{k}={v}' for k, v in mesh.items())} needs "
+                       f"{math.prod(mesh.values()):,} chips; the fabric has {chips:,}")
+    return mesh
+
+
+class _Ctx:
+    def __init__(self, arch, acc, consts, pricer, isl, osl, mtp, library, overlap):
+        self.arch, self.acc, self.consts, self.pricer = arch, acc, consts, pricer
+        self.isl, self.osl, self.mtp, self.library, self.overlap = isl, osl, mtp, library, overlap
+        self.accepted = acceptance_length(mtp, arch.mtp_acceptance) if mtp else 1.0
+        self._prefill: dict = {}
+
+    def prefill(self, mesh, network: bool) -> StepTerms:
+        key = (tuple(sorted(mesh.items())), network)
+        if key not in self._prefill:
+            groups = math.prod(mesh.values()) // mesh.get("tp", 1)     # one prompt per TP group at once
+            self._prefill[key] = step_terms(self.arch, self.acc, self.consts, mesh, phase="prefill",
+                                            sequences=self.isl * groups, context=self.isl / 2,
+                                            pricer=self.pricer if network else None, library=self.library,
+                                            overlap=self.overlap)
+        return self._prefill[key]
+
+    def point(self, mesh, C, network: bool = True, prefill_network: bool | None = None) -> ServePoint:
+        dec = step_terms(self.arch, self.acc, self.consts, mesh, phase="decode", sequences=C,
+                         context=self.isl + self.osl / 2, pricer=self.pricer if network else None,
+                         library=self.library, overlap=self.overlap, mtp=self.mtp)
+        pre = self.prefill(mesh, network if prefill_network is None else prefill_network)
+        chips = dec.chips
+        rounds = -(-C // (chips // mesh.get("tp", 1)))      # prefill rounds: one prompt per TP group each
+        decode_s = self.osl / self.accepted * dec.time_s
+        e2e = rounds * pre.time_s + decode_s
+        tpot = (e2e - pre.time_s) / self.osl
+        tps = C * (self.isl + self.osl) / e2e
+        per_chip = tps / chips
+        usd = self.acc.usd_per_chip_hour
+        bound = dec.bound if decode_s >= rounds * pre.time_s else f"prefill-{pre.bound}"
+        return ServePoint(concurrency=C, mesh=dict(mesh), chips=chips,
+                          library=dec.libraries() if network else "none",
+                          tpot_s=tpot, ttft_s=pre.time_s, e2e_s=e2e, tokens_per_s=tps,
+                          tokens_per_s_per_user=1.0 / tpot, tokens_per_s_per_chip=per_chip,
+                          tokens_per_s_per_kw=per_chip / (self.acc.tdp_w / 1e3),
+                          usd_per_mtok=(chips * usd / 3600 / tps * 1e6) if math.isfinite(usd) else None,
+                          bound=bound, accepted=self.accepted, decode=dec, prefill=pre)
+
+
+def _search(ctx: _Ctx, meshes, C, key: Callable[[ServePoint], float],
+            errors: list | None = None, prefill_network: bool = True) -> tuple[ServePoint | None, list]:
+    """The mesh maximising ``key`` at concurrency C: roofline bounds first, network priced best-first.
+    Why a mesh cannot run C goes to ``errors``.  ``prefill_network=False`` leaves the prefill's network
+    out while searching (exact when ``key`` does not depend on the prefill) and prices the winner's."""
+    bounds = []
+    for mesh in meshes:
+        try:
+            bounds.append((key(ctx.point(mesh, C, network=False)), mesh))
+        except BadInput as exc:
+            if errors is not None:
+                errors.append(str(exc))
+            continue
+    bounds.sort(key=lambda x: (-x[0], math.prod(x[1].values())))    # ties: the fewest chips first
+    best, seen = None, []
+    for ub, mesh in bounds:
+        if best is not None and ub <= key(best) + 1e-12 * abs(key(best)):
+            break
+        try:
+            p = ctx.point(mesh, C, prefill_network=prefill_network)
+        except BadInput as exc:
+            if errors is not None:
+                errors.append(str(exc))
+            continue
+        seen.append(p)
+        if best is None or key(p) > key(best):
+            best = p
+    if best is not None and not prefill_network:
+        best = ctx.point(best.mesh, C)
+        seen = [best if q.mesh == best.mesh else q for q in seen]
+    return best, seen
+
+
+def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
+          mesh: dict[str, int] | str | None = None, concurrency: int | None = None, mtp: int = 0,
+          library: str = "auto", overlap: str = "none", accelerator: Accelerator | None = None,
+          pricer: NetworkPricer | None = None, progress: Callable[[str], None] | None = None) -> ServeResult:
+    """Sweep concurrency (or price one) on ``G``; search the mesh when none is given.
+
+    Parameters
+    ----------
+    G : fabric graph (its chips' accelerator from :func:`~fabricsim.fabrics.accelerators.accelerator_of`
+        unless ``accelerator`` is given).
+    model : a catalog model name or :class:`Model` (``arch.toml`` must list it).
+    isl, osl : prompt and output tokens per request.
+    mesh : ``"tp=8,ep=16"``, a dict, or ``None`` / ``"search"`` (search per concurrency).
+    concurrency : one concurrency; ``None`` sweeps 1, 2, 4, ... up to the KV-cache limit.
+    mtp : draft tokens per decode step (DeepSeek's MTP module; acceptance from ``arch.toml``).
+    library : ``auto``, ``nccl``, ``trtllm`` or ``deepep-ll``.
+    overlap : ``none`` or ``two-microbatch``.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> r = serve(build("jalapeno-rack"), "gpt-oss-120b", mesh="tp=8", concurrency=8)
+    >>> p = r.points[0]
+    >>> round(p.tokens_per_s_per_kw * 0.7 * p.chips / (8 * (8192 + 1024) / p.e2e_s), 9)
+    1.0
+    """
+    model = load_model(model) if isinstance(model, str) else model
+    arch = arch_of(model)
+    acc = accelerator or accelerator_of(G)
+    consts = chip_constants(acc.name)
+    for name, v in (("isl", isl), ("osl", osl)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise BadInput(f"--{name} {v!r} must be a positive integer")
+    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int)
+                                    or concurrency < 1):
+        raise BadInput(f"--concurrency {concurrency!r} must be a positive integer")
+    if isinstance(mtp, bool) or not isinstance(mtp, int) or mtp < 0:
+        raise BadInput(f"--mtp {mtp!r} must be an integer >= 0")
+    if library not in LIBRARY_CHOICES:
+        raise BadInput(f"--library {library!r}; choose one of: {', '.join(LIBRARY_CHOICES)}")
+    if overlap not in OVERLAPS:
+        raise BadInput(f"--overlap {overlap!r}; choose one of: {', '.join(OVERLAPS)}")
+    if mtp and not arch.mtp_layers:
+        raise BadInput(f"--mtp {mtp}: {model.name} has no multi-token-prediction module; use --mtp 0")
+    if not (math.isfinite(acc.hbm_bytes) and math.isfinite(acc.hbm_Bps) and math.isfinite(acc.tdp_w)):
+        raise BadInput(f"accelerator {acc.name!r} lacks HBM capacity, HBM bandwidth or TDP; serve needs all three")
+    n = len(chip_ranks(G))
+    if isinstance(mesh, str) and mesh != "search":
+        mesh = parse_mesh(mesh)
+    meshes = ([_check_mesh(dict(mesh), model, n)] if isinstance(mesh, dict)
+              else candidate_meshes(model, n))
+    pricer = pricer or NetworkPricer(G, model)
+    ctx = _Ctx(arch, acc, consts, pricer, isl, osl, mtp, library, overlap)
+    limits = {tuple(m.items()): kv_capacity(arch, acc, consts, m, isl + osl) for m in meshes}
+    kv_limit = max(limits.values(), default=0)
+    if kv_limit < 1:
+        raise BadInput(f"{model.name} does not fit on {'mesh ' + ','.join(f'{k}={v}' for k, v in meshes[0].items()) if len(meshes) == 1 else 'any mesh of the fabric'}: "
+                       f"its weights leave no HBM for one sequence's KV cache ({acc.name}: "
+                       f"{acc.hbm_bytes / 1e9:,.0f} GB)")
+    if concurrency is not None:
+        if concurrency > kv_limit:
+            raise BadInput(f"--concurrency {concurrency:,} exceeds the KV-cache limit of {kv_limit:,} sequences "
+                           f"at ISL+OSL {isl + osl:,}")
+        levels = [concurrency]
+    else:
+        levels = _pow2_upto(kv_limit)
+    points, frontier, notes = [], [], []
+    best_tbt: ServePoint | None = None
+    t0 = time.perf_counter()
+    falling = 0
+    for i, C in enumerate(levels):
+        fit = [m for m in meshes if limits[tuple(m.items())] >= C]
+        errors: list[str] = []
+        best, seen = _search(ctx, fit, C, key=lambda p: p.tokens_per_s_per_kw, errors=errors)
+        frontier.extend(seen)
+        fast = None
+        if i == 0:                  # TPOT rises with concurrency: its minimum is at the lowest
+            # at C = 1 a request's TPOT is its decode alone (one prefill round, not in TPOT): the
+            # prefill's network is priced for the fastest mesh only
+            fast, seen2 = _search(ctx, fit, C, key=lambda p: -p.tpot_s, prefill_network=C > 1)
+            frontier.extend(seen2)
+        if best is None:
+            why = errors[0] if len(fit) == 1 and errors else ("no mesh splits it evenly (sequences over TP "
+                                                              "groups, tokens over EP groups)")
+            notes.append(f"concurrency {C:,}: {why}")
+            continue
+        falling = falling + 1 if points and best.tokens_per_s_per_kw < max(
+            q.tokens_per_s_per_kw for q in points) else 0
+        points.append(best)
+        if fast is not None and (best_tbt is None or fast.tpot_s < best_tbt.tpot_s):
+            best_tbt = fast
+        if progress and time.perf_counter() - t0 > 2:
+            progress(f"concurrency {C:,}: {best.summary()} ({pricer.solves} network solves)")
+        if falling >= STOP_AFTER_FALLING and C < levels[-1]:
+            notes.append(f"sweep stopped at concurrency {C:,}: tokens/s per kW fell {STOP_AFTER_FALLING} levels "
+                         f"in a row past its peak (KV cache would allow {kv_limit:,}; --concurrency N prices any)")
+            break
+    if not points:
+        raise BadInput(f"no concurrency of {levels[0]:,}..{levels[-1]:,} runs: {notes[0].split(': ', 1)[1]}"
+                       if notes else f"no concurrency of {levels[0]:,}..{levels[-1]:,} runs")
+    notes.append(f"KV cache bounds concurrency at {kv_limit:,} sequences of {isl + osl:,} tokens "
+                 f"({consts.hbm_usable:.0%} of {acc.hbm_bytes / 1e9:,.0f} GB HBM per chip, less the weights)")
+    notes.append("aggregated serving: the users' prefills (one prompt per TP group per round) interleave with "
+                 "the batch's decode steps (e2e = rounds x TTFT + OSL x step / accepted); no queueing, "
+                 "no disaggregation")
+    for p in (points[0].decode, points[0].prefill):
+        notes.extend(p.notes)
+    return ServeResult(fabric=str(G.graph.get("name", "fabric")), model=model.name, accelerator=acc.name,
+                       isl=isl, osl=osl, mtp=mtp, overlap=overlap, library=library, points=tuple(points),
+                       min_tbt_s=min(p.tpot_s for p in points + ([best_tbt] if best_tbt else [])),
+                       min_tbt_point=best_tbt, frontier=tuple(frontier), kv_limit=kv_limit,
+                       solves=pricer.solves, notes=tuple(dict.fromkeys(notes)))
+
+
+@dataclass(frozen=True)
+class FailResult:
+    """Each point of a healthy sweep re-priced on the degraded fabric, same mesh and concurrency."""
+    fabric: str
+    model: str
+    failures: tuple
+    before: ServeResult
+    after: tuple                      # ServePoint per point of ``before``
+
+    @property
+    def peak_before(self) -> ServePoint:
+        return self.before.peak
+
+    @property
+    def peak_after(self) -> ServePoint:
+        i = self.before.points.index(self.before.peak)
+        return self.after[i]
+
+    def summary(self) -> str:
+        b, a = self.peak_before, self.peak_after
+        lost = b.tokens_per_s - a.tokens_per_s
+        return (f"{self.model} on {self.fabric} with {', '.join(self.failures)}: at the healthy peak (C="
+                f"{b.concurrency:,}, {b.mesh_text}) {b.tokens_per_s_per_kw:,.0f} -> {a.tokens_per_s_per_kw:,.0f} "
+                f"tok/s/kW, TPOT {b.tpot_s * 1e3:.3f} -> {a.tpot_s * 1e3:.3f} ms, {lost:,.0f} tok/s lost "
+                f"({lost / b.tokens_per_s:.1%})")
+
+    def __repr__(self) -> str:
+        return f"FailResult({self.summary()})"
+
+    def to_text(self) -> str:
+        head = ["C", "mesh", "TPOT ms", "after", "tok/s/kW", "after", "lost tok/s", "bound after"]
+        rows = [[f"{b.concurrency:,}", b.mesh_text, f"{b.tpot_s * 1e3:.3f}", f"{a.tpot_s * 1e3:.3f}",
+                 f"{b.tokens_per_s_per_kw:,.0f}", f"{a.tokens_per_s_per_kw:,.0f}",
+                 f"{b.tokens_per_s - a.tokens_per_s:,.0f}", a.bound] for b, a in zip(self.before.points, self.after)]
+        w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+        return "\n".join([self.summary(), "  ".join(h.rjust(x) for h, x in zip(head, w)),
+                          "  ".join("-" * x for x in w)] + ["  ".join(c.rjust(x) for c, x in zip(r, w)) for r in rows])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"fabric": self.fabric, "model": self.model, "failures": list(self.failures),
+                "points": [{"concurrency": b.concurrency, "mesh": b.mesh_text,
+                            "tpot_ms_before": b.tpot_s * 1e3, "tpot_ms_after": a.tpot_s * 1e3,
+                            "tokens_per_s_per_kw_before": b.tokens_per_s_per_kw,
+                            "tokens_per_s_per_kw_after": a.tokens_per_s_per_kw,
+                            "tokens_per_s_lost": b.tokens_per_s - a.tokens_per_s, "bound_after": a.bound}
+                           for b, a in zip(self.before.points, self.after)],
+                "before": self.before.as_dict()}
+
+
+def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailResult:
+    """``serve`` on ``G``, then every point again on ``G`` with ``failures`` applied (the what-if
+    machinery's :func:`~fabricsim.topo.failures.apply_failures` specs), same mesh and concurrency.
+
+    Chips keep their ranks only if no chip fails; a failed chip is refused (the mesh would move).
+    """
+    from ...topo.failures import apply_failures
+    specs = [failures] if isinstance(failures, str) else list(failures)
+    if not specs:
+        raise BadInput("no failure given; e.g. --fail node:r00/lsw0")
+    H, applied = apply_failures(G, specs)
+    if len(chip_ranks(H)) != len(chip_ranks(G)):
+        raise BadInput(f"--fail {', '.join(specs)} removes chips; serve --fail prices network failures "
+                       f"(switches, links, lanes) on an unchanged mesh")
+    before = serve(G, model, **kwargs)
+    model = load_model(model) if isinstance(model, str) else model
+    acc = kwargs.get("accelerator") or accelerator_of(G)
+    arch = arch_of(model)
+    ctx = _Ctx(arch, acc, chip_constants(acc.name), NetworkPricer(H, model), before.isl, before.osl, before.mtp,
+               before.library, before.overlap)
+    after = tuple(ctx.point(p.mesh, p.concurrency) for p in before.points)
+    return FailResult(fabric=before.fabric, model=before.model, failures=tuple(a["spec"] for a in applied),
+                      before=before, after=after)
+
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def plot_frontier(results, path, *, title: str | None = None):
+    """Tokens/s per kW against tokens/s per user, one Pareto frontier per fabric; save to ``path``."""
+    from pathlib import Path
+
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    p = Path(path)
+    if p.suffix.lower() not in PLOT_SUFFIXES:
+        raise BadInput(f"plot file {str(p)!r}: use a {', '.join(PLOT_SUFFIXES)} file name")
+    fig = Figure(figsize=(7, 4.6), dpi=110)
+    ax = fig.subplots()
+    for r in results:
+        pts = sorted({(q.tokens_per_s_per_user, q.tokens_per_s_per_kw) for q in list(r.points) + list(r.frontier)},
+                     key=lambda x: -x[0])
+        front, best = [], -1.0
+        for x, y in pts:              # Pareto: for falling interactivity, keep rising throughput
+            if y > best:
+                front.append((x, y))
+                best = y
+        ax.plot([x for x, _ in front], [y for _, y in front], marker="o", ms=3, label=f"{r.fabric} ({r.accelerator})")
+    ax.set_xscale("log")
+    ax.set_xlabel("tokens/s per user (1 / TPOT)")
+    ax.set_ylabel("tokens/s per kW (input + output, package TDP)")
+    r0 = results[0]
+    ax.set_title(title or f"{r0.model}, ISL/OSL {r0.isl}/{r0.osl}", fontsize=10)
+    ax.legend(fontsize=8, frameon=False)
+    ax.grid(alpha=0.3)
+    fig.savefig(p, dpi=fig.dpi, facecolor="white", bbox_inches="tight")
+    return p

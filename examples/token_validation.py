@@ -1,0 +1,144 @@
+"""Token economics against the seed's InferenceX table: `fabricsim serve`'s model vs published, cell by cell.
+
+Seed 003 §1.4 (SemiAnalysis InferenceX, ISL/OSL 8k/1k, fp4 weights, single turn, per package
+TDP: Jalapeño 700 W, GB200 1.2 kW, GB300 1.4 kW; Jalapeño STP) gives, per model and system
+pair, the peak mixed (input + output) tokens/s per kW, the end-to-end latency and the
+min time between tokens.  This script runs `serve` (mesh and library searched, the
+default model: one set of constants per chip and family, nothing fitted per cell) for each
+system and prints the comparison; with ``--doc`` it rewrites the marked block of
+docs/token-validation.md (tests/test_examples.py checks that it is not stale).
+
+    python examples/token_validation.py                      # print the tables
+    python examples/token_validation.py --doc docs/token-validation.md
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from fabricsim.collectives.serve import serve
+from fabricsim.collectives.serve.arch import chip_constants
+from fabricsim.collectives.serve.network import library
+from fabricsim.fabrics import build
+
+BEGIN, END = "<!-- BEGIN token-validation (examples/token_validation.py) -->", "<!-- END token-validation -->"
+
+# (row label, model, STP/MTP) -> published (Jalapeño, other): seed 003 §1.4 table (F)
+#   peak mixed TPS/kW, E2E latency s, min TBT ms
+SYSTEMS = {"jalapeno": ("jalapeno-rack", {}), "gb200": ("nvl72", {"accelerator": "gb200"}),
+           "gb300": ("nvl72", {"accelerator": "gb300"})}
+ROWS = [
+    ("GPT-OSS 120B", "gpt-oss-120b", "gb200", 0, (85_448, 44_960), (1.03, 1.80), (0.69, 1.87)),
+    ("DeepSeek R1 (STP)", "deepseek-r1", "gb300", 0, (19_641, 11_781), (1.65, 5.99), (1.43, 5.90)),
+    ("DeepSeek R1 (GB300 MTP)", "deepseek-r1", "gb300", 1, (19_641, 12_951), (1.65, 3.69), (1.43, 3.04)),
+    ("Kimi K2.5 (STP)", "kimi-k2", "gb300", 0, (18_195, 11_862), (1.56, 5.31), (1.44, 5.48)),
+]
+
+
+def results() -> list[dict]:
+    cache: dict = {}
+
+    def run(system: str, model: str, mtp: int):
+        key = (system, model, mtp)
+        if key not in cache:
+            fabric, params = SYSTEMS[system]
+            cache[key] = serve(build(fabric, **params), model, isl=8192, osl=1024, mtp=mtp)
+        return cache[key]
+
+    out = []
+    for label, model, other, mtp, tps, e2e, tbt in ROWS:
+        j = run("jalapeno", model, 0)            # Jalapeño is STP in every row (seed)
+        o = run(other, model, mtp)
+        out.append({"label": label, "other": other, "mtp": mtp, "jal": j, "oth": o,
+                    "pub_tps": tps, "pub_e2e": e2e, "pub_tbt": tbt})
+    return out
+
+
+def _err(model: float, pub: float) -> float:
+    return (model / pub - 1) * 100
+
+
+def _e2e_at_min_tbt(r) -> float:
+    p = r.min_tbt_point
+    return p.ttft_s + r.osl * p.tpot_s
+
+
+def table_md(res: list[dict]) -> str:
+    lines = ["| model | system | metric | published | model | error | model's point |",
+             "|---|---|---|---:|---:|---:|---|"]
+    worst = 0.0
+    for r in res:
+        for side, name, i in (("jal", "Jalapeño", 0), ("oth", r["other"].upper() + (" MTP" if r["mtp"] else ""), 1)):
+            if side == "jal" and r["mtp"]:
+                continue                 # the MTP row's Jalapeño cell is the STP row's
+            s = r[side]
+            tbt, tps = s.min_tbt_s * 1e3, s.peak_tps_per_kw
+            pk, mp = s.peak, s.min_tbt_point
+            e_tbt, e_tps = _err(tbt, r["pub_tbt"][i]), _err(tps, r["pub_tps"][i])
+            worst = max(worst, abs(e_tbt), abs(e_tps))
+            lines.append(f"| {r['label']} | {name} | min TBT (ms) | {r['pub_tbt'][i]:.2f} | {tbt:.2f} | "
+                         f"{e_tbt:+.0f}% | C=1, {mp.mesh_text}, {mp.decode.bound}-bound, {mp.library} |")
+            lines.append(f"| | | peak TPS/kW | {r['pub_tps'][i]:,} | {tps:,.0f} | {e_tps:+.0f}% | "
+                         f"C={pk.concurrency:,}, {pk.mesh_text}, {pk.bound}-bound, e2e {pk.e2e_s:.1f} s |")
+            lines.append(f"| | | E2E latency (s) | {r['pub_e2e'][i]:.2f} | {_e2e_at_min_tbt(s):.2f} | "
+                         f"{_err(_e2e_at_min_tbt(s), r['pub_e2e'][i]):+.0f}% | at the min-TBT point (see note) |")
+    lines += ["", "Jalapeño over the GB system (min TBT: GB / Jalapeño, higher = Jalapeño faster; "
+              "peak TPS/kW: Jalapeño / GB):", "",
+              "| model | ratio | published | model | error |", "|---|---|---:|---:|---:|"]
+    for r in res:
+        j, o = r["jal"], r["oth"]
+        pt, mt = r["pub_tbt"][1] / r["pub_tbt"][0], o.min_tbt_s / j.min_tbt_s
+        pp, mp = r["pub_tps"][0] / r["pub_tps"][1], j.peak_tps_per_kw / o.peak_tps_per_kw
+        worst = max(worst, abs(_err(mt, pt)), abs(_err(mp, pp)))
+        lines.append(f"| {r['label']} | min TBT | {pt:.2f}x | {mt:.2f}x | {_err(mt, pt):+.0f}% |")
+        lines.append(f"| | peak TPS/kW | {pp:.2f}x | {mp:.2f}x | {_err(mp, pp):+.0f}% |")
+    lines += ["", f"Largest error among the min TBT / peak TPS/kW cells and ratios: {worst:.0f}% "
+              f"(issue 25's target: every one within 35%)."]
+    return "\n".join(lines)
+
+
+def constants_md() -> str:
+    c = chip_constants()
+    libs = [library(n) for n in ("trtllm", "deepep-ll")]
+    return "\n".join([
+        "Constants in force (one set for every chip; `collectives/serve/arch.toml`, `libraries.toml`, all I/D "
+        "labelled there):", "",
+        f"- compute efficiency {c.compute_efficiency:.2f} of dense peak, HBM efficiency {c.hbm_efficiency:.2f}, "
+        f"{c.hbm_usable:.0%} of HBM usable for weights + KV cache;",
+        f"- {c.launch_us:g} us per kernel, {c.attention_kernels} attention + {c.mlp_kernels} MLP or "
+        f"{c.moe_kernels} MoE kernels per layer, {c.head_kernels} for the head;",
+        *[f"- {lib.name}: {lib.efficiency:g} of line rate, {lib.step_latency_us:g} us per step "
+          f"(runs on {', '.join(lib.families)})" for lib in libs],
+        "- nccl: the fabric family's NCCL model (`collectives/cost/families/*.toml`), the only library on "
+        "Jalapeño's Tomahawk fabric."])
+
+
+def print_table(res: list[dict]) -> None:
+    print(table_md(res))
+    print()
+    print(constants_md())
+
+
+def write_doc(doc: Path, text: str) -> None:
+    body = doc.read_text()
+    if BEGIN not in body or END not in body:
+        raise SystemExit(f"{doc}: no '{BEGIN}' ... '{END}' markers to write between")
+    head, rest = body.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    doc.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--doc", type=Path, help="Markdown file whose marked block gets the tables.")
+    args = ap.parse_args(argv)
+    res = results()
+    print_table(res)
+    if args.doc:
+        write_doc(args.doc, table_md(res) + "\n\n" + constants_md())
+        print(f"wrote {args.doc}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
