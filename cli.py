@@ -1806,7 +1806,7 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
 @click.option("--osl", type=int, default=1024, show_default=True, help="Output tokens per request.")
 @click.option("--mesh", "mesh", default="search", show_default=True,
               help="tp=..,ep=..,dp=.. over chip ranks, or 'search' (TP x EP searched per concurrency).")
-@click.option("--concurrency", type=int, help="One concurrency (users); default: sweep 1, 2, 4, ... up to the "
+@click.option("--concurrency", type=click.IntRange(min=1), help="One concurrency (users); default: sweep 1, 2, 4, ... up to the "
               "KV-cache limit.")
 @click.option("--mtp", type=int, default=0, show_default=True, help="Draft tokens per decode step (MTP).")
 @click.option("--library", default="auto", show_default=True,
@@ -1853,8 +1853,11 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp
         try:
             results.append(serve_failed(G, model, fail, **kw) if fail else run_serve(G, model, **kw))
         except BadInput as exc:
-            raise click.BadParameter(str(exc), param_hint="--fail" if fail and "fail" in str(exc)
-                                     else "--model/--mesh/--concurrency") from None
+            msg = str(exc)
+            hint = ("--fail" if fail and "fail" in msg else "--mesh" if msg.startswith("mesh") else
+                    "--model" if msg.startswith(("unknown model", "model")) else
+                    "--concurrency" if "concurrency" in msg.split(";")[0] else "--model/--mesh/--concurrency")
+            raise click.BadParameter(msg, param_hint=hint) from None
     if fail:
         if as_json:
             _emit_json(results[0].as_dict() if fabric else [r.as_dict() for r in results])
