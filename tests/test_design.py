@@ -256,3 +256,20 @@ def test_resume_takes_designs_from_the_file_and_refuses_another_space(tmp_path):
     other = _space(vary={"nic_gbps": [200, 400]}, objectives={"minimize": ["time_s", "power_kw"]})
     with pytest.raises(BadInput, match="another design space"):
         design(other, build=build, results_file=f)
+
+
+def test_nsga2_on_a_dask_local_cluster_gives_the_local_front():
+    pytest.importorskip("optuna")
+    pytest.importorskip("dask.distributed")
+    from dask.distributed import LocalCluster
+    from fabricsim.collectives.whatif.dask_runner import sweep_runner
+    sp = _space(vary={"nic_gbps": [100, 200, 400, 800], "spine_oversubscription": [1, 2], "gpu": ["h100", "b200"]})
+    local = design(sp, build=build, search="nsga2", evaluations=8, seed=5, wave=4)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        runner = sweep_runner(1, cluster.scheduler_address)
+        try:
+            r = design(sp, build=build, runner=runner, search="nsga2", evaluations=8, seed=5, wave=4)
+        finally:
+            runner.close()
+    assert [p.params for p in r.points] == [p.params for p in local.points]
+    assert r.pareto == local.pareto and [p.objectives for p in r.front()] == [p.objectives for p in local.front()]
