@@ -35,6 +35,8 @@ compiled
     When and how the compiled filling (``topo/_solver_kernels.py``) is used (private).
 fill
     The progressive filling :class:`_Fill` and :func:`maxmin_rates`.
+retire
+    Rows retiring from a filling: the event loop's state, mixed into :class:`_Fill`.
 events
     :func:`simulate`: the event loop and its quiet-event shortcuts.
 bound, check, memory
@@ -93,7 +95,7 @@ from __future__ import annotations
 import sys
 import types
 
-from . import bound, check, compiled, events, fill, groups, inputs, memory, results, segments
+from . import bound, check, compiled, events, fill, groups, inputs, memory, results, retire, segments
 from .bound import link_load_bound
 from .check import check_maxmin
 from .events import simulate
@@ -114,7 +116,7 @@ __all__ = [
 ]
 
 # the modules, in dependency order: a private name resolves to the first that defines it
-_MODULES = (results, inputs, segments, groups, compiled, fill, bound, events, check, memory)
+_MODULES = (results, inputs, segments, groups, compiled, retire, fill, bound, events, check, memory)
 
 
 def _is_private(name: str) -> bool:
