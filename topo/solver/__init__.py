@@ -153,6 +153,10 @@ class _Package(types.ModuleType):
     wherever the solver reads it, as when the solver was one module.
     """
 
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | {n for n, v in vars(_Package).items()
+                                                if isinstance(v, property)})
+
 
 for _mod in _MODULES:
     for _name in list(vars(_mod)):
