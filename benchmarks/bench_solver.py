@@ -3,9 +3,9 @@
 Run ``python benchmarks/bench_solver.py [CASE ...] [--compare-to REF]``: every case
 runs in its own subprocess (so the peak RSS column is that case's own) and one
 table is printed.  ``--compare-to main`` also runs each case on the solver of git
-revision ``main`` (``git show main:topo/solver.py`` loaded as a temporary module)
-in the same run and prints the speed-up and the largest relative difference of
-the results (rates or finish times).  ``jit s`` is the one-off load of the
+revision ``main`` (its ``topo/solver.py`` or ``topo/solver/`` and its kernels, loaded
+as a temporary package) in the same run and prints the speed-up and the largest
+relative difference of the results (rates or finish times).  ``jit s`` is the one-off load of the
 solver's compiled filling in that process (numba, when installed; a compile
 the first time on a machine), timed apart from ``solve s``; the summary gives
 the speed-up with and without it.  ``--repeat N`` runs each side N times, alternating, and compares the
@@ -55,21 +55,42 @@ SIZE_BYTES = 1e6  # one message per flow; times scale linearly with it
 
 
 def _solver(ref: str | None):
-    """This checkout's solver, or the one of git revision ``ref`` as a temporary module."""
+    """This checkout's solver, or the one of git revision ``ref`` as a temporary package.
+
+    The ref's ``topo/solver.py`` (or its package ``topo/solver/``) and its compiled kernels
+    ``topo/_solver_kernels.py`` are copied once per commit into a package in the temporary
+    directory, so its relative imports resolve as in the checkout and numba's cache of its
+    kernels serves every run after the first; ``errors`` comes from this checkout.
+    """
     if ref is None:
         from fabricsim.topo import solver
         return solver
-    src = subprocess.run(["git", "-C", HERE, "show", f"{ref}:topo/solver.py"], check=True,
-                         capture_output=True, text=True).stdout
-    src = src.replace("from .errors import", "from fabricsim.topo.errors import")
-    path = os.path.join(tempfile.mkdtemp(prefix="bench_solver_"), f"solver_{abs(hash(ref))}.py")
-    with open(path, "w") as fh:
-        fh.write(src)
-    spec = importlib.util.spec_from_file_location("bench_old_solver", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+
+    def git(*args):
+        return subprocess.run(["git", "-C", HERE, *args], check=True, capture_output=True,
+                              text=True).stdout
+
+    sha = git("rev-parse", "--verify", f"{ref}^{{commit}}").strip()[:12]
+    name = f"bench_old_solver_{sha}"
+    root = os.path.join(tempfile.gettempdir(), name)
+    if not os.path.isdir(os.path.join(root, name)):
+        tmp = tempfile.mkdtemp(prefix=name + "_", dir=tempfile.gettempdir())
+        files = git("ls-tree", "-r", "--full-tree", "--name-only", sha, "topo/solver.py", "topo/solver",
+                    "topo/_solver_kernels.py").split()
+        for f in files + ["topo/__init__.py"]:
+            src = "" if f == "topo/__init__.py" else git("show", f"{sha}:{f}")
+            src = src.replace("from .errors import", "from fabricsim.topo.errors import")
+            src = src.replace("from ..errors import", "from fabricsim.topo.errors import")
+            path = os.path.join(tmp, name, os.path.relpath(f, "topo"))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as fh:
+                fh.write(src)
+        try:
+            os.rename(tmp, root)   # whole or not at all (another run may have made it first)
+        except OSError:
+            pass
+    sys.path.insert(0, root)
+    return importlib.import_module(f"{name}.solver")
 
 
 def build_pod_a2a(chips: int = 2048, racks: int = 16):
@@ -303,7 +324,7 @@ def main(argv: list[str]) -> None:
             with_load = r["solve_s"] + r["load_s"]
             summary.append(f"{name:<12} {o['solve_s']:>8.2f} {r['solve_s']:>8.2f} "
                            f"{o['solve_s'] / r['solve_s']:>8.1f}x {r['load_s']:>6.2f} "
-                           f"{o['solve_s'] / with_load:>10.1f}x  {diff:.1e}")
+                           f"{(o['solve_s'] + o['load_s']) / with_load:>10.1f}x  {diff:.1e}")
         sys.stdout.flush()
     if ref:
         sys.stdout.write(f"\n{'case':<12} {ref[:8]:>8} {'this':>8} {'speed-up':>9} {'jit s':>6} "
