@@ -190,18 +190,6 @@ def test_rail_only_prices_rail_aligned_all_reduce_as_the_spine_does():
     assert b.time_s == pytest.approx(a.time_s, rel=1e-9)
 
 
-@pytest.mark.slow
-def test_rail_only_example_is_current():
-    import subprocess
-    import sys
-    from pathlib import Path
-    root = Path(__file__).resolve().parent.parent
-    out = subprocess.run([sys.executable, str(root / "examples" / "design_rail_only.py"), "--no-write"],
-                         capture_output=True, text=True, timeout=600, check=True).stdout
-    assert out.strip() == (root / "docs" / "design.md").read_text().strip(), \
-        "docs/design.md is stale: run examples/design_rail_only.py"
-
-
 @pytest.mark.parametrize("nodes, nic, over", [(2, 400, 1), (4, 200, 2), (4, 800, 1)])
 def test_cut_bound_is_the_closed_form_and_never_above_the_price(nodes, nic, over):
     from fabricsim.collectives import price

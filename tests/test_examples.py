@@ -14,6 +14,7 @@ from fabricsim.collectives.cost.family import family_of
 from fabricsim.collectives import by_size, price
 from fabricsim.collectives.whatif import whatif
 from fabricsim.fabrics import build
+from fabricsim.collectives.serve import serve
 from fabricsim.topo.auditing import audit, bisection, hop_stats
 from fabricsim.topo.failures import apply_failures, chip_tier_bandwidth
 
@@ -219,3 +220,35 @@ def test_seed_table(tmp_path):
     assert node[:3] == [8, 537.6, 1.075] and out.splitlines()[[l.strip().startswith("MI355X") for l in
                                                                out.splitlines()].index(True)].count("—") == 3
     assert _row(out, "TPU 8t Virgo *")[:3] == [134400, 50.0, 0.1]
+
+
+@pytest.mark.slow
+def test_token_validation(tmp_path):
+    """docs/token-validation.md's block is what examples/token_validation.py writes (7 sweeps, ~45 s)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    doc = tmp_path / "token-validation.md"
+    doc.write_text((root / "docs" / "token-validation.md").read_text())
+    proc = subprocess.run([sys.executable, str(root / "examples" / "token_validation.py"), "--doc", str(doc)],
+                          capture_output=True, text=True, env=dict(os.environ, MPLBACKEND="Agg"), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert doc.read_text() == (root / "docs" / "token-validation.md").read_text(), \
+        "docs/token-validation.md is stale: run python examples/token_validation.py --doc docs/token-validation.md"
+    # the published figures are the seed's, and the model's cells come from serve (spot-check one)
+    r = serve(build("nvl72", accelerator="gb200"), "gpt-oss-120b")
+    assert f"| GPT-OSS 120B | GB200 | min TBT (ms) | 1.87 | {r.min_tbt_s * 1e3:.2f} |" in doc.read_text()
+
+
+@pytest.mark.slow
+def test_design_rail_only():
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, str(root / "examples" / "design_rail_only.py"), "--no-write"],
+                         capture_output=True, text=True, timeout=600, check=True).stdout
+    assert out.strip() == (root / "docs" / "design.md").read_text().strip(), \
+        "docs/design.md is stale: run examples/design_rail_only.py"
