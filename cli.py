@@ -587,8 +587,10 @@ def _price_options(fn):
                      "the fabric family's constants); ideal = protocol effects off (raw line rate, closed forms)."),
         click.option("--explain", is_flag=True, help="Say which fast path priced each phase (symmetry "
                      "classes, per-flow ...) and why the others were refused."),
-        click.option("--split", type=click.Choice(["equal", "capacity"]), default="equal", show_default=True,
-                     help="ECMP split over next hops: equal, or weighted by surviving capacity."),
+        click.option("--split", type=click.Choice(["equal", "capacity", "adaptive"]), default="equal",
+                     show_default=True,
+                     help="Routing split: ECMP equal over next hops, weighted by surviving capacity, or adaptive "
+                          "(each flow spreads over all its equal-cost paths; multipath max-min fair rates, exact LP)."),
         click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
                      help="rule: the fabric's tier rules (Jalapeño: same rack local, other racks global); "
                      "any: every shortest path."),
@@ -1120,7 +1122,7 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spa
     """Price a collective on the intact fabric and with failures applied, side by side.
 
     Groups are placed on the intact fabric; a group that loses a chip is reported
-    broken.  Traffic reroutes around the failures (--split equal or capacity over the
+    broken.  Traffic reroutes around the failures (--split equal, capacity or adaptive over the
     surviving next hops); rail-only fabrics relay through the rack where a rail is lost.
     --recovery restart instead places the job again on the surviving chips (and
     --spares), as a job restarted after a failure runs, and prices that.
