@@ -59,7 +59,7 @@ import scipy.sparse as sp
 
 from .errors import BadInput
 
-__all__ = ["Paths", "paths_of", "maxmin_rates", "simulate", "AdaptiveRates", "AdaptiveResult", "MAX_ARCS",
+__all__ = ["Paths", "paths_of", "paths_for", "maxmin_rates", "simulate", "AdaptiveRates", "AdaptiveResult", "MAX_ARCS",
            "MAX_FLOWS"]
 
 # Arc variables (commodity x link) one program may have: HiGHS solves ~30 k arcs in
@@ -547,3 +547,43 @@ def simulate(paths: Paths, size_bytes, *, weights=None, rel_tol: float = 1e-9) -
         alive[done] = False
         events += 1
     return AdaptiveResult(float(finish.max()) if F else 0.0, finish, events, levels, prog.calls, gbytes, first, bnd)
+
+
+def paths_for(G, src, dst, *, tiers: str = "rule", links=None, capacity_Bps=None, aggregate: bool = True):
+    """The multipath problem of flows between chip ranks on ``G``: their ``equal`` routes' supports.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+    src, dst : array_like of int, shape (F,)
+        Chip ranks.
+    tiers, links
+        As in :func:`fabricsim.topo.routing.route`.
+    capacity_Bps : array_like, shape (L,), optional
+        Per-link capacity (default the link table's line rate).
+    aggregate : bool
+        As in :func:`paths_of`.
+
+    Returns
+    -------
+    (Paths, reachable)
+        The problem over the reachable flows, and which flows are reachable.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> G = build("jalapeno-rack", trays=1)        # 8 chips on 6 switches, 100 GB/s per link
+    >>> p, ok = paths_for(G, [0], [1])
+    >>> float(maxmin_rates(p).rate_Bps[0]) / 1e9    # 6 disjoint two-hop paths of 100 GB/s
+    600.0
+    """
+    from .routing import core, link_table, route
+    lt = link_table(G) if links is None else links
+    r = route(G, src, dst, split="equal", tiers=tiers, links=lt)
+    ok = np.asarray(r.reachable, bool)
+    rows = np.flatnonzero(ok)
+    node = core._net(G, lt).node_of_rank
+    cap = lt.capacity_Bps if capacity_Bps is None else np.asarray(capacity_Bps, np.float64)
+    p = paths_of(r.shares(rows), lt.src, lt.dst, node[np.asarray(src)[rows]], node[np.asarray(dst)[rows]],
+                 capacity_Bps=cap, aggregate=aggregate)
+    return p, ok
