@@ -229,3 +229,10 @@ def test_pod_rail_failure_is_eight_sevenths():
     st = whatif(build("jalapeno-pod", leaf="static"), ["rail:3"], "all-to-all", **kw)
     assert ad.bandwidth_slowdown == pytest.approx(8 / 7, rel=5e-3)
     assert ad.slowdown == pytest.approx(st.slowdown, rel=1e-3)
+
+
+def test_mix_refuses_adaptive_in_one_line():
+    from fabricsim.collectives.jobs import mix
+    G = build("jalapeno-rack", trays=1)
+    with pytest.raises(BadInput, match="choose equal or capacity"):
+        mix(G, [object()], split="adaptive")
