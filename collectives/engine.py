@@ -50,7 +50,8 @@ __all__ = ["CostReport", "PhaseReport", "PriceOptions", "PROTOCOL_CHOICES", "SPL
 AUTO_PAIRWISE_MAX = 64
 BOTTLENECKS_SHOWN = 10
 PROTOCOL_CHOICES = ("auto", "ll", "ll128", "simple", "ideal")
-# equal / capacity: fixed per-hop shares (topo.routing); adaptive: multipath max-min (collectives.adaptive)
+# equal / capacity: fixed per-hop shares (topo.routing); adaptive: multipath max-min (collectives.adaptive);
+# the same tuple as topo.routing.SPLIT_CHOICES (not imported here: routing loads on use)
 SPLIT_CHOICES = ("equal", "capacity", "adaptive")
 
 

@@ -236,3 +236,17 @@ def test_mix_refuses_adaptive_in_one_line():
     G = build("jalapeno-rack", trays=1)
     with pytest.raises(BadInput, match="choose equal or capacity"):
         mix(G, [object()], split="adaptive")
+
+
+def test_every_catalog_fabric_declares_its_switching():
+    from fabricsim.collectives.engine import SPLIT_CHOICES
+    from fabricsim.fabrics import FABRICS
+    from fabricsim.topo.routing import SPLIT_CHOICES as ROUTING_SPLITS
+    from fabricsim.topo.routing.switching import SWITCHING, switching_of
+    assert set(SWITCHING) == set(FABRICS)
+    assert SPLIT_CHOICES == ROUTING_SPLITS
+    for name, sw in SWITCHING.items():
+        assert sw.label in ("F", "D", "I") and sw.source and sw.split in SPLIT_CHOICES, name
+    # Jalapeño's Tomahawk 6: Cognitive Routing 2.0, adaptive (found)
+    pod = switching_of(build("jalapeno-pod", racks=1))
+    assert (pod.behaviour, pod.label) == ("adaptive", "F")
