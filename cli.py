@@ -1194,13 +1194,21 @@ def _format_whatif(w) -> str:
     out.append(_format_recovery(w.recovery))
     ac = w.affected_chips
     out.append(f"affected chips: {ac.get('count', 0):,} (lost {ac.get('lost', 0):,}, cut off {ac.get('cut_off', 0):,}"
-               f", tier bandwidth changed {ac.get('tier_bandwidth_changed', 0):,}, in slowed groups "
+               f", tier bandwidth changed {ac.get('tier_bandwidth_changed', 0):,}"
+               f"{', along their paths ' + format(ac['path_bandwidth_changed'], ',') if ac.get('path_bandwidth_changed') else ''}"
+               f", in slowed groups "
                f"{ac.get('in_slowed_groups', 0):,})")
     n_lost = w.tier_bandwidth.get("chips_lost", 0)
     for tier, hist in w.tier_bandwidth.get("by_tier", {}).items():
         before, after = hist.get("before", {}), hist.get("after", {})
         gone = ", ".join(x for x in (_hist(after, empty=""), f"{n_lost:,} lost" if n_lost else "") if x) or "-"
         out.append(f"  {tier} GB/s per chip: before {_hist(before)}  after {gone}")
+        paths = w.tier_bandwidth.get("by_tier_paths", {}).get(tier, {})
+        if paths and paths != hist:   # a loss beyond the chips' own links (their switches' uplinks)
+            gone = ", ".join(x for x in (_hist(paths.get("after", {}), empty=""),
+                                         f"{n_lost:,} lost" if n_lost else "") if x) or "-"
+            out.append(f"  {tier} GB/s per chip along its paths (its share of its switches' uplinks): before "
+                       f"{_hist(paths.get('before', {}))}  after {gone}")
     if w.affected_groups:
         worst = w.affected_groups[:3]
         out.append(f"affected groups: {len(w.affected_groups):,}, e.g. " + "; ".join(

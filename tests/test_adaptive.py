@@ -250,3 +250,17 @@ def test_every_catalog_fabric_declares_its_switching():
     # Jalapeño's Tomahawk 6: Cognitive Routing 2.0, adaptive (found)
     pod = switching_of(build("jalapeno-pod", racks=1))
     assert (pod.behaviour, pod.label) == ("adaptive", "F")
+
+
+def test_whatif_summary_counts_bandwidth_lost_along_paths():
+    """Issue 24 item 4: losing rail 3 leaves every chip's own links whole, but its leaf 1 lost half its
+    uplinks: along its paths a chip has 175 of 200 GB/s global, 7/8, as the adaptive headline says."""
+    from fabricsim.collectives.whatif import whatif
+    G = build("jalapeno-pod", racks=2)                 # 2 x 128 chips: each leaf 51.2 Tb/s down and up
+    w = whatif(G, ["rail:3"], "all-to-all", groups=[list(range(256))], size_bytes=2**26, algorithm="direct",
+               split="adaptive", protocol="ideal")
+    assert w.affected_chips["tier_bandwidth_changed"] == 0
+    assert w.affected_chips["path_bandwidth_changed"] == 256
+    assert w.tier_bandwidth["by_tier_paths"]["global"] == {"before": {"200": 256}, "after": {"175": 256}}
+    # the cross-rack half of each chip's traffic paces it; the headline is 200 / 175 on the global tier
+    assert w.bandwidth_slowdown == pytest.approx(200 / 175, rel=1e-6)
