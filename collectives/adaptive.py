@@ -190,11 +190,9 @@ def automorphism_fold(G, ph, lt, cap: np.ndarray, tiers: str = "rule"):
     node_row[chip_nodes] = np.repeat(np.arange(R), m)
     # twin class of each chip node: (row, rack, non-forwarding, neighbour set with capacities)
     out_nb = {}
-    for l in range(len(lt)):
-        u = int(lt.src[l])
-        if node_row[u] >= 0:
-            out_nb.setdefault(u, []).append((int(lt.dst[l]), float(cap[l]), float(lt.latency_ns[l]),
-                                             int(lt.hops[l])))
+    for l in np.flatnonzero(node_row[lt.src] >= 0).tolist():
+        out_nb.setdefault(int(lt.src[l]), []).append((int(lt.dst[l]), float(cap[l]), float(lt.latency_ns[l]),
+                                                      int(lt.hops[l])))
     rack = net.attr.get("rack", np.full(n, -1, np.int64))
     sig = {}
     twin = np.full(n, -1, np.int64)
@@ -259,12 +257,14 @@ def automorphism_fold(G, ph, lt, cap: np.ndarray, tiers: str = "rule"):
     kv = np.where(twin[sv] >= 0, n + twin[sv], sv)
     _, base = np.unique(ku * (n + T + 1) + kv, return_inverse=True)
     base = np.asarray(base).ravel()
-    pairs = lt._pairs()
-    names = lt.nodes
+    lkey = su * n + sv
+    korder = np.argsort(lkey, kind="stable")
+    ksorted = lkey[korder]
     li, lj = [np.arange(L)], [base + L]
     for perm in gens:
-        img = np.fromiter((pairs.get((names[a], names[b]), -1) for a, b in zip(perm[su].tolist(), perm[sv].tolist())),
-                          np.int64, L)
+        k = perm[su] * n + perm[sv]
+        pos = np.minimum(np.searchsorted(ksorted, k), L - 1)
+        img = np.where(ksorted[pos] == k, korder[pos], -1)
         if np.any(img < 0):
             return None, "a generator maps a link onto no link"
         li.append(np.arange(L))
