@@ -62,10 +62,11 @@ from .errors import BadInput
 __all__ = ["Paths", "paths_of", "paths_for", "maxmin_rates", "simulate", "AdaptiveRates", "AdaptiveResult", "MAX_ARCS",
            "MAX_FLOWS"]
 
-# Arc variables (commodity x link) one program may have: HiGHS solves ~30 k arcs in
-# well under a second on one core, ~300 k in tens of seconds, and a filling solves a
-# few programs per level and per event (I: measured on this machine, see the benchmark).
-MAX_ARCS = 300_000
+# Arc variables (commodity x link) one program may have.  HiGHS's time per program grows
+# fast with the arcs of many overlapping commodities (measured on the shared 2-core VM:
+# ~10 k arcs of a 32-chip pod all-to-all 0.1-0.5 s; 16 k arcs of a 64-chip ECMP torus
+# all-to-all 20-37 s), and a filling solves a few programs per level and per event (I).
+MAX_ARCS = 12_000
 # Flows a phase may list before routing when no symmetry fold applies: each flow needs
 # its route's support and a supply variable (I: keeps routing and the check under seconds).
 MAX_FLOWS = 20_000
@@ -73,8 +74,9 @@ MAX_FLOWS = 20_000
 # weights normalised to at most 1) is binding: the flow freezes.
 _DUAL_TOL = 1e-9
 # Frozen rates are held in [rate (1 - _HOLD), rate] so that roundoff in the previous
-# program cannot make the next infeasible.
-_HOLD = 1e-9
+# program cannot make the next infeasible.  Small: the capacity the hold frees, summed
+# over F rows, must stay far below a probe's threshold (_PROBE x _PROBE_TOL of the level).
+_HOLD = 1e-12
 # Probes give each undecided row a slack of at most _PROBE x the level (x its weight); a
 # slack above _PROBE_TOL of that bound proves the row can exceed the level.
 _PROBE = 0.1
