@@ -569,8 +569,10 @@ def _price_options(fn):
                      "the fabric family's constants); ideal = protocol effects off (raw line rate, closed forms)."),
         click.option("--explain", is_flag=True, help="Say which fast path priced each phase (symmetry "
                      "classes, per-flow ...) and why the others were refused."),
-        click.option("--split", type=click.Choice(["equal", "capacity"]), default="equal", show_default=True,
-                     help="ECMP split over next hops: equal, or weighted by surviving capacity."),
+        click.option("--split", type=click.Choice(["equal", "capacity", "adaptive"]), default="equal",
+                     show_default=True,
+                     help="Routing split: ECMP equal over next hops, weighted by surviving capacity, or adaptive "
+                          "(each flow spreads over all its equal-cost paths; multipath max-min fair rates, exact LP)."),
         click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
                      help="rule: the fabric's tier rules (Jalapeño: same rack local, other racks global); "
                      "any: every shortest path."),
@@ -1063,7 +1065,7 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spa
     """Price a collective on the intact fabric and with failures applied, side by side.
 
     Groups are placed on the intact fabric; a group that loses a chip is reported
-    broken.  Traffic reroutes around the failures (--split equal or capacity over the
+    broken.  Traffic reroutes around the failures (--split equal, capacity or adaptive over the
     surviving next hops); rail-only fabrics relay through the rack where a rail is lost.
     --recovery restart instead places the job again on the surviving chips (and
     --spares), as a job restarted after a failure runs, and prices that.
@@ -1131,13 +1133,21 @@ def _format_whatif(w) -> str:
     out.append(_format_recovery(w.recovery))
     ac = w.affected_chips
     out.append(f"affected chips: {ac.get('count', 0):,} (lost {ac.get('lost', 0):,}, cut off {ac.get('cut_off', 0):,}"
-               f", tier bandwidth changed {ac.get('tier_bandwidth_changed', 0):,}, in slowed groups "
+               f", tier bandwidth changed {ac.get('tier_bandwidth_changed', 0):,}"
+               f"{', along their paths ' + format(ac['path_bandwidth_changed'], ',') if ac.get('path_bandwidth_changed') else ''}"
+               f", in slowed groups "
                f"{ac.get('in_slowed_groups', 0):,})")
     n_lost = w.tier_bandwidth.get("chips_lost", 0)
     for tier, hist in w.tier_bandwidth.get("by_tier", {}).items():
         before, after = hist.get("before", {}), hist.get("after", {})
         gone = ", ".join(x for x in (_hist(after, empty=""), f"{n_lost:,} lost" if n_lost else "") if x) or "-"
         out.append(f"  {tier} GB/s per chip: before {_hist(before)}  after {gone}")
+        paths = w.tier_bandwidth.get("by_tier_paths", {}).get(tier, {})
+        if paths and paths != hist:   # a loss beyond the chips' own links (their switches' uplinks)
+            gone = ", ".join(x for x in (_hist(paths.get("after", {}), empty=""),
+                                         f"{n_lost:,} lost" if n_lost else "") if x) or "-"
+            out.append(f"  {tier} GB/s per chip along its paths (its share of its switches' uplinks): before "
+                       f"{_hist(paths.get('before', {}))}  after {gone}")
     if w.affected_groups:
         worst = w.affected_groups[:3]
         out.append(f"affected groups: {len(w.affected_groups):,}, e.g. " + "; ".join(

@@ -43,7 +43,7 @@ from .algorithms import ALGORITHMS, Phase, algorithms_for, phases, view_of
 from .cost.step_model import (DEFAULT_MESSAGE_OVERHEAD_NS, DEFAULT_STEP_OVERHEAD_NS, PhaseReport, PhaseTimes,
                               StepModel, compose, link_efficiency, phase_report)
 
-__all__ = ["CostReport", "PhaseReport", "PriceOptions", "PROTOCOL_CHOICES", "run", "busbw_factor", "solve_capacity_Bps",
+__all__ = ["CostReport", "PhaseReport", "PriceOptions", "PROTOCOL_CHOICES", "SPLIT_CHOICES", "run", "busbw_factor", "solve_capacity_Bps",
            "PhasePlan", "SolvedPhases", "PhaseTimes", "plan", "solve", "cost", "in_network_flows",
            "DEFAULT_STEP_OVERHEAD_NS", "DEFAULT_MESSAGE_OVERHEAD_NS", "AUTO_PAIRWISE_MAX"]
 
@@ -51,6 +51,9 @@ __all__ = ["CostReport", "PhaseReport", "PriceOptions", "PROTOCOL_CHOICES", "run
 AUTO_PAIRWISE_MAX = 64
 BOTTLENECKS_SHOWN = 10
 PROTOCOL_CHOICES = ("auto", "ll", "ll128", "simple", "ideal")
+# equal / capacity: fixed per-hop shares (topo.routing); adaptive: multipath max-min (collectives.adaptive);
+# the same tuple as topo.routing.SPLIT_CHOICES (not imported here: routing loads on use)
+SPLIT_CHOICES = ("equal", "capacity", "adaptive")
 
 
 def busbw_factor(collective: str, n: int) -> float:
@@ -199,8 +202,8 @@ class PriceOptions:
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
                 raise BadInput(f"{name} {v!r} must be a number >= 0")
-        if self.split not in ("equal", "capacity"):
-            raise BadInput(f"split {self.split!r}; choose equal or capacity")
+        if self.split not in SPLIT_CHOICES:
+            raise BadInput(f"split {self.split!r}; choose one of: {', '.join(SPLIT_CHOICES)}")
         if self.tiers not in ("rule", "any"):
             raise BadInput(f"tiers {self.tiers!r}; choose rule or any")
         if self.protocol not in PROTOCOL_CHOICES:
@@ -492,6 +495,9 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
                      f"the slower tier paces every cross-rack collective")
     if sym_notes:
         notes.append("symmetry (exact): " + "; ".join(sorted(sym_notes)))
+    if opts.split == "adaptive":
+        from .adaptive import NOTE
+        notes.append(NOTE)
     if relayed:
         notes.append(f"{relayed:,} flows (per step) relay through a chip in their own rack to reach a rail "
                      f"they are not wired to (rail-only, PXN); the relay's local traffic is priced")
@@ -516,7 +522,7 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
 
 # which fold is the most telling when phases differ: the costliest path wins the headline
 _PATH_RANK = {"per-flow": 0, "bound": 1, "stabilizer": 2, "positions": 3, "twins": 4, "translations": 5,
-              "in-network": 6}
+              "in-network": 6, "automorphisms": 5}
 
 
 def _method(plist, steps, opts: PriceOptions) -> dict:
@@ -582,6 +588,9 @@ def _price_phase(ph: Phase, ctx: _Ctx) -> _Step:
         return st
     guard = functools.partial(_guard_before_routing, solver, n_links=len(ctx.cap), bound_only=ctx.bound_only,
                               limit=ctx.memory_limit_bytes)
+    if ctx.split == "adaptive":
+        from .adaptive import step_adaptive
+        return step_adaptive(ph, ctx, guard)
     f, refused = _fold(ctx.G, ph, ctx.table, ctx.split, ctx.tiers, ctx.symmetry, guard)
     if f is not None and f.quotient is None and ctx.reference is None:
         # a degraded torus: the symmetries that fix its failures (a bound-only price with

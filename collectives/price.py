@@ -63,7 +63,9 @@ def price(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size
     traffic : all-to-all-v: bytes rank a of a group sends rank b, (n, n) for every group or
         (groups, n, n); unequal flows are solved
         flow by flow, a uniform matrix prices exactly as the uniform all-to-all.
-    split : ``equal`` over next hops (ECMP hashing) or ``capacity``-weighted.
+    split : ``equal`` over next hops (ECMP hashing), ``capacity``-weighted, or ``adaptive``
+        (adaptive routing: each flow spreads over all its equal-cost paths, multipath max-min
+        fair rates; :mod:`fabricsim.collectives.adaptive`).
     tiers : ``rule`` (the fabric's tier rules) or ``any`` (every shortest path).
     efficiency : fraction of line rate links deliver, in (0, 1]; overrides the calibration
         and the family for every collective (``None``: ideal 1, else theirs).

@@ -320,6 +320,10 @@ def mix(G: nx.Graph, jobs: Sequence[Job], *, progress: Callable[[str], None] | N
                                    "memory_limit_bytes", "symmetry", "calibration", "protocol", "options"}
     if unknown:
         raise BadInput(f"mix: unknown option(s) {', '.join(sorted(unknown))}")
+    if price_kwargs.get("split", "equal") == "adaptive" or getattr(price_kwargs.get("options"), "split", "") == "adaptive":
+        # mix shares links between jobs with the fixed-split solver; the multipath program
+        # (collectives.adaptive) prices one collective at a time
+        raise BadInput("mix: split 'adaptive' is not supported across jobs yet; choose equal or capacity")
     order = _order(jobs)
     view = view_of(G)
     cache: dict = {}

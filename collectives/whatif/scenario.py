@@ -258,8 +258,9 @@ class WhatIf:
     partial : bool
         The degraded price left out broken groups or pairs without a route.
     affected_chips : dict
-        ``count``, ``lost``, ``cut_off``, ``tier_bandwidth_changed``, ``in_slowed_groups``
-        and ``chips``: one entry per affected chip (``chip``, ``rank``, ``lost``,
+        ``count``, ``lost``, ``cut_off``, ``tier_bandwidth_changed``, ``in_slowed_groups``,
+        ``path_bandwidth_changed`` (chips whose bandwidth along their paths changed, see
+        ``by_tier_paths``) and ``chips``: one entry per affected chip (``chip``, ``rank``, ``lost``,
         ``cut_off``, ``tier_GBps_before``, ``tier_GBps_after``, ``group``,
         ``group_slowdown``), by rank.  A chip is affected if it was lost, its link
         capacity on some tier changed, or its group's time changed.  A lost chip (failed
@@ -270,7 +271,9 @@ class WhatIf:
         by more than 1e-9 relative, and ``{group, broken: True, lost}`` for groups
         that lost a chip; broken first, then worst first.
     tier_bandwidth : dict
-        ``chips_lost``, ``chips_cut_off`` and ``by_tier``: per tier, how many chips
+        ``chips_lost``, ``chips_cut_off``, ``by_tier_paths`` (the same histograms of each chip's
+        bandwidth along its paths: :func:`.path_bandwidth.path_tier_bandwidth`, which counts
+        its share of its switches' uplinks) and ``by_tier``: per tier, how many chips
         have each link capacity (GB/s) before and after; after, a chip that lost every
         link of a tier counts at ``"0"`` and lost chips are not counted (``chips_lost``),
         so after + lost = before.
@@ -478,6 +481,16 @@ def whatif(G: nx.Graph, specs: Sequence[str], collective: str, *, groups: Sequen
     for t in sorted(set(h0) | set(h1)):
         tiers[t] = {"before": h0.get(t, {}), "after": h1.get(t, {})}
     tiers_out = {"chips_lost": n_lost, "chips_cut_off": n_cut, "by_tier": tiers}
+    # along the chips' paths (their share of their switches' uplinks): a loss one hop out shows here
+    from .path_bandwidth import path_tier_bandwidth
+    pb0, pb1 = path_tier_bandwidth(G), path_tier_bandwidth(H)
+    pb1 = {r: {**{t: 0.0 for t in pb0.get(r, {})}, **v} for r, v in pb1.items()}
+    affected_chips["path_bandwidth_changed"] = sum(
+        1 for r, b in pb0.items() if r in pb1 and any(abs(b[t] - pb1[r].get(t, 0.0)) > REL_TOL * max(b[t], 1.0)
+                                                      for t in b))
+    p0, p1 = _tier_hist(pb0, pb0), _tier_hist(pb1, pb1)
+    tiers_out["by_tier_paths"] = {t: {"before": p0.get(t, {}), "after": p1.get(t, {})}
+                                  for t in sorted(set(p0) | set(p1))}
 
     new_bn = _new_bottlenecks(G, H, base, deg)
 

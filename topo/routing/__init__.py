@@ -18,6 +18,8 @@ module             contents
                    the rail-only PXN relay; fold: in-rack positions
 ``tiered``         policy ``tiered``: Jalapeño's tier rule with relays; fold: twins,
                    then positions where routes relay
+``switching``      what each catalog fabric's switches do with multipath traffic (static
+                   ECMP, weighted, adaptive), with its source; the split that models it
 ``torus``          policy ``dor``: dimension-order torus routing; fold: translations
                    (and ``flows_through`` for the failure correction); on a degraded
                    torus the price engine then tries ``fold_stabilizer``
@@ -43,7 +45,12 @@ Quotient, Fold, fold
     ``fold(G, rows, pairs)``: the policy's symmetry fold of a phase (a quotient, or
     the reason there is none).
 SPLITS, TIER_MODES
-    The choices of ``route``'s ``split`` and ``tiers``.
+    The choices of ``route``'s ``split`` (fixed per-hop shares) and ``tiers``.
+SPLIT_CHOICES
+    Every split a price accepts: ``SPLITS`` and ``adaptive`` (adaptive routing: each flow
+    spreads over every path of its ``equal`` route's support, at the multipath max-min
+    fair rates of :mod:`fabricsim.topo.multipath`; not a fixed share, so ``route`` gives
+    the support and the price engine solves the rates).
 
 Policies (``G.graph["routing"]``)
 ---------------------------------
@@ -109,11 +116,14 @@ import networkx as nx
 import numpy as np
 
 from ..errors import BadInput
-from . import cone, core, ecmp, leaf, quotient, tiered, torus  # noqa: F401  (the policy modules, as attributes)
+from . import cone, core, ecmp, leaf, quotient, switching, tiered, torus  # noqa: F401  (the policy modules, as attributes)
 from .core import SPLITS, TIER_MODES, LinkTable, Loads, Request, Routes, _assemble, _net, link_table
 from .quotient import Fold, Quotient
 
-__all__ = ["LinkTable", "link_table", "Routes", "route", "Loads", "link_loads", "SPLITS", "TIER_MODES",
+# every split a price accepts: the fixed shares, and adaptive (collectives.adaptive, topo.multipath)
+SPLIT_CHOICES = SPLITS + ("adaptive",)
+
+__all__ = ["LinkTable", "link_table", "Routes", "route", "Loads", "link_loads", "SPLITS", "SPLIT_CHOICES", "TIER_MODES",
            "Policy", "POLICIES", "Quotient", "Fold", "fold", "flows_through"]
 
 flows_through = torus.flows_through
