@@ -109,3 +109,30 @@ def test_h200_mid_sizes_within_the_issue_bound():
     for p in pts:
         r = price(G, "all-reduce", groups=[tuple(range(8))], size_bytes=p.size_bytes, algorithm="nvls")
         assert abs(r.busbw_GBps / p.busbw_GBps - 1) <= 0.25, p.size_bytes
+
+
+# ------------------------------------------------------------------ NCCL's multi-node protocol rows
+
+def test_network_families_carry_nccls_tree_and_ll_rows():
+    ib = load_family("infiniband")
+    assert ib.bw_fraction_for("tree", "ll") == pytest.approx(1 / 3.8, abs=5e-4)       # tuning.cc: Tree LL / 3.8
+    assert ib.bw_fraction_for("tree", "ll128") == pytest.approx(120 / 128)
+    assert ib.bw_fraction_for("ring", "ll") == 0.5 and ib.cap_GBps("ring", "ll") == 39.0   # llMaxBws Intel N2
+    nv = load_family("nvlink4")
+    assert nv.bw_fraction_for("tree", "ll") == 0.5 and nv.cap_GBps("tree", "ll") == 141.0   # one node: the GPU row
+
+
+def test_a_call_across_nodes_runs_every_phase_at_the_networks_tree_ll_rate():
+    """NCCL's tuner prices the whole tree (its NVLink chain too) at busBw / 3.8 once it spans nodes."""
+    G = build("rail-cluster", **parse_params("rail-cluster", {"gpu": "h100"}))
+    g = [tuple(range(16))]
+    kw = dict(groups=g, size_bytes=MiB, algorithm="tree")
+    ll, simple = (price(G, "all-reduce", protocol=p, **kw) for p in ("ll", "simple"))
+    assert len(ll.phases) == 2
+    for a, b in zip(ll.phases, simple.phases):
+        assert a.rate_scale / b.rate_scale >= 3.8 * (1 - 1e-9)
+    # one node: the NVLink family's LL (half of Simple's rate, or its 141 GB/s cap), nothing of the network's
+    H = build("hgx-h100")
+    one = [price(H, "all-reduce", groups=[tuple(range(8))], size_bytes=MiB, algorithm="ring", protocol=p)
+           for p in ("ll", "simple")]
+    assert 2.0 <= one[0].phases[0].rate_scale / one[1].phases[0].rate_scale < 3.0

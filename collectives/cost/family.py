@@ -77,6 +77,19 @@ class Family:
     def protocols_for(self, algorithm: str) -> tuple[str, ...]:
         return tuple(self._algo(algorithm)["protocols"])
 
+    def bw_fraction_for(self, algorithm: str, protocol: str) -> float:
+        """The protocol's fraction of the delivered rate for ``algorithm``: the algorithm's own
+        ``bw_fraction`` row where the file gives one (NCCL's tree LL is 1/3.8), else the protocol's."""
+        row = self._algo(algorithm).get("bw_fraction", {})
+        return float(row.get(protocol, self.bw_fraction[protocol]))
+
+    def cap_GBps(self, algorithm: str, protocol: str) -> float | None:
+        """NCCL's cap on the protocol's bus rate (llMaxBw) for ``algorithm``: the algorithm's
+        ``max_busbw_GBps`` row, else the protocol's; None when neither gives one."""
+        row = self._algo(algorithm).get("max_busbw_GBps", {})
+        v = row.get(protocol, self.max_busbw_GBps.get(protocol))
+        return None if v is None else float(v)
+
     def base_latency_us(self, algorithm: str, protocol: str) -> float:
         return float(self._algo(algorithm)["base_latency_us"][protocol])
 

@@ -214,7 +214,7 @@ class StepModel:
         # NVLS reduces among the chips of an in-network phase's row (a tree's domain, or the group)
         in_net_n = next((ph.rows.shape[1] for ph in s.plist if ph.in_network), self.group_size)
         in_net = fam.in_network_for(in_net_n) if given is None else 1.0
-        frac = fam.bw_fraction[protocol]
+        frac = fam.bw_fraction_for(algorithm, protocol)
         channels = fam.channels_for(algorithm, protocol, self.size_bytes, self.group_size)
         if o.message_overhead_ns is not None:
             message_s = o.message_overhead_ns * 1e-9
@@ -226,18 +226,26 @@ class StepModel:
         crossed_all = {t for ts in (s.tiers or ()) for t in ts}
         launch_us = max([fam.launch_us] + [fams.of(t).launch_us for t in crossed_all])
         launch_s = launch_us * 1e-6 if "base_latency_us" not in cal else 0.0
+        # a call that crosses another family's tier (a network) runs every phase at the lowest of the
+        # families' protocol fractions and caps: NCCL's tuner prices the whole algorithm with its
+        # multi-node rows once the communicator spans nodes (tree LL / 3.8, llMaxBw by host)
+        others = list({id(f): f for f in map(fams.of, sorted(crossed_all)) if f is not fam}.values())
         bound_total = 0.0
         reports, parts, fillable = [], [], []
         notes = []
         tiers = s.tiers or ((),) * len(s.plist)
         shares = s.cross_share or (None,) * len(s.plist)
         for ph, st, messages, crossed, share in zip(s.plist, s.steps, s.messages, tiers, shares):
-            scale = eff_scale / frac
+            ph_frac = min([frac] + [f.bw_fraction_for(algorithm, protocol) for f in others
+                                    if protocol in f.bw_fraction])
+            scale = eff_scale / ph_frac
             if ph.in_network:
                 scale /= in_net
             elif channels < fam.channels:
                 scale *= fam.channels / channels
-            cap_GBps = fam.max_busbw_GBps.get(protocol) if given is None and not ph.in_network else None
+            caps = [c for c in [fam.cap_GBps(algorithm, protocol)] + [f.cap_GBps(algorithm, protocol) for f in others]
+                    if c is not None]
+            cap_GBps = min(caps) if caps and given is None and not ph.in_network else None
             capped = False
             if cap_GBps and st.time_s > 0:
                 # NCCL caps the protocol's bus rate per rank (llMaxBw): a rank sends its step's
