@@ -136,3 +136,19 @@ def test_a_call_across_nodes_runs_every_phase_at_the_networks_tree_ll_rate():
     one = [price(H, "all-reduce", groups=[tuple(range(8))], size_bytes=MiB, algorithm="ring", protocol=p)
            for p in ("ll", "simple")]
     assert 2.0 <= one[0].phases[0].rate_scale / one[1].phases[0].rate_scale < 3.0
+
+
+@pytest.mark.slow
+def test_family_files_carry_the_fill_grids_least_mean():
+    """The [fill] pair in the family files is what examples/validation.py --fit-fill finds on the fitted logs."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent.parent / "examples"))
+    try:
+        import validation
+    finally:
+        sys.path.pop(0)
+    mean, _, frac, slot = min(validation.fit_fill())
+    for name in ("nvlink3", "nvlink4", "nvlink5", "nvlink6", "infinity-fabric", "ualink"):
+        f = load_family(name)
+        assert (f.fill_fraction, f.fill_slot_bytes) == (frac, slot), name
+    assert mean < 10.0
