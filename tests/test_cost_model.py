@@ -104,7 +104,8 @@ def test_ll_moves_half_the_data_rate_of_simple(nvl72):
 
 
 def test_nccl_families_add_step_latency_and_transfer_as_nccls_tuner(nvl72):
-    """NCCL's tuner: time = latency + bytes / bandwidth, at every size (no overlap of the two)."""
+    """NCCL's tuner: time = latency + bytes / bandwidth, at every size (no overlap of the two), plus
+    the family's pipeline fill (tests/test_fill.py)."""
     G, g = nvl72
     fam = family_of(G)
     assert fam.time_model == "additive"
@@ -112,7 +113,9 @@ def test_nccl_families_add_step_latency_and_transfer_as_nccls_tuner(nvl72):
     for size in (2 ** 10, 2 ** 24, 8 * GiB):
         r = price(G, "all-reduce", groups=g, size_bytes=size, algorithm="ring", protocol="simple")
         ph = r.phases[0]
-        assert r.time_s == pytest.approx(base + ph.repeat * (ph.step_latency_s + ph.step_bandwidth_s), rel=1e-12)
+        fill = r.bandwidth_time_s * fam.fill_bytes(size, r.channels) / size
+        assert r.time_s == pytest.approx(base + fill + ph.repeat * (ph.step_latency_s + ph.step_bandwidth_s),
+                                         rel=1e-12)
     bw = [price(G, "all-reduce", groups=g, size_bytes=s, algorithm="ring", protocol="simple").busbw_GBps
           for s in (2 ** 20, 2 ** 24, 2 ** 28, 2 ** 32)]
     assert bw == sorted(bw) and bw[0] < bw[-1]
@@ -170,7 +173,8 @@ def test_calibration_replaces_family_efficiency_and_latencies(nvl72):
     step_s = family_of(G).step_latency_us("ring", "simple") * 1e-6
     base_s = family_of(G).base_latency_us("ring", "simple") * 1e-6
     launch_s = family_of(G).launch_us * 1e-6     # a calibrated base latency stands for the launch too
-    assert d1.time_s - d0.time_s == pytest.approx(100e-6 - base_s - launch_s - steps * step_s, rel=1e-9)
+    fill_s = d0.bandwidth_time_s * family_of(G).fill_bytes(1024, d0.channels) / 1024    # and for the fill
+    assert d1.time_s - d0.time_s == pytest.approx(100e-6 - base_s - launch_s - fill_s - steps * step_s, rel=1e-9)
     # on NVLS a calibrated efficiency is all the in-network kernels deliver: the family's bound is not applied on top
     nv = dict(kw, algorithm="nvls")
     ideal = price(G, "all-reduce", **dict(nv, protocol="ideal"))

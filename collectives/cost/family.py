@@ -60,6 +60,12 @@ class Family:
     # the algorithms auto chooses among for all-reduce / reduce-scatter / all-gather (what the
     # library runs); empty: every algorithm that applies.  All-to-all is p2p: always every one.
     auto_algorithms: tuple = ()
+    # pipeline fill (additive families): a call's transfer pays fill_fraction x its bytes, up to
+    # channels x fill_steps x fill_slot_bytes, a second time while the channels' pipelines fill
+    # (0: no fill term)
+    fill_fraction: float = 0.0
+    fill_steps: int = 8
+    fill_slot_bytes: float = 0.0
 
     def __repr__(self) -> str:
         return f"Family({self.name!r}, efficiency={self.efficiency:g}, time_model={self.time_model!r})"
@@ -70,6 +76,19 @@ class Family:
 
     def protocols_for(self, algorithm: str) -> tuple[str, ...]:
         return tuple(self._algo(algorithm)["protocols"])
+
+    def bw_fraction_for(self, algorithm: str, protocol: str) -> float:
+        """The protocol's fraction of the delivered rate for ``algorithm``: the algorithm's own
+        ``bw_fraction`` row where the file gives one (NCCL's tree LL is 1/3.8), else the protocol's."""
+        row = self._algo(algorithm).get("bw_fraction", {})
+        return float(row.get(protocol, self.bw_fraction[protocol]))
+
+    def cap_GBps(self, algorithm: str, protocol: str) -> float | None:
+        """NCCL's cap on the protocol's bus rate (llMaxBw) for ``algorithm``: the algorithm's
+        ``max_busbw_GBps`` row, else the protocol's; None when neither gives one."""
+        row = self._algo(algorithm).get("max_busbw_GBps", {})
+        v = row.get(protocol, self.max_busbw_GBps.get(protocol))
+        return None if v is None else float(v)
 
     def base_latency_us(self, algorithm: str, protocol: str) -> float:
         return float(self._algo(algorithm)["base_latency_us"][protocol])
@@ -98,6 +117,20 @@ class Family:
             thr = thr * ranks
         per_channel = nt * thr
         return int(max(1, min(self.channels, nbytes // per_channel)))
+
+    def fill_bytes(self, nbytes: float, channels: int) -> float:
+        """Bytes whose transfer a call of ``nbytes`` on ``channels`` channels pays twice while its pipelines fill.
+
+        ``min(fill_fraction x nbytes, channels x fill_steps x fill_slot_bytes)``: the exposed share of
+        the message while it fits in the slots the channels keep in flight, that capacity beyond.
+
+        >>> f = load_family("nvlink4")
+        >>> f.fill_bytes(4 * 2**20, 16) / 2**20, f.fill_bytes(2**30, 16) / 2**20
+        (1.6, 16.0)
+        """
+        if self.fill_fraction <= 0 or nbytes <= 0:
+            return 0.0
+        return min(self.fill_fraction * nbytes, channels * self.fill_steps * self.fill_slot_bytes)
 
     def in_network_for(self, ranks: int) -> float:
         """In-network reduction's delivered fraction for a group of ``ranks`` (log-linear between rows)."""
@@ -170,7 +203,19 @@ def load_family(name: str) -> Family:
                   threshold_per_rank=tuple(d.get("threshold_per_rank", ())),
                   auto_algorithms=tuple(d.get("auto_algorithms", ())),
                   max_busbw_GBps={p: float(v["max_busbw_GBps"]) for p, v in protos.items() if "max_busbw_GBps" in v},
-                  in_network_by_ranks=tuple(sorted((int(k), float(v)) for k, v in by_ranks.items())))
+                  in_network_by_ranks=tuple(sorted((int(k), float(v)) for k, v in by_ranks.items())),
+                  **_fill(name, d.get("fill", {})))
+
+
+def _fill(name: str, d: dict) -> dict:
+    """The ``[fill]`` table of a family file -> Family fields (absent: no fill term)."""
+    if not d:
+        return {}
+    frac, steps, slot = float(d["fraction"]), int(d["steps"]), float(d["slot_bytes"])
+    if not (0.0 <= frac <= 1.0) or steps < 1 or slot <= 0:
+        raise BadInput(f"family {name!r}: [fill] fraction {frac:g} (0..1), steps {steps} (>= 1), "
+                       f"slot_bytes {slot:g} (> 0) out of range")
+    return {"fill_fraction": frac, "fill_steps": steps, "fill_slot_bytes": slot}
 
 
 def family_of(G) -> Family:

@@ -60,6 +60,8 @@ __all__ = ["PhaseReport", "PhaseTimes", "StepModel", "compose", "phase_report", 
 # Per-step overhead of the ideal model when a fabric sets none: ~1 us covers a kernel's
 # synchronisation and protocol handshake per step (I; override with --step-latency-us).
 DEFAULT_STEP_OVERHEAD_NS = 1000.0
+# The collectives the pipeline-fill term applies to (NCCL's collective kernels; all-to-all is p2p).
+FILL_COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 # Per-message cost of the ideal model: each message beyond the first a rank sends in one
 # step adds this much, in series (I: descriptor and doorbell cost, order 0.1-0.5 us).
 DEFAULT_MESSAGE_OVERHEAD_NS = 200.0
@@ -212,7 +214,7 @@ class StepModel:
         # NVLS reduces among the chips of an in-network phase's row (a tree's domain, or the group)
         in_net_n = next((ph.rows.shape[1] for ph in s.plist if ph.in_network), self.group_size)
         in_net = fam.in_network_for(in_net_n) if given is None else 1.0
-        frac = fam.bw_fraction[protocol]
+        frac = fam.bw_fraction_for(algorithm, protocol)
         channels = fam.channels_for(algorithm, protocol, self.size_bytes, self.group_size)
         if o.message_overhead_ns is not None:
             message_s = o.message_overhead_ns * 1e-9
@@ -224,22 +226,32 @@ class StepModel:
         crossed_all = {t for ts in (s.tiers or ()) for t in ts}
         launch_us = max([fam.launch_us] + [fams.of(t).launch_us for t in crossed_all])
         launch_s = launch_us * 1e-6 if "base_latency_us" not in cal else 0.0
+        # a call that crosses another family's tier (a network) runs every phase at the lowest of the
+        # families' protocol fractions and caps: NCCL's tuner prices the whole algorithm with its
+        # multi-node rows once the communicator spans nodes (tree LL / 3.8, llMaxBw by host)
+        others = list({id(f): f for f in map(fams.of, sorted(crossed_all)) if f is not fam}.values())
         bound_total = 0.0
-        reports, parts = [], []
+        reports, parts, fillable = [], [], []
         notes = []
         tiers = s.tiers or ((),) * len(s.plist)
         shares = s.cross_share or (None,) * len(s.plist)
         for ph, st, messages, crossed, share in zip(s.plist, s.steps, s.messages, tiers, shares):
-            scale = eff_scale / frac
+            ph_frac = min([frac] + [f.bw_fraction_for(algorithm, protocol) for f in others
+                                    if protocol in f.bw_fraction])
+            scale = eff_scale / ph_frac
             if ph.in_network:
                 scale /= in_net
             elif channels < fam.channels:
                 scale *= fam.channels / channels
-            cap_GBps = fam.max_busbw_GBps.get(protocol) if given is None and not ph.in_network else None
+            caps = [c for c in [fam.cap_GBps(algorithm, protocol)] + [f.cap_GBps(algorithm, protocol) for f in others]
+                    if c is not None]
+            cap_GBps = min(caps) if caps and given is None and not ph.in_network else None
+            capped = False
             if cap_GBps and st.time_s > 0:
                 # NCCL caps the protocol's bus rate per rank (llMaxBw): a rank sends its step's
                 # messages no faster than that
                 floor_s = ph.flow_bytes * max(messages, 1) / (cap_GBps * 1e9)
+                capped = floor_s / st.time_s > scale
                 scale = max(scale, floor_s / st.time_s)
             step_bw, step_bound, g_fin = st.time_s * scale, st.bound_s * scale, st.group_finish_s * scale
             if o.step_overhead_ns is not None:
@@ -263,6 +275,8 @@ class StepModel:
                 # the pipeline's latency left exposed per step, beyond the transfer
                 per_step = max(ph_t / r - step_bw, 0.0)
             parts.append((r * step_bw, ph_t - r * step_bw, r * g_fin, g_t - r * g_fin, r * step_bound))
+            # a capped rate is NCCL's measured LL rate (llMaxBw), fill included: no fill on top
+            fillable.append(0.0 if capped else r * step_bw)
             reports.append(phase_report(ph, st, step_bw, step_lat, step_bound, ph_t, per_step, scale))
         if any(ph.in_network for ph in s.plist) and in_net != 1.0:
             notes.append(f"in-network reduction delivers {in_net:.3g} x the {fam.name} transport rate for "
@@ -276,12 +290,34 @@ class StepModel:
             notes.append(f"adds {launch_us:g} us per call for the launch ({who} family file)")
         bw_total, lat, group_t, staged, bound_total = compose(s, parts, s.n_groups)
         notes.extend(staged)
-        lat += base_s + launch_s
-        group_t += base_s + launch_s
+        run_channels = fam.channels if all(ph.in_network for ph in s.plist) else channels
+        all_bw = sum(p[0] for p in parts)
+        fill_s = self._fill_s(bw_total * (sum(fillable) / all_bw if all_bw > 0 else 0.0), run_channels, cal)
+        if fill_s:
+            notes.append(f"adds {fill_s * 1e6:,.1f} us of pipeline fill: {fam.fill_fraction:g} x the transfer, at "
+                         f"most {run_channels} channels x {fam.fill_steps} slots x {fam.fill_slot_bytes / 1024:g} KiB "
+                         f"({fam.name} family file)")
+        lat += base_s + launch_s + fill_s
+        group_t += base_s + launch_s + fill_s
         total = bw_total + lat
         return PhaseTimes(total, bw_total, lat, bound_total + lat, tuple(reports), tuple(group_t.tolist()),
-                          tuple(notes), base_s + launch_s,
-                          fam.channels if all(ph.in_network for ph in s.plist) else channels)
+                          tuple(notes), base_s + launch_s + fill_s, run_channels)
+
+    def _fill_s(self, bw_s: float, channels: int, cal: dict) -> float:
+        """The pipeline fill of an ``additive`` family's call: its transfer ``bw_s`` x fill bytes / bytes.
+
+        While a call's channels fill their pipelines (``fill_steps`` slots of ``fill_slot_bytes``
+        each) its bytes move at a fraction of the steady rate: the family file's ``[fill]``
+        prices that as ``fill_fraction`` of the transfer again, at most the slots' capacity.
+        A calibrated base latency stands for it (the fit saw the whole curve).  Only NCCL's
+        collective kernels (reductions, all-gather) pay it: the constants were fitted on all-reduce
+        curves, and all-to-all runs NCCL's p2p path, whose chunking differs (p2pChunkSize).
+        """
+        fam = self.families.primary
+        if fam.time_model != "additive" or "base_latency_us" in cal or self.size_bytes <= 0 or bw_s <= 0 \
+                or self.collective not in FILL_COLLECTIVES:
+            return 0.0
+        return bw_s * fam.fill_bytes(self.size_bytes, channels) / self.size_bytes
 
 
 def compose(s: "SolvedPhases", parts: list, n_groups: int):
