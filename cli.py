@@ -12,7 +12,7 @@ import click
 
 from . import fabrics as _fabrics
 from .topo.errors import FabricError
-from .topo.text import fmt as _fmt, fmt_bytes as _fmt_bytes, gbps as _gbps, hist as _hist, pct as _pct
+from .topo.text import fmt_bytes as _fmt_bytes, gbps as _gbps, hist as _hist
 from .topo.text import table as _table, us as _us, x as _x
 
 FILE_SUFFIXES = (".toml", ".graphml", ".json")

@@ -35,10 +35,10 @@ def refuse_size(what: str, n: int, limit: int, why: str = "") -> BadInput:
 def step_adaptive(ph, ctx, guard):
     """Price one step of ``ph`` with adaptive routing: an engine ``_Step``."""
     from ..topo import multipath, routing
-    from ..topo.routing.core import _net
+    from ..topo.routing.core import node_arrays
     from . import engine
     lt = ctx.table
-    node_of_rank = _net(ctx.G, lt).node_of_rank
+    node_of_rank = node_arrays(ctx.G, lt).node_of_rank
     auto = automorphism_fold(ctx.G, ph, lt, ctx.cap, ctx.tiers) if ctx.symmetry else (None, "")
     if auto[0] is not None:
         return _step_automorphisms(ph, ctx, *auto)
@@ -167,7 +167,7 @@ def automorphism_fold(G, ph, lt, cap: np.ndarray, tiers: str = "rule"):
     from scipy.sparse import csgraph
     import scipy.sparse as sp
     from ..topo import multipath, routing
-    from ..topo.routing.core import _net, _Reach
+    from ..topo.routing.core import node_arrays
     from .whatif.orbits import _relays, fabric_symmetry
     if ph.pairs is not None:
         return None, "an ordered pattern (ring, shift): twin swaps would reorder it"
@@ -177,7 +177,7 @@ def automorphism_fold(G, ph, lt, cap: np.ndarray, tiers: str = "rule"):
         return None, "routes relay (rail-only PXN): relays are chosen by in-rack position, which twin swaps move"
     if G.graph.get("routing") == "dor":
         return None, "dimension-order routes tell torus neighbours apart (the translation folds apply)"
-    net = _net(G, lt)
+    net = node_arrays(G, lt)
     n = net.n
     rows = np.asarray(ph.rows, np.int64)
     R, m = rows.shape

@@ -82,5 +82,5 @@ def boardfly(*, chips_per_board: int = 4, boards_per_group: int = 8, groups: int
                             chip_model="tpu-8i", ring_latency_ns=HOP_NS, copper_latency_ns=HOP_NS,
                             optical_latency_ns=HOP_NS)
     G.graph["family"] = "tpu-ici"  # step model constants: collectives/cost/families/tpu-ici.toml
-    G.graph["accelerator"] = "tpu8i"     # roofline entry in fabrics/accelerators.toml
+    G.graph["accelerator"] = "tpu8i"     # roofline entry in topo/accelerators.toml
     return G

@@ -146,5 +146,5 @@ def groq_lpx(*, inter: Literal["fullmesh", "dragonfly"] = "fullmesh", trays: int
                 G.edges[u, v]["capacity_gbps"] = G.edges[u, v]["lanes"] * LINK_GBPS
             else:
                 add_bundle(G, u, v, lanes=width, medium="copper", span="global", **kw)
-    G.graph.update(inferred=inferred, inter=inter, accelerator="groq3-lpu")  # fabrics/accelerators.toml
+    G.graph.update(inferred=inferred, inter=inter, accelerator="groq3-lpu")  # topo/accelerators.toml
     return G

@@ -85,5 +85,5 @@ def helios(*, switches: int = 12) -> nx.Graph:
     G.graph["inferred"] = (f"switch count and wiring inferred: {switches} switches of {SWITCH_LANES} x 200G, "
                            f"{lanes} lanes from every GPU to every switch")
     G.graph["family"] = "ualink"  # step model constants: collectives/cost/families/ualink.toml
-    G.graph["accelerator"] = "mi455x"    # roofline entry in fabrics/accelerators.toml
+    G.graph["accelerator"] = "mi455x"    # roofline entry in topo/accelerators.toml
     return G

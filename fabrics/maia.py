@@ -133,5 +133,5 @@ def maia200(*, accelerators: int = 6144, peer_ports: int = 7, planes: int = 7) -
                            f"peers, {per_plane} x 400G to a tier-0 switch in each of {planes} planes; 102.4T "
                            f"switches (128 chips per tier-0, {T1_PER_PLANE} tier-1 per plane); 200G lanes; "
                            f"link latencies")
-    G.graph["accelerator"] = "maia200"   # roofline entry in fabrics/accelerators.toml
+    G.graph["accelerator"] = "maia200"   # roofline entry in topo/accelerators.toml
     return G

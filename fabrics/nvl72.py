@@ -54,7 +54,7 @@ GENERATIONS = {
                    "every GPU to every chip (3.6 TB/s bidir per GPU is published, the wiring is not)"),
 }
 
-# accelerator (fabrics/accelerators.toml) -> the generations whose rack it ships in.  GB200 and GB300
+# accelerator (topo/accelerators.toml) -> the generations whose rack it ships in.  GB200 and GB300
 # share the NVLink5 rack (same switch trays, F: NVIDIA GB300 NVL72 spec), so either GPU fits either
 # NVLink5 generation; Rubin ships only in Vera Rubin NVL72.
 ACCELERATORS = {"gb200": ("gb200", "gb300"), "gb300": ("gb200", "gb300"), "rubin": ("vera-rubin",)}
@@ -76,7 +76,7 @@ def nvl72(*, generation: Literal["gb200", "gb300", "vera-rubin"] = "gb200",
         GB200 and GB300 share the NVLink5 fabric (18 switch chips) and differ in the GPU;
         Vera Rubin has 36 NVLink6 switch chips and twice the GPU bandwidth.
     accelerator : ``"auto"`` | ``"gb200"`` | ``"gb300"`` | ``"rubin"``
-        The GPU's roofline entry (``fabrics/accelerators.toml``); ``"auto"`` (default) takes the
+        The GPU's roofline entry (``topo/accelerators.toml``); ``"auto"`` (default) takes the
         generation's own GPU (GB200 at the defaults).  GB200 and GB300 fit either NVLink5
         generation, and the GPU device follows the accelerator (``--set accelerator=gb300``
         alone gives a GB300 NVL72); Rubin needs ``generation=vera-rubin``.

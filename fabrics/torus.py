@@ -73,7 +73,7 @@ def torus(*, dims: tuple[int, ...] = (8, 12, 12), link_GBps: float = 100.0) -> n
     G = torus_builder(dims, lanes_per_link=LANES_PER_LINK, lane_gbps=_lane_gbps(link_GBps),
                       chip_model="tpu-v5p", medium="copper", tier="ici", latency_ns=HOP_NS)
     G.graph["family"] = "tpu-ici"  # step model constants: collectives/cost/families/tpu-ici.toml
-    G.graph["accelerator"] = "tpu-v5p"   # roofline entry in fabrics/accelerators.toml
+    G.graph["accelerator"] = "tpu-v5p"   # roofline entry in topo/accelerators.toml
     return G
 
 
@@ -149,5 +149,5 @@ def ironwood(*, dims: tuple[int, int, int] = (16, 24, 24), link_GBps: float = 10
             e["medium"] = "pcb"
     G.graph["cube"] = "x".join([str(CUBE)] * 3)
     G.graph["family"] = "tpu-ici"  # step model constants: collectives/cost/families/tpu-ici.toml
-    G.graph["accelerator"] = "ironwood"  # roofline entry in fabrics/accelerators.toml
+    G.graph["accelerator"] = "ironwood"  # roofline entry in topo/accelerators.toml
     return G

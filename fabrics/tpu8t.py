@@ -124,7 +124,7 @@ def tpu8t(*, dims: tuple[int, int, int] = (20, 20, 24), link_GBps: float = 200.0
                               port_gbps=LANES_PER_LINK * lane, medium=e["medium"], tier=e["tier"],
                               latency_ns=e["latency_ns"]))
     G.graph["family"] = "tpu-ici"  # step model constants: collectives/cost/families/tpu-ici.toml
-    G.graph["accelerator"] = "tpu8t"     # roofline entry in fabrics/accelerators.toml
+    G.graph["accelerator"] = "tpu8t"     # roofline entry in topo/accelerators.toml
     G.graph["inferred"] = (f"torus shape {'x'.join(map(str, dims))} inferred (9,600 chips is published, the "
                            f"shape is not); 8 x 200G lanes per link; ~1 us per hop; OCS numbering as Ironwood")
     return G
@@ -219,5 +219,5 @@ def tpu8t_virgo(*, superpods: int = SUPERPODS, planes: int = 4, plane_gbps: floa
                            f"leaf (non-blocking), 102.4T switches; the superpods' ICI tori are not in this graph"
                            + ("; the 20 leaves of a superpod in a plane are one node (leaf_groups)"
                               if leaf_groups else ""))
-    G.graph["accelerator"] = "tpu8t"     # roofline entry in fabrics/accelerators.toml
+    G.graph["accelerator"] = "tpu8t"     # roofline entry in topo/accelerators.toml
     return G

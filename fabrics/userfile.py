@@ -8,7 +8,7 @@
       name = "my-torus"                 # optional (default: the file name)
       description = "4x4 test torus"    # optional
       source = "my notes"               # optional
-      accelerator = "tpu-v5p"           # optional: the chips' roofline entry (fabrics/accelerators.toml)
+      accelerator = "tpu-v5p"           # optional: the chips' roofline entry (topo/accelerators.toml)
       builder = "torus"
       [params]
       dims = [4, 4]

@@ -139,7 +139,7 @@ def test_every_figure_in_the_toml_carries_a_label():
 
 
 def accelerators_toml():
-    import fabricsim.fabrics.accelerators as m
+    import fabricsim.topo.accelerators as m
     return Path(m.__file__).with_name("accelerators.toml")
 
 

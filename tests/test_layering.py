@@ -24,8 +24,6 @@ ALLOWED: set[tuple[str, str]] = {
     ("cli", "fabrics.registry:_describe"),
     ("collectives.whatif.orbits", "topo.failures:_Index"),
     ("collectives.whatif.orbits", "topo.failures:_resolve"),
-    ("collectives.whatif.orbits", "topo.routing.core:_Reach"),
-    ("collectives.whatif.orbits", "topo.routing.core:_net"),
     ("fabrics.groq", "topo.builders:_global_pairs"),
 }
 

@@ -39,7 +39,7 @@ import numpy as np
 from ...topo.errors import FabricError
 from ...topo.parts import bill_of_materials
 from .pareto import pareto_mask
-from .space import CONSTRAINTS, OBJECTIVES, _CHEAP, DesignSpace
+from .space import CONSTRAINTS, _CHEAP, DesignSpace
 
 __all__ = ["DesignPoint", "DesignResult", "design", "evaluate"]
 

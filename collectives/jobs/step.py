@@ -41,7 +41,7 @@ Model (the "Token cost" section of docs/guide.md repeats it):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import networkx as nx

@@ -33,7 +33,7 @@ try:
 except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
-from ...fabrics.accelerators import PRECISIONS
+from ...topo.accelerators import PRECISIONS
 from ...topo.errors import BadInput
 from ..jobs.models import Model, load_model
 

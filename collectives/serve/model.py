@@ -33,7 +33,7 @@ from typing import Any
 
 import networkx as nx
 
-from ...fabrics.accelerators import PRECISIONS, Accelerator
+from ...topo.accelerators import PRECISIONS, Accelerator
 from ...topo.errors import BadInput
 from .arch import Arch, ChipConstants
 from .network import NetLayer, NetworkPricer

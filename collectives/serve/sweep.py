@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import networkx as nx
 
-from ...fabrics.accelerators import Accelerator, accelerator_of
+from ...topo.accelerators import Accelerator, accelerator_of
 from ...topo.errors import BadInput
 from ..jobs.models import Model, load_model
 from ..placement import chip_ranks, parse_mesh

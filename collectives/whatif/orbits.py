@@ -596,11 +596,11 @@ def _relays(H: nx.Graph) -> bool:
     """Whether the tier rule's routes on ``H`` relay: its global tier does not join every chip."""
     from ...topo.routing import core, link_table
     lt = link_table(H)
-    net = core._net(H, lt)
+    net = core.node_arrays(H, lt)
     chips = net.node_of_rank[net.node_of_rank >= 0]
     if not len(chips):
         return False
-    return not core._Reach(net, lt.tier == "global").joins(chips)
+    return not core.Reach(net, lt.tier == "global").joins(chips)
 
 
 class RelayCheck:
@@ -618,7 +618,7 @@ class RelayCheck:
         if self.patched:
             return
         self.lt = link_table(G)
-        self.net = core._net(G, self.lt)
+        self.net = core.node_arrays(G, self.lt)
         self.idx = {v: i for i, v in enumerate(self.lt.nodes)}
         n = len(self.lt.nodes)
         self.n = n
@@ -657,7 +657,7 @@ class RelayCheck:
         chips = self.chips[~np.isin(self.chips, dead)] if len(dead) else self.chips
         if not len(chips):
             return False
-        return not self._core._Reach(self.net, mask).joins(chips)
+        return not self._core.Reach(self.net, mask).joins(chips)
 
 
 # ---------------------------------------------------------------------------------------

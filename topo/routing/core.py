@@ -790,3 +790,9 @@ class PolicyRoutes:
     part: "_Part"
     relay: np.ndarray | None = None
     relay2: np.ndarray | None = None
+
+
+# Public names for what the fold and adaptive pricing outside this package read (collectives/whatif/orbits.py,
+# collectives/adaptive.py): a fabric's node arrays in a link table's order, and path reachability on a link mask.
+node_arrays = _net
+Reach = _Reach
