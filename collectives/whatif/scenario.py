@@ -310,6 +310,11 @@ class WhatIf:
     method: dict = field(default_factory=dict)
     recovery: dict = field(default_factory=lambda: {"mode": "reroute"})
 
+    def to_text(self) -> str:
+        """The what-if as ``fabricsim whatif`` prints it (:func:`~fabricsim.collectives.whatif.text.whatif_text`)."""
+        from .text import whatif_text
+        return whatif_text(self)
+
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (``fabricsim whatif --json``); NaN and inf become null."""
         return _finite({
