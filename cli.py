@@ -624,6 +624,8 @@ def _price_hint(msg: str, opts, default: str = "options") -> str:
     """The option a pricing error is about: --protocol, --algorithm or --groups where the message tells."""
     if msg.startswith("protocol"):
         return "--protocol"
+    if msg.startswith("--split"):
+        return "--split"
     if opts.get("algorithm", "auto") != "auto" and opts["algorithm"] in msg:
         return "--algorithm"
     if opts.get("groups_file") and "groups" in msg:

@@ -27,7 +27,11 @@ NOTE = ("adaptive routing: each flow spreads over every path of its equal-cost r
 
 def refuse_size(what: str, n: int, limit: int, why: str = "") -> BadInput:
     """The one-line refusal of a phase too big for the multipath program."""
-    extra = f" ({why})" if why else ""
+    # one reason each (two folds may refuse for the same cause, in other words)
+    reasons = list(dict.fromkeys(r.strip() for r in why.split(";") if r.strip()))
+    if len(reasons) > 1 and len({r.split(":")[0] for r in reasons}) == 1:
+        reasons = reasons[:1]
+    extra = f" ({'; '.join(reasons)})" if reasons else ""
     return BadInput(f"--split adaptive: {what} {n:,} exceeds {limit:,} and no symmetry fold applies{extra}; "
                     f"use --split equal (fixed ECMP shares) or a smaller group")
 
