@@ -408,20 +408,25 @@ def import_nccl_topo(xml_file, nodes, nic_gbps, spine_oversubscription, output):
     A malformed dump exits 2 with one line naming the element.
     """
     from .fabrics.nccl_topo import read_nccl_topo
-    from .fabrics.userfile import export_fabric
     from .topo.errors import BadInput
     try:
         G = read_nccl_topo(xml_file, nodes=nodes, nic_gbps=nic_gbps or 0.0,
                            spine_oversubscription=spine_oversubscription)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="FILE.xml") from None
+    _write_imported(G, output, "GPUs", f" ({G.graph['families']})")
+
+
+def _write_imported(G, output, chips_word: str, detail: str = "") -> None:
+    """Write an imported fabric as a fabric file and say what it holds (and what was inferred) on stderr."""
+    from .fabrics.userfile import export_fabric
     try:
         export_fabric(G, output)
     except OSError as exc:
         raise _write_error(exc, output) from None
     chips = sum(1 for _, d in G.nodes(data=True) if d["kind"] == "chip")
-    click.echo(f"wrote {output}: {chips:,} GPUs, {G.number_of_nodes() - chips:,} switches, "
-               f"{G.number_of_edges():,} links ({G.graph['families']})", err=True)
+    click.echo(f"wrote {output}: {chips:,} {chips_word}, {G.number_of_nodes() - chips:,} switches, "
+               f"{G.number_of_edges():,} links{detail}", err=True)
     for what in ("inferred", "notes"):
         if G.graph.get(what):
             _progress(f"{what}: {G.graph[what]}")
@@ -439,22 +444,12 @@ def import_infragraph(ig_file, output):
     graph. A malformed file exits 2 with one line naming the element.
     """
     from .fabrics.infragraph_io import read_infragraph
-    from .fabrics.userfile import export_fabric
     from .topo.errors import BadInput
     try:
         G = read_infragraph(ig_file)
     except BadInput as exc:
         raise click.BadParameter(str(exc), param_hint="FILE") from None
-    try:
-        export_fabric(G, output)
-    except OSError as exc:
-        raise _write_error(exc, output) from None
-    chips = sum(1 for _, d in G.nodes(data=True) if d["kind"] == "chip")
-    click.echo(f"wrote {output}: {chips:,} chips, {G.number_of_nodes() - chips:,} switches, "
-               f"{G.number_of_edges():,} links", err=True)
-    for what in ("inferred", "notes"):
-        if G.graph.get(what):
-            _progress(f"{what}: {G.graph[what]}")
+    _write_imported(G, output, "chips")
 
 
 @import_grp.command("chakra")
