@@ -77,17 +77,11 @@ def step_adaptive(ph, ctx, guard):
         st.refused = tuple((m, r) for m, r in refused if r)
         return st
     why = "; ".join(r for _, r in refused if r)
-    sel = np.flatnonzero(ph.size_bytes > 0) if ph.pair_bytes is not None else None
-    src, dst = (ph.src, ph.dst) if sel is None else (ph.src[sel], ph.dst[sel])
+    sel, src, dst = engine._flow_pairs(ph)
     if len(src) > multipath.MAX_FLOWS:
         raise refuse_size("flows", len(src), multipath.MAX_FLOWS, why)
     routes = routing.route(ctx.G, src, dst, split="equal", tiers=ctx.tiers, links=lt)
-    ok = np.asarray(routes.reachable, dtype=bool)
-    reach = ok if sel is None else np.zeros(ph.n_flows, dtype=bool)
-    if sel is not None:
-        reach[sel] = ok
-    bad = np.flatnonzero(~ok)
-    examples = list(zip(src[bad[:5]].tolist(), dst[bad[:5]].tolist()))
+    ok, reach, bad, examples = engine._reached(ph, sel, src, dst, routes)
     rows = np.flatnonzero(ok)
     sizes = ph.size_bytes[reach]
     if len(rows) == 0:

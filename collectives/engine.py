@@ -41,7 +41,7 @@ from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput, TooLarge
 from .algorithms import ALGORITHMS, Phase, algorithms_for, phases, view_of
 from .cost.step_model import (DEFAULT_MESSAGE_OVERHEAD_NS, DEFAULT_STEP_OVERHEAD_NS, PhaseReport, PhaseTimes,
-                              StepModel, compose, link_efficiency, phase_report)
+                              StepModel, link_efficiency)
 
 __all__ = ["CostReport", "PhaseReport", "PriceOptions", "PROTOCOL_CHOICES", "SPLIT_CHOICES", "run", "busbw_factor", "solve_capacity_Bps",
            "PhasePlan", "SolvedPhases", "PhaseTimes", "plan", "solve", "cost", "in_network_flows",
@@ -650,12 +650,31 @@ def _step_classes(ph: Phase, q, ctx: _Ctx) -> _Step:
                  relayed=int(q.multiplicity[np.asarray(q.routes.relayed)].sum()), note=q.describe())
 
 
+def _flow_pairs(ph: Phase) -> tuple:
+    """``(sel, src, dst)``: the pairs a phase routes; ``sel`` indexes them among its flows (None: all).
+
+    All-to-all-v: a flow of no bytes is no flow (a sparse MoE matrix routes only its copies).
+    """
+    sel = np.flatnonzero(ph.size_bytes > 0) if ph.pair_bytes is not None else None
+    src, dst = (ph.src, ph.dst) if sel is None else (ph.src[sel], ph.dst[sel])
+    return sel, src, dst
+
+
+def _reached(ph: Phase, sel, src, dst, routes) -> tuple:
+    """``(ok, reach, bad, examples)``: routed pairs with a route, the phase's flows with one, the
+    pairs without, and up to five of those as (src, dst) ranks."""
+    ok = np.asarray(routes.reachable, dtype=bool)
+    reach = ok if sel is None else np.zeros(ph.n_flows, dtype=bool)
+    if sel is not None:
+        reach[sel] = ok
+    bad = np.flatnonzero(~ok)
+    return ok, reach, bad, list(zip(src[bad[:5]].tolist(), dst[bad[:5]].tolist()))
+
+
 def _step_flows(ph: Phase, ctx: _Ctx) -> _Step:
     """Every flow routed and solved."""
     from ..topo import routing, solver
-    # all-to-all-v: a flow of no bytes is no flow (a sparse MoE matrix routes only its copies)
-    sel = np.flatnonzero(ph.size_bytes > 0) if ph.pair_bytes is not None else None
-    src, dst = (ph.src, ph.dst) if sel is None else (ph.src[sel], ph.dst[sel])
+    sel, src, dst = _flow_pairs(ph)
     try:
         _guard_before_routing(solver, len(src), len(ctx.cap), ctx.bound_only, ctx.memory_limit_bytes)
     except TooLarge as exc:
@@ -663,12 +682,7 @@ def _step_flows(ph: Phase, ctx: _Ctx) -> _Step:
             raise
         raise TooLarge(f"{exc}; or leave out --per-flow, so symmetry classes can solve it") from None
     routes = routing.route(ctx.G, src, dst, split=ctx.split, tiers=ctx.tiers, links=ctx.table)
-    ok = np.asarray(routes.reachable, dtype=bool)
-    reach = ok if sel is None else np.zeros(ph.n_flows, dtype=bool)
-    if sel is not None:
-        reach[sel] = ok
-    bad = np.flatnonzero(~ok)
-    examples = list(zip(src[bad[:5]].tolist(), dst[bad[:5]].tolist()))
+    ok, reach, bad, examples = _reached(ph, sel, src, dst, routes)
     P = routes.flow_piece[np.flatnonzero(ok)]
     Q = routes.piece_link
     sizes = ph.size_bytes[reach]
