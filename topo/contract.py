@@ -141,6 +141,12 @@ def add_bundle(G: nx.Graph, u, v, **attrs) -> None:
     G.add_edge(u, v, **bundle_attrs(**attrs))
 
 
+def bundle_gbps(e: dict) -> float:
+    """A bundle's capacity per direction, Gb/s: its ``capacity_gbps`` if set, else lanes x lane rate."""
+    cap = e.get(CAPACITY_GBPS)
+    return float(cap if cap is not None else e[LANES] * e[LANE_GBPS])
+
+
 def chips(G: nx.Graph) -> list:
     """Chip node ids in rank order."""
     return sorted((n for n, d in G.nodes(data=True) if d.get(KIND) == CHIP),

@@ -61,11 +61,11 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import networkx as nx
 
-from .contract import (CAPACITY_GBPS, CHIP, KIND, LANE_GBPS, LANES, PATCH, PORT_GBPS, RANK, ROLE, SWITCH, TIER,
+from .contract import (CAPACITY_GBPS, CHIP, bundle_gbps, KIND, LANE_GBPS, LANES, PATCH, PORT_GBPS, RANK, ROLE, SWITCH, TIER,
                        forwarding_graph)
 from .errors import BadInput, close_matches
 
@@ -625,11 +625,14 @@ def _shrink(d: dict, left: int, lost: int) -> None:
 # ---------------------------------------------------------------------------------------
 # Per-chip bandwidth
 # ---------------------------------------------------------------------------------------
-def chip_tier_bandwidth(G: nx.Graph) -> dict[int, dict[str, float]]:
+def chip_tier_bandwidth(G: nx.Graph, *, share_of: Callable[[nx.Graph], dict] | None = None,
+                        ) -> dict[int, dict[str, float]]:
     """Each chip's link capacity per tier, GB/s per direction, on ``forwarding_graph(G)``.
 
     Patched circuits (Jalapeño ``leaf=static``) count at the width that reaches a live
-    far-side switch, so a failed rail switch shows on the chips it served.
+    far-side switch, so a failed rail switch shows on the chips it served.  ``share_of(H)``
+    (optional) maps ``(neighbour, tier)`` to the fraction of a chip's link to that
+    neighbour that counts, on the forwarding graph ``H`` (1 where it says nothing).
 
     Returns
     -------
@@ -643,16 +646,14 @@ def chip_tier_bandwidth(G: nx.Graph) -> dict[int, dict[str, float]]:
     {'local': 600.0, 'global': 200.0}
     """
     H = forwarding_graph(G)
+    share = share_of(H) if share_of is not None else {}
     out: dict[int, dict[str, float]] = {}
     for n, d in H.nodes(data=True):
         if d.get(KIND) != CHIP:
             continue
         tiers: dict[str, float] = {}
-        for _, e in H[n].items():
-            cap = e.get(CAPACITY_GBPS)
-            if cap is None:
-                cap = e[LANES] * e[LANE_GBPS]
+        for v, e in H[n].items():
             t = str(e.get(TIER))
-            tiers[t] = tiers.get(t, 0.0) + float(cap) / 8.0
+            tiers[t] = tiers.get(t, 0.0) + bundle_gbps(e) * share.get((v, t), 1.0) / 8.0
         out[int(d[RANK])] = tiers
     return dict(sorted(out.items()))

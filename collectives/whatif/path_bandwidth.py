@@ -18,15 +18,10 @@ from __future__ import annotations
 
 import networkx as nx
 
-from ...topo.contract import CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, RANK, SWITCH, TIER, \
-    forwarding_graph
+from ...topo.contract import CHIP, FORWARDS, KIND, SWITCH, TIER, bundle_gbps
+from ...topo.failures import chip_tier_bandwidth
 
 __all__ = ["path_tier_bandwidth"]
-
-
-def _gbps(e: dict) -> float:
-    cap = e.get(CAPACITY_GBPS)
-    return float(cap if cap is not None else e[LANES] * e[LANE_GBPS])
 
 
 def path_tier_bandwidth(G: nx.Graph) -> dict[int, dict[str, float]]:
@@ -47,9 +42,13 @@ def path_tier_bandwidth(G: nx.Graph) -> dict[int, dict[str, float]]:
     >>> path_tier_bandwidth(apply_failures(G, ["rail:3"])[0])[0]   # leaf 1 lost half its uplinks
     {'local': 600.0, 'global': 175.0}
     """
-    H = forwarding_graph(G)
+    return chip_tier_bandwidth(G, share_of=_uplink_shares)
+
+
+def _uplink_shares(H: nx.Graph) -> dict[tuple, float]:
+    """(switch, tier) -> the switch's uplink Gb/s over its chip-link Gb/s in that tier, capped at 1."""
     chip = {n: d.get(KIND) == CHIP for n, d in H.nodes(data=True)}
-    share: dict[tuple, float] = {}           # (switch, tier) -> uplink GB/s / chip-link GB/s (capped at 1)
+    share: dict[tuple, float] = {}
     for s, d in H.nodes(data=True):
         if d.get(KIND) != SWITCH or not d.get(FORWARDS, True):
             continue
@@ -57,17 +56,9 @@ def path_tier_bandwidth(G: nx.Graph) -> dict[int, dict[str, float]]:
         down: dict[str, float] = {}
         for v, e in H[s].items():
             t = str(e.get(TIER))
-            (down if chip[v] else up)[t] = (down if chip[v] else up).get(t, 0.0) + _gbps(e)
+            side = down if chip[v] else up
+            side[t] = side.get(t, 0.0) + bundle_gbps(e)
         for t, dn in down.items():
             if t in up and dn > 0:
                 share[(s, t)] = min(1.0, up[t] / dn)
-    out: dict[int, dict[str, float]] = {}
-    for n, d in H.nodes(data=True):
-        if not chip[n]:
-            continue
-        tiers: dict[str, float] = {}
-        for v, e in H[n].items():
-            t = str(e.get(TIER))
-            tiers[t] = tiers.get(t, 0.0) + _gbps(e) * share.get((v, t), 1.0) / 8.0
-        out[int(d[RANK])] = tiers
-    return dict(sorted(out.items()))
+    return share
