@@ -1625,7 +1625,7 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp
             results.append(serve_failed(G, model, fail, **kw) if fail else run_serve(G, model, **kw))
         except BadInput as exc:
             msg = str(exc)
-            hint = ("--fail" if fail and "fail" in msg else "--mesh" if msg.startswith("mesh") else
+            hint = ("--fail" if fail and "fail" in msg else "--mesh" if msg.startswith(("mesh", "tp=", "ep=", "dp=")) else
                     "--model" if msg.startswith(("unknown model", "model")) else
                     "--concurrency" if "concurrency" in msg.split(";")[0] else "--model/--mesh/--concurrency")
             raise click.BadParameter(msg, param_hint=hint) from None

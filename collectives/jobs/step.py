@@ -253,7 +253,7 @@ def mesh_text(mesh: dict[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in mesh.items())
 
 
-def check_mesh(mesh: dict[str, int] | str, model: Model) -> dict[str, int]:
+def check_mesh(mesh: dict[str, int] | str, model: Model, *, command: str = "step") -> dict[str, int]:
     """The mesh ``step`` will use for ``model``, checked: only tp/ep/dp, tp divides the heads, and so on.
 
     Parameters
@@ -262,6 +262,9 @@ def check_mesh(mesh: dict[str, int] | str, model: Model) -> dict[str, int]:
         The mesh, or its text (``"tp=8,ep=256"``).
     model : Model
         The model whose heads and experts the mesh must divide.
+    command : str
+        The command named in the message about an unmodelled dimension (``serve`` checks its
+        meshes here too).
 
     Returns
     -------
@@ -276,7 +279,7 @@ def check_mesh(mesh: dict[str, int] | str, model: Model) -> dict[str, int]:
     mesh = parse_mesh(mesh) if isinstance(mesh, str) else dict(mesh)
     bad = [k for k in mesh if k not in MESH_DIMS]
     if bad:
-        raise BadInput(f"mesh dimension {bad[0]!r} is not modelled by step; use {', '.join(MESH_DIMS)} "
+        raise BadInput(f"mesh dimension {bad[0]!r} is not modelled by {command}; use {', '.join(MESH_DIMS)} "
                        f"(pipeline and context parallelism are not modelled)")
     tp, ep = mesh.get("tp", 1), mesh.get("ep", 1)
     if model.heads % tp:

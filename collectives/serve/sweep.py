@@ -37,14 +37,14 @@ import networkx as nx
 from ...topo.accelerators import Accelerator, accelerator_of
 from ...topo.errors import BadInput
 from ..jobs.models import Model, load_model
+from ..jobs.step import check_mesh
 from ..placement import chip_ranks, parse_mesh
-from .arch import Arch, arch_of, chip_constants
+from .arch import arch_of, chip_constants
 from .model import OVERLAPS, StepTerms, acceptance_length, kv_capacity, step_terms
 from .network import LIBRARY_CHOICES, NetworkPricer
 
 __all__ = ["ServePoint", "ServeResult", "FailResult", "serve", "serve_failed", "candidate_meshes", "plot_frontier"]
 
-MESH_DIMS = ("tp", "ep", "dp")
 # past the peak, each doubling of concurrency only lengthens every user's wait: the sweep stops
 # after this many levels in a row below the best tokens/s per kW so far
 STOP_AFTER_FALLING = 2
@@ -181,16 +181,8 @@ def candidate_meshes(model: Model, chips: int) -> list[dict[str, int]]:
 
 
 def _check_mesh(mesh: dict[str, int], model: Model, chips: int) -> dict[str, int]:
-    bad = [k for k in mesh if k not in MESH_DIMS]
-    if bad:
-        raise BadInput(f"mesh dimension {bad[0]!r}; serve models {', '.join(MESH_DIMS)}")
-    tp, ep = mesh.get("tp", 1), mesh.get("ep", 1)
-    if model.heads % tp:
-        raise BadInput(f"mesh tp={tp} must divide {model.name}'s {model.heads} attention heads")
-    if ep > 1 and not model.experts:
-        raise BadInput(f"mesh ep={ep} but {model.name} has no experts")
-    if ep > model.experts > 0:
-        raise BadInput(f"mesh ep={ep} exceeds {model.name}'s {model.experts} routed experts")
+    """``step``'s mesh check (dimensions, heads, experts), and the mesh must fit on the fabric."""
+    mesh = check_mesh(mesh, model, command="serve")
     if math.prod(mesh.values()) > chips:
         raise BadInput(f"mesh {','.join(f'{k}={v}' for k, v in mesh.items())} needs "
                        f"{math.prod(mesh.values()):,} chips; the fabric has {chips:,}")
