@@ -33,7 +33,7 @@ from pathlib import Path
 import networkx as nx
 
 from ..topo.contract import (CAPACITY_GBPS, CHIP, DOMAIN_TAGS, KIND, LANE_GBPS, LANES, LATENCY_NS, MEDIUM,
-                             PORT_GBPS, RANK, SWITCH, TIER, validate)
+                             PORT_GBPS, RANK, SWITCH, TIER)
 from ..topo.errors import BadInput
 from ..topo.export import INFRAGRAPH_ANNOTATION
 
@@ -54,7 +54,6 @@ _CONTRACT_TYPES = {**{k: "int" for k in (RANK, LANES, "asics", "x", "y", "z", "w
                                          *DOMAIN_TAGS)},
                    **{k: "float" for k in (LANE_GBPS, PORT_GBPS, CAPACITY_GBPS, LATENCY_NS)},
                    **{k: "bool" for k in ("forwards", "reduces", "wrap")}}
-_SHOW = 5
 
 
 def _one_line(exc: BaseException) -> str:
@@ -313,14 +312,9 @@ def read_infragraph(path: str | os.PathLike) -> nx.Graph:
             G.graph["inferred"] = "; ".join(dict.fromkeys(inferred))
         if notes:
             G.graph["notes"] = "; ".join(notes)
-    from .userfile import _register_gpu_nic_models
+    from .userfile import _register_gpu_nic_models, check_contract
     _register_gpu_nic_models(G)      # "<gpu>+<nic>" chips (rail clusters) exist once registered, as for GraphML
-    bad = validate(G)
-    if bad:
-        shown = "; ".join(map(str, bad[:_SHOW]))
-        more = f" (and {len(bad) - _SHOW} more)" if len(bad) > _SHOW else ""
-        raise BadInput(f"{path}: {len(bad)} contract violation{'s' * (len(bad) > 1)}: {shown}{more}")
-    return G
+    return check_contract(G, path)
 
 
 def _add_bundle(path, G, a, b, hops, typed, inferred) -> None:

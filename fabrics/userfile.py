@@ -234,6 +234,11 @@ def load_fabric(path: str | os.PathLike, **overrides) -> nx.Graph:
         G = _load_graphml(path) if suffix == ".graphml" else _load_json(path)
         G.graph.setdefault("name", path.stem)
         _register_gpu_nic_models(G)
+    return check_contract(G, path)
+
+
+def check_contract(G: nx.Graph, path) -> nx.Graph:
+    """``G`` if it follows the graph contract, else one ``BadInput`` line quoting the first violations."""
     bad = validate(G)
     if bad:
         shown = "; ".join(map(str, bad[:_SHOW]))
