@@ -340,15 +340,17 @@ class _Search:
         self.space, self.build, self.runner, self.prune = space, build, runner, prune
         self.points: list[DesignPoint | None] = []
         self.index: dict[str, int] = {}
-        self.front: list[tuple] = []
+        self.front: list[tuple] = []               # (objective vector, short params) of the front so far
+        self._front_points: list[DesignPoint] = []
         self.use_bound = prune
+        self._bound_cost = _BoundCost()
         self.senses = _senses(space)
         self.store = _Store(results_file, space, prune) if results_file is not None else None
         self.reused = 0
 
     def wave(self, designs: Sequence[dict]) -> list[DesignPoint]:
         """Evaluate the designs not seen yet (one ``runner.map``); every design's point, in order."""
-        tasks, keys = [], [self.space.key(d) for d in designs]
+        tasks, keys, new = [], [self.space.key(d) for d in designs], []
         for d, key in zip(designs, keys):
             if key in self.index:                  # seen (or twice in this wave)
                 continue
@@ -357,20 +359,23 @@ class _Search:
             self.points.append(kept)
             if kept is not None:
                 self.reused += 1
+                new.append(kept)
                 continue
             tasks.append(_Task(self.index[key], key, d, self.space.params_text(d), self.space, self.build,
                                tuple(self.front) if self.prune else (), self.use_bound))
         for i, point in self.runner.map(evaluate, tasks):
             self.points[i] = point
+            new.append(point)
             if self.store is not None:
                 self.store.put(self.space.key(point.params), point)
-        done = [p for p in self.points if p is not None]
-        self.use_bound = self.use_bound and _bounds_pay(done)
-        priced = [p for p in done if p.status == "ok"]
-        if priced:
-            vals = np.array([[p.objectives[o] for o in self.space.objectives] for p in priced])
-            self.front = [(tuple(vals[k]), _short(priced[k].params))
-                          for k in np.flatnonzero(pareto_mask(vals, self.senses))]
+        self.use_bound = self.use_bound and self._bound_cost.add(new)
+        # a design off the front stays off it: the new front is among the old front and this wave's priced
+        cands = self._front_points + [p for p in new if p.status == "ok"]
+        if cands:
+            vals = np.array([[p.objectives[o] for o in self.space.objectives] for p in cands])
+            keep = np.flatnonzero(pareto_mask(vals, self.senses))
+            self._front_points = [cands[k] for k in keep]
+            self.front = [(tuple(vals[k]), _short(cands[k].params)) for k in keep]
         return [self.points[self.index[k]] for k in keys]
 
     def result(self, seconds: float, method: str, complete: bool, notes: Sequence[str] = ()) -> DesignResult:
@@ -572,16 +577,27 @@ class _Pool:
             yield f.result()
 
 
-def _bounds_pay(points: Sequence[DesignPoint | None]) -> bool:
-    """Whether computing bounds saves time: what the pruned designs' prices would have cost
-    (the mean price time) against what every bound cost.  Pruning stays exact either way;
-    only its work is skipped once bounds cost more than they save."""
-    bounds = [p.timings["bound_s"] for p in points if p is not None and "bound_s" in p.timings]
-    prices = [p.timings["price_s"] for p in points if p is not None and "price_s" in p.timings]
-    if len(bounds) < 8 or not prices:
-        return True
-    saved = sum(p.status == "pruned" and "bound_s" in p.timings for p in points if p is not None)
-    return saved * (sum(prices) / len(prices)) > sum(bounds)
+class _BoundCost:
+    """Whether computing bounds saves time, kept as running sums: what the pruned designs' prices
+    would have cost (the mean price time) against what every bound cost.  Pruning stays exact
+    either way; only its work is skipped once bounds cost more than they save."""
+
+    def __init__(self):
+        self.bounds = self.bounds_s = self.prices = self.prices_s = self.saved = 0
+
+    def add(self, points: Sequence[DesignPoint]) -> bool:
+        """Count ``points`` in; whether bounds still pay."""
+        for p in points:
+            if "bound_s" in p.timings:
+                self.bounds += 1
+                self.bounds_s += p.timings["bound_s"]
+                self.saved += p.status == "pruned"
+            if "price_s" in p.timings:
+                self.prices += 1
+                self.prices_s += p.timings["price_s"]
+        if self.bounds < 8 or not self.prices:
+            return True
+        return self.saved * (self.prices_s / self.prices) > self.bounds_s
 
 
 def _short(params: dict) -> str:
