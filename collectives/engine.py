@@ -757,18 +757,20 @@ def _fold(G, ph: Phase, table, split: str, tiers: str, enabled: bool, guard=None
 
 
 def _fold_stabilizer(G, ph: Phase, table, split: str, guard):
-    """The stabilizer fold of a phase on a ``dor`` fabric the translations refused (None elsewhere).
+    """The policy's stabilizer fold of a phase its own fold refused (a ``dor`` torus; None where the
+    policy has none).
 
     All-to-all rows only: the reflections it uses reverse a ring's order, so an ordered
     pattern (ring, shift) is refused with that reason.
     """
     from ..topo import routing
-    if G.graph.get("routing") != "dor":
+    stabilizer = routing.policy_of(G).stabilizer
+    if stabilizer is None:
         return None
     if ph.pairs is not None:
         return routing.Fold.refuse("stabilizer", "an ordered pattern (ring, shift), not an all-to-all: the "
                                    "reflections that fix a failure would reverse it")
-    return routing.torus.fold_stabilizer(G, ph.rows, links=table, split=split, guard=guard)
+    return stabilizer(G, ph.rows, links=table, split=split, guard=guard)
 
 
 def _defect_bound(ref, G, ph: Phase, table, cap, split: str, tiers: str, table_ref) -> dict | None:
