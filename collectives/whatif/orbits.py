@@ -350,30 +350,23 @@ def _annotated(ix: _Index, refused: list) -> list[Generator]:
 
 def candidate_generators(G: nx.Graph, ix: _Index | None = None, refused: list | None = None) -> list[Generator]:
     """Node permutations suggested by the fabric's structure, not yet verified (see the module docstring)."""
+    from ...topo.routing import policy_of
     ix = ix or _Index(G)
     refused = [] if refused is None else refused
-    routing = G.graph.get("routing", "ecmp")
+    build = {"torus": lambda: _torus(ix), "twins": lambda: _twins(ix, _read_labels(G, ix)),
+             "labels": lambda: _label_perms(ix, refused), "leaf-rails": lambda: _leaf_rails(ix)}
     out = _annotated(ix, refused)
-    if routing == "dor":
-        out += _torus(ix)
-    out += _twins(ix, _read_labels(G, ix))
-    if routing != "dor":
-        out += _label_perms(ix, refused)
-    if routing == "tiered":
-        out += _leaf_rails(ix)
+    for kind in policy_of(G).generators:          # the kinds the routing policy's routes can keep, in its order
+        out += build[kind]()
     return out
 
 
 def _read_labels(G: nx.Graph, ix: _Index) -> tuple[str, ...]:
     """Labels the routing reads (so twins must share them and generators map them consistently)."""
-    routing = G.graph.get("routing", "ecmp")
-    read = []
-    if routing == "tiered":
-        read.append("rack")
+    from ...topo.routing import policy_of
+    read = list(policy_of(G).reads)
     if any(d.get("patch") for _, d in G.nodes(data=True)):
         read += ["column", "circuit"]
-    if routing == "dor":
-        read += list(AXES)
     return tuple(a for a in read if a in ix.labels)
 
 
@@ -495,6 +488,7 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
     >>> [g.family for g in s.generators]
     ['translation', 'reflection', 'translation', 'reflection', 'translation', 'reflection']
     """
+    from ...topo.routing import policy_of
     ix = _Index(G)
     refused: list = []
     cands = candidate_generators(G, ix, refused)
@@ -514,11 +508,11 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
     else:
         return Symmetry((), (("every generator", f"algorithm {algorithm!r} builds its phases from racks or torus "
                                                  f"coordinates; no generator is proven to keep them"),), "", ix)
-    routing = G.graph.get("routing", "ecmp")
+    tier_rule = policy_of(G).tier_rule
     read = _read_labels(G, ix)
-    pos = _position_key(G, ix) if routing == "tiered" else None
+    pos = _position_key(G, ix) if tier_rule else None
     conditional = ""
-    if routing == "tiered":
+    if tier_rule:
         relays = RelayCheck(G)(()) if intact_relays is None else intact_relays
         conditional = ("relays are chosen by in-rack position and rank, so a generator that moves positions holds "
                        "only where the degraded global tier still joins every chip (checked per orbit)")
@@ -912,13 +906,11 @@ def failure_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: st
     >>> d["orbit_size"], [g["name"] for g in d["stabilizer"]]
     (64, ['reflection of y (x -> 0 - x mod 4)', 'reflection of z (x -> 0 - x mod 4)'])
     """
-    from ...topo.failures import _Index as _FIx, _resolve, never_kept, parse_spec, preserved_symmetries
+    from ...topo.failures import never_kept, parse_spec, preserved_symmetries, resolve
     sym = fabric_symmetry(G, groups, algorithm)
     ix = sym.ix
-    fix = _FIx(G)
-    cache: dict = {}
     parsed = [parse_spec(s) for s in specs]
-    doms = [_resolve(G, p, fix, cache) for p in parsed]
+    doms = resolve(G, parsed)
     e_of = {}
     for e, (u, v) in enumerate(zip(ix.eu.tolist(), ix.ev.tolist())):
         e_of[(u, v)] = e_of[(v, u)] = e
