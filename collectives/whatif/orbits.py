@@ -76,7 +76,7 @@ from ...topo.errors import BadInput
 
 __all__ = ["Generator", "candidate_generators", "Symmetry", "fabric_symmetry", "Orbits", "scenario_orbits",
            "failure_symmetry",
-           "LABEL_NODE_ATTRS", "LABEL_EDGE_ATTRS", "COSMETIC_EDGE_ATTRS", "ORDER_FREE", "ROTATION", "EXACT_ORDER"]
+           "LABEL_NODE_ATTRS", "LABEL_EDGE_ATTRS", "COSMETIC_EDGE_ATTRS"]
 
 # node attributes that name a node's place (not what it is): a generator may change them
 LABEL_NODE_ATTRS = ("rank", "rack", "tray", "column", "circuit", "switch_tray", "rail", "plane", "cube", "board",
@@ -88,10 +88,6 @@ COSMETIC_EDGE_ATTRS = ("wrap",)
 # labels a generator may permute by value
 PERMUTED_LABELS = ("rack", "cube", "group", "plane", "rail", "tray", "switch_tray", "column")
 AXES = ("x", "y", "z", "w")
-# algorithms by what of the groups' rank order their phases read
-ORDER_FREE = ("direct", "nvls")                  # every pair / every member alike: groups as sets
-ROTATION = ("ring", "pairwise")                  # member i -> i + k: rank order up to rotation
-EXACT_ORDER = ("halving-doubling",)              # partners i xor k: rank order exactly
 MAX_N_KEYED = 4                                   # scenario keys k**n must fit in int64
 
 
@@ -489,6 +485,7 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
     ['translation', 'reflection', 'translation', 'reflection', 'translation', 'reflection']
     """
     from ...topo.routing import policy_of
+    from ..algorithms import algorithm_record
     ix = _Index(G)
     refused: list = []
     cands = candidate_generators(G, ix, refused)
@@ -499,13 +496,10 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
     chip_ranks = set(ix.rank[ix.is_chip].tolist())
     if not set(groups_a.ravel().tolist()) <= chip_ranks:
         return Symmetry((), (("every generator", "a group names a rank that no chip has"),), "", ix)
-    if algorithm in ORDER_FREE:
-        order = "set"
-    elif algorithm in ROTATION:
-        order = "rotation"
-    elif algorithm in EXACT_ORDER:
-        order = "exact"
-    else:
+    # what of the groups' rank order the algorithm's phases read (its record's order)
+    record = algorithm_record(algorithm)
+    order = record.order if record is not None else None
+    if order is None:
         return Symmetry((), (("every generator", f"algorithm {algorithm!r} builds its phases from racks or torus "
                                                  f"coordinates; no generator is proven to keep them"),), "", ix)
     tier_rule = policy_of(G).tier_rule
