@@ -5,6 +5,11 @@ rank; for all-gather, reduce-scatter and all-to-all it is the whole buffer per r
 (count x type size x ranks).  A :class:`Phase` holds the flows of *every* group at
 once (so contention between groups is priced) and a ``repeat`` count: identical
 steps, such as the 2(n-1) steps of a ring all-reduce, are solved once and repeated.
+
+Each algorithm is one :class:`Algorithm` record in :data:`ALGORITHM_RECORDS` (its collectives,
+phases builder, the rank order it reads, in-network or not, auto's limits); other modules ask
+the record, and :data:`ALGORITHMS` (collective -> {name: builder}) is a live view of it.
+Adding an algorithm is one :func:`register` call.
 """
 from __future__ import annotations
 

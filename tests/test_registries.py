@@ -221,3 +221,9 @@ def test_resolve_is_the_public_lookup():
     assert dom.id == "t03" and len(dom.nodes) == 8
     with pytest.raises(BadInput, match="no node"):
         failures.resolve(G, ["node:r00/nope"])
+
+
+def test_every_generator_kind_has_a_builder():
+    from fabricsim.collectives.whatif.orbits import GENERATOR_BUILDERS
+    assert set(GENERATOR_BUILDERS) == set(routing.GENERATOR_KINDS)
+    assert all(set(p.generators) <= set(routing.GENERATOR_KINDS) for p in routing.POLICIES.values())

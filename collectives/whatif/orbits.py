@@ -40,6 +40,9 @@ How generators are built (:func:`candidate_generators`)
 * Jalapeño leaf / rail-pair permutations: leaf ``i`` of every rack with its two rails.
 * torus (``routing="dor"``): a translation by one along each axis and the reflection
   of each axis longer than 2 (no axis swaps: dimension order is a routing choice).
+* which of these a fabric gets is its routing policy's ``generators`` (``topo.routing.Policy``):
+  ``dor`` offers torus and twins, ``tiered`` twins, labels and leaf/rail pairs, ``ecmp`` twins
+  and labels; the labels the policy ``reads`` must be mapped consistently.
 * a user fabric's ``G.graph["symmetry"]``: a JSON list of ``{"name", "map": {node: node}}``
   (nodes not named stay fixed).
 
@@ -53,8 +56,9 @@ routing reads consistently (``rack`` for the tier rule, ``column``/``circuit`` w
 patches route by them, torus coordinates as ``x -> +-x + t`` per axis); (4) maps every
 group onto a group: as a set for order-free algorithms (direct, nvls), as a rotation of
 its rank order for rings (ring, pairwise; a reflection reverses every flow and is
-refused), in rank order exactly for halving-doubling; algorithms that read racks or
-coordinates (hierarchical, torus-rings) refuse every generator; (5) under the tier
+refused), in rank order exactly for halving-doubling (the algorithm record's ``order``,
+:data:`fabricsim.collectives.algorithms.ALGORITHM_RECORDS`); algorithms that read racks or
+coordinates (hierarchical, torus-rings; ``order=None``) refuse every generator; (5) under the tier
 rule, a generator that moves in-rack positions is *conditional*: relays are chosen by
 in-rack position and rank, so it holds only for scenarios whose degraded global tier
 still joins every chip (checked on each orbit's representative; an orbit that relays
@@ -344,16 +348,24 @@ def _annotated(ix: _Index, refused: list) -> list[Generator]:
         return []
 
 
+# builders of each kind of candidate a routing policy may offer (topo.routing.GENERATOR_KINDS), called as
+# build(G, ix, refused)
+GENERATOR_BUILDERS: dict[str, Callable] = {
+    "torus": lambda G, ix, refused: _torus(ix),
+    "twins": lambda G, ix, refused: _twins(ix, _read_labels(G, ix)),
+    "labels": lambda G, ix, refused: _label_perms(ix, refused),
+    "leaf-rails": lambda G, ix, refused: _leaf_rails(ix),
+}
+
+
 def candidate_generators(G: nx.Graph, ix: _Index | None = None, refused: list | None = None) -> list[Generator]:
     """Node permutations suggested by the fabric's structure, not yet verified (see the module docstring)."""
     from ...topo.routing import policy_of
     ix = ix or _Index(G)
     refused = [] if refused is None else refused
-    build = {"torus": lambda: _torus(ix), "twins": lambda: _twins(ix, _read_labels(G, ix)),
-             "labels": lambda: _label_perms(ix, refused), "leaf-rails": lambda: _leaf_rails(ix)}
     out = _annotated(ix, refused)
     for kind in policy_of(G).generators:          # the kinds the routing policy's routes can keep, in its order
-        out += build[kind]()
+        out += GENERATOR_BUILDERS[kind](G, ix, refused)
     return out
 
 
