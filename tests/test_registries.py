@@ -227,3 +227,36 @@ def test_every_generator_kind_has_a_builder():
     from fabricsim.collectives.whatif.orbits import GENERATOR_BUILDERS
     assert set(GENERATOR_BUILDERS) == set(routing.GENERATOR_KINDS)
     assert all(set(p.generators) <= set(routing.GENERATOR_KINDS) for p in routing.POLICIES.values())
+
+
+def _link_tiers(G, src, dst):
+    lt = routing.link_table(G)
+    r = routing.route(G, [src], [dst])
+    return sorted({str(t) for t in np.asarray(lt.tier)[r.piece_link[r.flow_piece[0].indices].indices]})
+
+
+@pytest.mark.parametrize("fabric, kw, pair", [("jalapeno-pod", {"racks": 2}, (0, 1)), ("torus", {"dims": "4x4"}, (0, 5))])
+def test_policy_reads_what_it_says(fabric, kw, pair):
+    """Each label a policy says it ``reads`` changes its routes (or is demanded) when it is taken away, and
+    each ``graph_reads`` attribute is demanded by name."""
+    G = build(fabric, **kw)
+    p = routing.policy_of(G)
+    assert p.reads
+    base = routing.route(G, [pair[0]], [pair[1]])
+    for label in [a for a in p.reads if any(a in d for _, d in G.nodes(data=True))]:
+        H = G.copy()
+        for _, d in H.nodes(data=True):
+            d.pop(label, None)
+        try:
+            got = routing.route(H, [pair[0]], [pair[1]])
+        except BadInput as exc:
+            assert label in str(exc)
+            continue
+        assert _link_tiers(H, *pair) != _link_tiers(G, *pair) or \
+            (got.piece_link.T @ got.flow_piece.T).toarray().tolist() != \
+            (base.piece_link.T @ base.flow_piece.T).toarray().tolist(), label
+    for attr in p.graph_reads:
+        H = G.copy()
+        del H.graph[attr]
+        with pytest.raises(BadInput, match=attr):
+            routing.route(H, [pair[0]], [pair[1]])
