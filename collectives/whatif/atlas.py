@@ -647,10 +647,9 @@ def load_rates(path: str | Path | None = None) -> Rates:
         A missing or unreadable file, bad TOML, a negative or non-numeric rate or repair time.
     """
     def read(p: Path) -> dict:
+        from ...topo.inputs import read_input_text
         try:
-            return tomllib.loads(p.read_text())
-        except OSError as exc:
-            raise BadInput(f"rates file {str(p)!r}: {exc.strerror or exc}") from None
+            return tomllib.loads(read_input_text(p, "a failure-rates TOML file"))
         except tomllib.TOMLDecodeError as exc:
             raise BadInput(f"rates file {str(p)!r} is not TOML: {exc}") from None
     classes = _rate_entries(read(DEFAULT_RATES_PATH), str(DEFAULT_RATES_PATH.name))
