@@ -36,6 +36,7 @@ import networkx as nx
 
 from ...topo.accelerators import Accelerator, accelerator_of
 from ...topo.errors import BadInput
+from ...topo.graphcache import pinned
 from ..jobs.models import Model, load_model
 from ..jobs.step import check_mesh
 from ..placement import chip_ranks, parse_mesh
@@ -288,6 +289,13 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
     >>> round(p.tokens_per_s_per_kw * 0.7 * p.chips / (8 * (8192 + 1024) / p.e2e_s), 9)
     1.0
     """
+    with pinned(G):        # the sweep never edits G: routing's link table, routes and folds are cached for it
+        return _serve(G, model, isl=isl, osl=osl, mesh=mesh, concurrency=concurrency, mtp=mtp, library=library,
+                      overlap=overlap, accelerator=accelerator, pricer=pricer, progress=progress)
+
+
+def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, accelerator, pricer,
+           progress) -> ServeResult:
     model = load_model(model) if isinstance(model, str) else model
     arch = arch_of(model)
     acc = accelerator or accelerator_of(G)
@@ -445,7 +453,8 @@ def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailRes
     arch = arch_of(model)
     ctx = _Ctx(arch, acc, chip_constants(acc.name), NetworkPricer(H, model), before.isl, before.osl, before.mtp,
                before.library, before.overlap)
-    after = tuple(ctx.point(p.mesh, p.concurrency) for p in before.points)
+    with pinned(H):
+        after = tuple(ctx.point(p.mesh, p.concurrency) for p in before.points)
     return FailResult(fabric=before.fabric, model=before.model, failures=tuple(a["spec"] for a in applied),
                       before=before, after=after)
 

@@ -113,6 +113,11 @@ def link_table(G: nx.Graph) -> LinkTable:
     >>> len(lt), float(lt.capacity_gbps[0])
     (1536, 800.0)
     """
+    from ..graphcache import memo          # cached while G is pinned (topo.graphcache)
+    return memo(G, ("link_table",), lambda: _build_link_table(G))
+
+
+def _build_link_table(G: nx.Graph) -> LinkTable:
     H = forwarding_graph(G)
     nodes = tuple(H.nodes)
     idx = {n: i for i, n in enumerate(nodes)}
