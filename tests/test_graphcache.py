@@ -88,8 +88,18 @@ def test_a_degraded_copy_is_another_graph():
 
 def test_editing_the_graph_inside_a_block_is_refused():
     G = build("jalapeno-rack")
-    with pinned(G):
-        routing.link_table(G)
-        G.remove_node(next(n for n, d in G.nodes(data=True) if d.get("kind") == "switch"))
-        with pytest.raises(RuntimeError, match="inside a pinned"):
+    with pytest.raises(RuntimeError, match="inside a pinned"):      # and again when the block ends
+        with pinned(G):
             routing.link_table(G)
+            G.remove_node(next(n for n, d in G.nodes(data=True) if d.get("kind") == "switch"))
+            with pytest.raises(RuntimeError, match="inside a pinned"):
+                routing.link_table(G)
+
+
+def test_an_edge_removed_inside_a_block_is_refused_when_it_ends():
+    G = build("jalapeno-rack")
+    with pytest.raises(RuntimeError, match="inside a pinned"):
+        with pinned(G):
+            routing.link_table(G)
+            G.remove_edge(*next(iter(G.edges)))
+    assert not is_pinned(G)

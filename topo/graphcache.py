@@ -10,10 +10,12 @@ any block it builds every time (no cache, no staleness).
 
 Invalidation: the cache belongs to the block, not to the graph: it is dropped when the
 outermost block for that graph ends.  A degraded copy (``apply_failures``) is another graph
-object with its own block.  A graph whose node or edge count changes inside its block raises
-(a failure applied in place, which the block promised would not happen); an edge attribute
-edited in place inside the block is the caller's broken promise and is not detected (checking
-it would cost what the link table costs to build) -- pin only where nothing edits the graph.
+object with its own block.  A graph edited in place inside its block breaks the block's promise:
+a node added or removed raises at the next lookup (the node count is checked on every lookup,
+O(1)), an edge added or removed raises when the outermost block ends (counting edges costs a
+pass over the nodes, too much per lookup); an edge attribute edited in place is not detected
+(checking it would cost what the link table costs to build) -- pin only where nothing edits the
+graph.
 
 Examples
 --------
@@ -40,15 +42,20 @@ __all__ = ["pinned", "memo", "is_pinned", "stats"]
 class _Entry:
     __slots__ = ("depth", "size", "store", "hits", "misses")
 
-    def __init__(self, size: tuple[int, int]):
-        self.depth, self.size, self.store, self.hits, self.misses = 0, size, {}, 0, 0
+    def __init__(self, nodes: int, edges: int):
+        self.depth, self.size, self.store, self.hits, self.misses = 0, (nodes, edges), {}, 0, 0
 
 
 _PINNED: "weakref.WeakKeyDictionary[nx.Graph, _Entry]" = weakref.WeakKeyDictionary()
 
 
-def _size(G: nx.Graph) -> tuple[int, int]:
-    return G.number_of_nodes(), G.number_of_edges()
+def _changed(G: nx.Graph, e: _Entry, edges: bool) -> str | None:
+    now = (len(G), G.number_of_edges() if edges else e.size[1])
+    if now == e.size:
+        return None
+    return (f"graph {G.graph.get('name', '?')!r} changed ({e.size[0]:,} nodes / {e.size[1]:,} edges -> "
+            f"{now[0]:,} / {now[1]:,}) inside a pinned() block; degrade a copy "
+            f"(topo.failures.apply_failures) instead")
 
 
 @contextmanager
@@ -57,7 +64,7 @@ def pinned(G: nx.Graph) -> Iterator[nx.Graph]:
     outermost block for ``G`` ends (blocks nest).  Yields ``G``."""
     e = _PINNED.get(G)
     if e is None:
-        e = _PINNED[G] = _Entry(_size(G))
+        e = _PINNED[G] = _Entry(len(G), G.number_of_edges())
     e.depth += 1
     try:
         yield G
@@ -65,6 +72,9 @@ def pinned(G: nx.Graph) -> Iterator[nx.Graph]:
         e.depth -= 1
         if e.depth == 0:
             _PINNED.pop(G, None)
+            why = _changed(G, e, edges=True)
+            if why:
+                raise RuntimeError(why)
 
 
 def is_pinned(G: nx.Graph) -> bool:
@@ -77,10 +87,9 @@ def memo(G: nx.Graph, key: Hashable, build: Callable[[], Any]) -> Any:
     e = _PINNED.get(G)
     if e is None:
         return build()
-    if _size(G) != e.size:
-        raise RuntimeError(f"graph {G.graph.get('name', '?')!r} changed ({e.size[0]:,} nodes / {e.size[1]:,} "
-                           f"edges -> {G.number_of_nodes():,} / {G.number_of_edges():,}) inside a pinned() "
-                           f"block; degrade a copy (topo.failures.apply_failures) instead")
+    why = len(G) != e.size[0] and _changed(G, e, edges=False)
+    if why:
+        raise RuntimeError(why)
     try:
         v = e.store[key]
         e.hits += 1
