@@ -119,8 +119,10 @@ def constants_md() -> str:
         "labelled there):", "",
         f"- compute efficiency {c.compute_efficiency:.2f} of dense peak, HBM efficiency {c.hbm_efficiency:.2f}, "
         f"{c.hbm_usable:.0%} of HBM usable for weights + KV cache;",
-        f"- {c.launch_us:g} us per kernel, {c.attention_kernels} attention + {c.mlp_kernels} MLP or "
-        f"{c.moe_kernels} MoE kernels per layer, {c.head_kernels} for the head;",
+        f"- {c.launch_us:g} us per kernel (Jalapeño {chip_constants('jalapeno').launch_us:g}); per layer "
+        f"{c.attention_kernels} GQA or {c.attention_kernels_for('mla')} MLA attention kernels + {c.mlp_kernels} "
+        f"MLP or {c.moe_kernels} MoE (+ {c.shared_expert_kernels} per shared expert) kernels, "
+        f"{c.head_kernels} for the head;",
         *[f"- {lib.name}: {lib.efficiency:g} of line rate, {lib.step_latency_us:g} us per step "
           f"(runs on {', '.join(lib.families)})" for lib in libs],
         "- nccl: the fabric family's NCCL model (`collectives/cost/families/*.toml`), the only library on "

@@ -63,6 +63,14 @@ class ChipConstants:
     mlp_kernels: int
     moe_kernels: int
     head_kernels: int
+    mla_attention_kernels: int | None = None    # MLA attention (None: attention_kernels)
+    shared_expert_kernels: int = 0              # per shared expert of a MoE block
+
+    def attention_kernels_for(self, attention: str) -> int:
+        """Kernels of one attention block of type ``gqa`` or ``mla``."""
+        if attention == "mla" and self.mla_attention_kernels is not None:
+            return self.mla_attention_kernels
+        return self.attention_kernels
 
 
 def chip_constants(name: str = "default") -> ChipConstants:

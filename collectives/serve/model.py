@@ -16,7 +16,8 @@ sequence of ISL tokens), per chip:
   chip holds n/ep of them) -- plus the KV cache the batch reads (decode) or writes (prefill);
 * **network** = the layer's collectives priced by the flow solver with a named library
   (:mod:`.network`);
-* **launch** = kernels per layer x per-kernel launch cost (``arch.toml`` [chip]).
+* **launch** = kernels per layer x per-kernel launch cost (``arch.toml`` [chip]); the attention
+  block's kernels by attention type (GQA, MLA), a MoE block's routed path plus each shared expert's.
 
 A block's compute and memory overlap (roofline: the larger counts); network and launch add
 in series (``overlap="none"``).  ``overlap="two-microbatch"`` (DeepSeek's decode and
@@ -204,7 +205,7 @@ def _layer(kind: str, count: int, arch: Arch, acc: Accelerator, consts: ChipCons
         else:   # prefill writes each token's KV once (the attention tiles reread it from on-chip memory)
             kv = T_g * arch.kv_elems_per_token() * arch.kv_bytes / arch.kv_shard(tp)
         blocks.append((T_g * (2 * arch.attn_params + ctx) / tp, 0.0, arch.attn_params * other / tp, kv))
-        kernels += consts.attention_kernels
+        kernels += consts.attention_kernels_for(arch.attention)
         if kind == "dense":
             blocks.append((T_g * 2 * arch.dense_mlp_params / tp, 0.0, arch.dense_mlp_params * other / tp, 0.0))
             kernels += consts.mlp_kernels
@@ -222,7 +223,7 @@ def _layer(kind: str, count: int, arch: Arch, acc: Accelerator, consts: ChipCons
             f_sh = T_g * m.shared * 2 * arch.expert_params / tp
             b_sh = m.shared * arch.expert_params * other / tp
             blocks.append((f_sh, f_exp, b_sh + b_exp, 0.0))
-            kernels += consts.moe_kernels
+            kernels += consts.moe_kernels + m.shared * consts.shared_expert_kernels
     flops = sum(b[0] + b[1] for b in blocks)
     wbytes = sum(b[2] for b in blocks)
     kvb = sum(b[3] for b in blocks)
