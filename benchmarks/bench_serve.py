@@ -11,6 +11,10 @@ with the other agents' load; CPU seconds are the steadier figure).
 Measured on the project's 2-core VM (shared with ~6 agents, load average ~7), one run each:
 
     case                 wall s   cpu s  peak GiB  points  min TBT ms  peak tok/s/kW
+    pod-deepseek-search    38.0    19.3      0.15      13       2.347         34,153   (serve2, final: + view_of cached,
+                                                                                      O(1) pin check; load avg 6-8)
+    rack-gptoss-search     10.7     4.3      0.15      12       0.392        299,608
+    nvl72-gb300-kimi       10.8     3.8      0.15      15       4.027         24,802
     pod-deepseek-search    52.5    28.4      0.15      13       2.347         34,153   (serve2: routing cached per
                                                                                       pinned graph, topo/graphcache.py)
     pod-deepseek-search   230.5   119.2      0.13      13       2.347         34,153   (before: routing rebuilt per price)
@@ -23,8 +27,11 @@ routes and symmetry folds on every price() call.  serve() now pins its graph
 (:func:`fabricsim.topo.graphcache.pinned`): inside the block link_table / route / fold are
 cached by their inputs (the same TP / EP groups recur at every token count), and the JSON is
 byte-identical to the uncached run's (tests/test_graphcache.py checks cached == uncached).  The
-rest is the max-min solves themselves (each token count is a different size).  The mesh search
-still prunes by the roofline alone.
+rest (pod, one profile) is the max-min solves themselves (each token count is a different size),
+the all-to-all-v routes of MoE traffic whose non-empty pairs change with the token count (cache
+misses: 430 of 2,650 routes), and plan()'s per-price setup.  The mesh search still prunes by the
+roofline alone: with the solves this cheap a network lower bound was not needed for the target.
+Wall time on the shared VM runs ~2-2.5x the CPU time at load average 6-8.
 """
 from __future__ import annotations
 
