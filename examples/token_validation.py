@@ -111,9 +111,27 @@ def table_md(res: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def whatif_md() -> str:
+    """Jalapeño's MLA cells with its own collectives named (``--library jalapeno-ce``; auto keeps NCCL)."""
+    lines = ["What-if, not in the table above: Jalapeño's min TBT with `--library jalapeno-ce` (compiler-orchestrated "
+             "one-shot collectives at a Scale-Up Ethernet endpoint's latency, `libraries.toml`):", "",
+             "| model | published | NCCL model (table) | jalapeno-ce, searched mesh | jalapeno-ce, tp=8 |",
+             "|---|---:|---:|---:|---:|"]
+    G = build("jalapeno-rack")
+    for label, model, _, mtp, _, _, tbt in ROWS:
+        if mtp:
+            continue
+        base = serve(G, model, concurrency=1)
+        ce = serve(G, model, concurrency=1, library="jalapeno-ce")
+        tp8 = serve(G, model, concurrency=1, library="jalapeno-ce", mesh="tp=8")
+        lines.append(f"| {label} | {tbt[0]:.2f} ms | {base.min_tbt_s * 1e3:.2f} ms | {ce.min_tbt_s * 1e3:.2f} ms "
+                     f"({ce.min_tbt_point.mesh_text}) | {tp8.min_tbt_s * 1e3:.2f} ms |")
+    return "\n".join(lines)
+
+
 def constants_md() -> str:
     c = chip_constants()
-    libs = [library(n) for n in ("trtllm", "deepep-ll")]
+    libs = [library(n) for n in ("trtllm", "deepep-ll", "jalapeno-ce")]
     return "\n".join([
         "Constants in force (one set for every chip; `collectives/serve/arch.toml`, `libraries.toml`, all I/D "
         "labelled there):", "",
@@ -124,13 +142,16 @@ def constants_md() -> str:
         f"MLP or {c.moe_kernels} MoE (+ {c.shared_expert_kernels} per shared expert) kernels, "
         f"{c.head_kernels} for the head;",
         *[f"- {lib.name}: {lib.efficiency:g} of line rate, {lib.step_latency_us:g} us per step "
-          f"(runs on {', '.join(lib.families)})" for lib in libs],
+          f"(runs on {', '.join(lib.families)}{'' if lib.auto else '; named only, auto does not pick it'})"
+          for lib in libs],
         "- nccl: the fabric family's NCCL model (`collectives/cost/families/*.toml`), the only library on "
         "Jalapeño's Tomahawk fabric."])
 
 
 def print_table(res: list[dict]) -> None:
     print(table_md(res))
+    print()
+    print(whatif_md())
     print()
     print(constants_md())
 
@@ -151,7 +172,7 @@ def main(argv=None) -> None:
     res = results()
     print_table(res)
     if args.doc:
-        write_doc(args.doc, table_md(res) + "\n\n" + constants_md())
+        write_doc(args.doc, table_md(res) + "\n\n" + whatif_md() + "\n\n" + constants_md())
         print(f"wrote {args.doc}")
 
 
