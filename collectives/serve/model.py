@@ -6,7 +6,8 @@ rest, routed experts expert-parallel over ``ep``, shared experts TP-sharded) and
 ``S`` sequences x ``q`` tokens each (decode: q = 1 + MTP draft tokens; prefill: one
 sequence of ISL tokens), per chip:
 
-* **compute** = FLOPs / (dense FLOP/s at the block's precision x compute efficiency):
+* **compute** = FLOPs / (dense FLOP/s at the block's precision x compute efficiency, the
+  prefill's own where ``arch.toml`` gives one):
   attention ``T_g x (2 P_attn + context(L)) / tp``, dense MLP ``T_g x 2 P_mlp / tp``,
   experts ``(T x top_k / chips) x 2 P_expert`` (with ``ep = 1``: TP-sharded, the same total),
   shared experts ``T_g x 2 P_expert / tp``, where ``T_g`` = tokens per TP group;
@@ -191,7 +192,7 @@ def _layer(kind: str, count: int, arch: Arch, acc: Accelerator, consts: ChipCons
     r_other = _rate(acc, arch.attention_precision, notes)
     r_exp = _rate(acc, arch.expert_precision, notes)
     hbm = acc.hbm_Bps * consts.hbm_efficiency
-    eff = consts.compute_efficiency
+    eff = consts.compute_efficiency_for(phase)
     blocks = []     # (flops at other precision, flops at expert precision, weight bytes, kv bytes)
     kernels = 0
     if kind == "head":
