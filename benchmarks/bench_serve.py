@@ -11,10 +11,13 @@ with the other agents' load; CPU seconds are the steadier figure).
 Measured on the project's 2-core VM (shared with ~6 agents, load average ~7), one run each:
 
     case                 wall s   cpu s  peak GiB  points  min TBT ms  peak tok/s/kW
-    pod-deepseek-search    38.0    19.3      0.15      13       2.347         34,153   (serve2, final: + view_of cached,
+    pod-deepseek-search    49.1    19.4      0.15      13       2.347         11,215   (serve2, final: prefill at 0.151
+                                                                                      of peak; + reachability cached;
+                                                                                      load avg 5.6-6)
+    rack-gptoss-search     11.8     4.9      0.15      12       0.392        109,080   (prefill at 0.151)
+    nvl72-gb300-kimi       10.0     3.7      0.15      15       4.027         10,141   (prefill at 0.151)
+    pod-deepseek-search    38.0    19.3      0.15      13       2.347         34,153   (serve2: + view_of cached,
                                                                                       O(1) pin check; load avg 6-8)
-    rack-gptoss-search     10.7     4.3      0.15      12       0.392        299,608
-    nvl72-gb300-kimi       10.8     3.8      0.15      15       4.027         24,802
     pod-deepseek-search    52.5    28.4      0.15      13       2.347         34,153   (serve2: routing cached per
                                                                                       pinned graph, topo/graphcache.py)
     pod-deepseek-search   230.5   119.2      0.13      13       2.347         34,153   (before: routing rebuilt per price)

@@ -472,6 +472,15 @@ def _coo_part(P, K, L, f_rows, f_cols, f_vals, p_rows, p_cols, p_vals, reach, ho
 # ---------------------------------------------------------------------------------------
 # Reachability through forwarding nodes (component test, exact)
 # ---------------------------------------------------------------------------------------
+def _reach(net: "_Net", mask: np.ndarray) -> "_Reach":
+    """``_Reach(net, mask)``, cached while ``net.G`` is pinned and ``net`` stands on its cached link table."""
+    from ..graphcache import is_pinned, memo
+    if is_pinned(net.G) and net.lt is link_table(net.G):
+        m = np.asarray(mask, dtype=bool)
+        return memo(net.G, ("reach", m.tobytes()), lambda: _Reach(net, m))
+    return _Reach(net, mask)
+
+
 class _Reach:
     """Whether a path with forwarding intermediates joins two nodes, on the links in ``mask``."""
 
