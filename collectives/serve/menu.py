@@ -56,7 +56,7 @@ def menu_runs(menu: str, model: str, accelerator: str, mtp: int) -> tuple[str, l
     if table is not None and mtp:
         table = table.get("mtp")
     if table is None:
-        have = sorted(f"{m} on {a}{' (mtp)' if 'mtp' in t else ''}" for m, accs in data.items()
+        have = sorted(f"{m} on {a}{' (and MTP)' if 'mtp' in t else ''}" for m, accs in data.items()
                       for a, t in accs.items())
         raise BadInput(f"--menu {menu}: InferenceX published no {'MTP ' if mtp else ''}runs of {model} on "
                        f"{accelerator} that the menu lists; it has: {', '.join(have)}")
