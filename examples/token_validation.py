@@ -135,7 +135,8 @@ def constants_md() -> str:
     return "\n".join([
         "Constants in force (one set for every chip; `collectives/serve/arch.toml`, `libraries.toml`, all I/D "
         "labelled there):", "",
-        f"- compute efficiency {c.compute_efficiency:.2f} of dense peak, HBM efficiency {c.hbm_efficiency:.2f}, "
+        f"- compute efficiency {c.compute_efficiency:.2f} of dense peak in decode, "
+        f"{c.compute_efficiency_for('prefill'):.3f} in prefill, HBM efficiency {c.hbm_efficiency:.2f}, "
         f"{c.hbm_usable:.0%} of HBM usable for weights + KV cache;",
         f"- {c.launch_us:g} us per kernel (Jalapeño {chip_constants('jalapeno').launch_us:g}); per layer "
         f"{c.attention_kernels} GQA or {c.attention_kernels_for('mla')} MLA attention kernels + {c.mlp_kernels} "
