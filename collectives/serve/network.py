@@ -69,6 +69,11 @@ class Library:
     source: str = ""
     auto: bool = True           # ``auto`` may pick it (False: only when named, a what-if)
 
+    def engine_algorithm(self, collective: str) -> str | None:
+        """The first of the library's algorithms the engine's registry runs for ``collective`` (None: none)."""
+        from ..algorithms import ALGORITHMS
+        return next((a for a in self.algorithms if a in ALGORITHMS[collective]), None)
+
     def price_kwargs(self) -> dict[str, Any]:
         """``mix`` keywords: nccl none (the families), the others the ideal protocol with their constants."""
         if self.efficiency is None:
@@ -195,8 +200,8 @@ class NetworkPricer:
             cands = [("one-shot", Job(p.name, "all-to-all", p.groups, traffic=one, algorithm="direct"))]
             if "two-shot" in lib.algorithms:
                 cands.append(("two-shot", Job(p.name, "all-reduce", p.groups, p.size_bytes, algorithm="direct")))
-        elif p.collective == "all-to-all" and "direct" in lib.algorithms:
-            cands = [("direct", Job(p.name, "all-to-all", p.groups, traffic=p.traffic, algorithm="direct"))]
+        elif p.collective == "all-to-all" and (a2a := lib.engine_algorithm("all-to-all")):
+            cands = [(a2a, Job(p.name, "all-to-all", p.groups, traffic=p.traffic, algorithm=a2a))]
         else:
             cands = [(None, Job(p.name, p.collective, p.groups, p.size_bytes, traffic=p.traffic))]
         out = []
