@@ -11,8 +11,10 @@ with the other agents' load; CPU seconds are the steadier figure).
 Measured on the project's 2-core VM (shared with ~6 agents, load average ~7), one run each:
 
     case                 wall s   cpu s  peak GiB  points  min TBT ms  peak tok/s/kW
-    pod-deepseek-search    49.1    19.4      0.15      13       2.347         11,215   (serve2, final: prefill at 0.151
-                                                                                      of peak; + reachability cached;
+    pod-deepseek-search    34.9    19.1      0.15      13       2.347         11,215   (serve2, final, rebased on main;
+                                                                                      load avg 5.4)
+    pod-deepseek-search    49.1    19.4      0.15      13       2.347         11,215   (serve2: prefill at 0.151 of
+                                                                                      peak; + reachability cached;
                                                                                       load avg 5.6-6)
     rack-gptoss-search     11.8     4.9      0.15      12       0.392        109,080   (prefill at 0.151)
     nvl72-gb300-kimi       10.0     3.7      0.15      15       4.027         10,141   (prefill at 0.151)
