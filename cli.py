@@ -1579,6 +1579,11 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
               help="tp=..,ep=..,dp=.. over chip ranks, or 'search' (TP x EP searched per concurrency).")
 @click.option("--concurrency", type=click.IntRange(min=1), help="One concurrency (users); default: sweep 1, 2, 4, ... up to the "
               "KV-cache limit.")
+@click.option("--max-concurrency", "max_concurrency", type=click.IntRange(min=1),
+              help="Highest concurrency of the sweep (default: the KV-cache limit).")
+@click.option("--menu", default="search", show_default=True, help="search (every TP x EP mesh, concurrencies "
+              "1, 2, 4, ...) or inferencex (the decode meshes and concurrencies InferenceX published for the model "
+              "and chip; collectives/serve/inferencex.toml).")
 @click.option("--mtp", type=int, default=0, show_default=True, help="Draft tokens per decode step (MTP).")
 @click.option("--library", default="auto", show_default=True,
               help="Communication library: auto, nccl, trtllm, deepep-ll.")
@@ -1588,8 +1593,8 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write the tokens/s/kW vs tokens/s/user "
               "frontier per fabric to a .png, .svg or .pdf.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (an array with --fabrics).")
-def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp, library, overlap, fail, plot,
-              as_json):
+def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max_concurrency, menu, mtp, library,
+              overlap, fail, plot, as_json):
     """Token economics of serving MODEL on a fabric: TPOT, TTFT, tokens/s per user, chip and kW, $/Mtok.
 
     Each step is priced per layer from the chip's roofline (compute, HBM), the network
@@ -1619,7 +1624,7 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp
                           ("--fabric" if fabric else "--fabrics")) for n in names]
     results = []
     kw = dict(isl=isl, osl=osl, mesh=None if mesh == "search" else mesh, concurrency=concurrency, mtp=mtp,
-              library=library, overlap=overlap, progress=_progress)
+              library=library, overlap=overlap, progress=_progress, max_concurrency=max_concurrency, menu=menu)
     for name, G in zip(names, graphs):
         try:
             results.append(serve_failed(G, model, fail, **kw) if fail else run_serve(G, model, **kw))
@@ -1627,6 +1632,8 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp
             msg = str(exc)
             hint = ("--fail" if fail and "fail" in msg else "--mesh" if msg.startswith(("mesh", "tp=", "ep=", "dp=")) else
                     "--model" if msg.startswith(("unknown model", "model")) else
+                    "--menu" if msg.startswith("--menu") else
+                    "--max-concurrency" if msg.startswith("--max-concurrency") else
                     "--concurrency" if "concurrency" in msg.split(";")[0] else "--model/--mesh/--concurrency")
             raise click.BadParameter(msg, param_hint=hint) from None
     if fail:

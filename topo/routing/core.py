@@ -113,6 +113,11 @@ def link_table(G: nx.Graph) -> LinkTable:
     >>> len(lt), float(lt.capacity_gbps[0])
     (1536, 800.0)
     """
+    from ..graphcache import memo          # cached while G is pinned (topo.graphcache)
+    return memo(G, ("link_table",), lambda: _build_link_table(G))
+
+
+def _build_link_table(G: nx.Graph) -> LinkTable:
     H = forwarding_graph(G)
     nodes = tuple(H.nodes)
     idx = {n: i for i, n in enumerate(nodes)}
@@ -467,6 +472,15 @@ def _coo_part(P, K, L, f_rows, f_cols, f_vals, p_rows, p_cols, p_vals, reach, ho
 # ---------------------------------------------------------------------------------------
 # Reachability through forwarding nodes (component test, exact)
 # ---------------------------------------------------------------------------------------
+def _reach(net: "_Net", mask: np.ndarray) -> "_Reach":
+    """``_Reach(net, mask)``, cached while ``net.G`` is pinned and ``net`` stands on its cached link table."""
+    from ..graphcache import is_pinned, memo
+    if is_pinned(net.G) and net.lt is link_table(net.G):
+        m = np.asarray(mask, dtype=bool)
+        return memo(net.G, ("reach", m.tobytes()), lambda: _Reach(net, m))
+    return _Reach(net, mask)
+
+
 class _Reach:
     """Whether a path with forwarding intermediates joins two nodes, on the links in ``mask``."""
 
