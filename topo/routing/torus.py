@@ -779,6 +779,7 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
         return not (L2 < 0).any() and bool((L2 == L2[:, :1]).all())
 
     ident = [(1, 0)] * nd
+    flat_ident = apply(ident)
     per_axis = []            # per axis: the maps (sign, offset) of its subgroup
     for a, k in enumerate(dims):
         def one(sgn, off, a=a):
@@ -799,10 +800,23 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
         return no(f"the stabilizer has {order_g:,} elements: enumerating the images of {n_flows:,} flows "
                   f"is too much (the translation fold serves intact tori)")
     import itertools
-    # distinct elements (on a ring of 2 a reflection is a translation or the identity)
-    perms = list(np.unique(np.array([apply(list(mp)) for mp in itertools.product(*per_axis)]), axis=0))
-    if len(perms) == 1:
+    # generators of the group: per axis its translation step and its reflection (the
+    # per-axis maps are their products); elements acting as the identity dropped (on a
+    # ring of 2 a reflection is a translation or the identity)
+    gens = []
+    for a, mp in enumerate(per_axis):
+        for g in ([mp[1]] if len(mp) > 1 and mp[1][0] == 1 else []) + [m for m in mp if m[0] == -1][:1]:
+            maps = list(ident)
+            maps[a] = g
+            perm = apply(maps)
+            if not np.array_equal(perm, flat_ident):
+                gens.append(perm)
+    if not gens:
         return no("no reflection or translation maps the failed links and the groups onto themselves")
+    perms = None                    # every element: only where flows or rows are folded one by one
+    if not whole or R > 1:
+        # distinct elements
+        perms = list(np.unique(np.array([apply(list(mp)) for mp in itertools.product(*per_axis)]), axis=0))
     grid = None
     if whole:
         rep_pos_s, rep_pos_d, mult, grid = _product_classes(dims, per_axis)
@@ -821,15 +835,23 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
     rep_src, rep_dst = rank_of_pos[rep_pos_s], rank_of_pos[rep_pos_d]
     rep_row = lab[rep_pos_s]
     del rep_pos_s, rep_pos_d
-    # link orbits: the least link id among each link's images
+    # link orbits: the links a generator word joins (components of link -> image over the
+    # generators), numbered by their least link id (as the least image over every element)
     L = len(u)
-    lmin = np.arange(L)
-    for perm in perms:
+    ls, ld = [], []
+    for perm in gens:
         lid = link_image(perm)
-        if lid is None:  # pragma: no cover - generators were checked; products follow
-            return no("a product of the symmetries does not map links onto links")
-        np.minimum(lmin, lid, out=lmin)
-    link_orbit = np.unique(lmin, return_inverse=True)[1].astype(np.int64)
+        if lid is None:  # pragma: no cover - generators were checked
+            return no("a symmetry does not map links onto links")
+        ls.append(np.arange(L))
+        ld.append(lid)
+    from scipy.sparse import csgraph
+    comp = csgraph.connected_components(sp.csr_matrix((np.ones(L * len(gens)), (np.concatenate(ls),
+                                                                                 np.concatenate(ld))),
+                                                      shape=(L, L)), directed=True, connection="weak")[1]
+    lmin = np.full(int(comp.max()) + 1, L, np.int64)
+    np.minimum.at(lmin, comp, np.arange(L))
+    link_orbit = np.unique(lmin[comp], return_inverse=True)[1].astype(np.int64)
     O = int(link_orbit.max()) + 1
     differs = _uniform_within(link_orbit, O, lt)
     if differs:  # pragma: no cover - link_image compares these
