@@ -563,7 +563,7 @@ def atlas(fabric: str | nx.Graph, params: dict | None, *, collective: str, size_
             try:
                 s = sweep(fabric, params, cls, n=2, shared=tag, collective=collective, size_bytes=size_bytes,
                           group_size=group_size if groups is None else None, placement=placement, groups=groups,
-                          runner=run, progress=bounds, fold=True, **sweep_kw)
+                          runner=run, progress=bounds, fold=True, budget_s=None, **sweep_kw)
             except _OverBound as exc:
                 why = exc.reason + bounds.so_far()
                 rows.append(AtlasClass(label, bounds.scenarios or 0, bounds.orbits or None, len(bounds.seen) or None,
