@@ -62,8 +62,13 @@ coordinates (hierarchical, torus-rings; ``order=None``) refuse every generator; 
 rule, a generator that moves in-rack positions is *conditional*: relays are chosen by
 in-rack position and rank, so it holds only for scenarios whose degraded global tier
 still joins every chip (checked on each orbit's representative; an orbit that relays
-is split by the position-keeping generators).  Per failure class, the image of every
-domain must be a domain of the class, else the generator is refused for that class.
+is split by the position-keeping generators).  Per failure class, a generator joins a
+scenario to its image where every failed domain's image is a domain of the class; one that
+maps no domain of the class onto a domain is refused for that class (a fabric automorphism
+keeps the price of any scenario it maps onto a scenario, whatever it does to the others).
+On a torus whose links differ only in ``medium`` (Ironwood: copper inside a cube, optical
+between cubes), the unit translations are verified with the medium left out (no price reads
+it) and used beside the cube translations (:func:`_medium_blind_translations`).
 """
 from __future__ import annotations
 
