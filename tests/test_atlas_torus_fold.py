@@ -61,3 +61,19 @@ def test_drawn_scenarios_equal_their_whatif(small, cls):
         w = whatif(G, [ids[i]], "all-to-all", groups=[list(range(128))], size_bytes=GiB, algorithm=small.algorithm,
                    protocol=small.protocol)
         assert w.slowdown == pytest.approx(c.slowdowns[i], rel=1e-9), ids[i]
+
+
+def test_the_class_estimate_counts_local_workers():
+    from fabricsim.collectives.whatif.atlas import _ClassBounds, _local_workers, _OverBound
+    from fabricsim.collectives.whatif.sweeps import LocalRunner
+    assert _local_workers(LocalRunner(2)) == 2 and _local_workers(object()) == 1
+    import time
+    for workers, over in ((1, True), (2, False)):
+        b = _ClassBounds(512, 100.0, time.monotonic() - 40.0, 1.0, workers=workers)
+        b.plan(3, 3)
+        # one orbit of three done after 40 s: one worker needs ~120 s, two ~80 s (the second already runs)
+        if over:
+            with pytest.raises(_OverBound, match=r"estimated 120 s"):
+                b(1, 3, {"orbit": 0, "time_s": 1.0})
+        else:
+            b(1, 3, {"orbit": 0, "time_s": 1.0})
