@@ -566,15 +566,15 @@ def _bfs_levels_kept(S: sp.csr_matrix, roots: np.ndarray, n: int) -> np.ndarray:
     while len(_LEVELS) > _LEVELS_KEPT_GRAPHS:
         _LEVELS.pop(next(iter(_LEVELS)))
     want = roots.tolist()
-    missing = list(dict.fromkeys(r for r in want if r not in rows))
+    have = {r: rows.get(r) for r in want}        # read once: another thread may clear the store meanwhile
+    missing = [r for r, row in have.items() if row is None]
     if missing:
+        got = _bfs_levels(S, np.asarray(missing, np.int64), n)
         if (len(rows) + len(missing)) * n > _LEVELS_KEPT_CELLS:
             rows.clear()
-            missing = list(dict.fromkeys(want))
-        got = _bfs_levels(S, np.asarray(missing, np.int64), n)
         for r, row in zip(missing, got):
-            rows[r] = row
-    return np.stack([rows[r] for r in want]) if want else np.full((0, n), -1, np.int32)
+            have[r] = rows[r] = row
+    return np.stack([have[r] for r in want]) if want else np.full((0, n), -1, np.int32)
 
 
 def _hop_levels(S: sp.csr_matrix, roots: np.ndarray, n: int, unweighted: bool) -> np.ndarray:
