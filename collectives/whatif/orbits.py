@@ -580,7 +580,8 @@ def _medium_blind_translations(ix: _Index, ok: list, read: Sequence[str], groups
     axes) fold where it does (:func:`_domain_images`).  ``[]`` where the unit translation already
     verified or the fabric is no torus.
     """
-    if ix.G.graph.get("routing", "ecmp") != "dor":
+    from ...topo.routing import policy_of
+    if "torus" not in policy_of(ix.G).generators:      # the routing keeps no torus maps
         return []
     have = {g.name for g in ok}
     cands = [g for g in _torus(ix) if g.family == "translation" and g.name.startswith("translation by 1 along ")
