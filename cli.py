@@ -1128,6 +1128,9 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spa
               "to this file as it arrives; rerun with the same file to skip what is already done.")
 @click.option("--fold/--no-fold", "fold", default=True, show_default=True, help="Solve one scenario per orbit "
               "of the fabric's verified symmetries and give every scenario its orbit's result.")
+@click.option("--budget-s", type=_Number(1e-3, 1e9, unit=" s"), default=None, help="Wall seconds the sweep may be "
+              "estimated to take (time per representative so far x those left); over it, it stops and says so. "
+              "Default: 600 for --n 2 or more, no bound for N-1.")
 @_explain_option("Say which symmetry generators folded the scenarios (refused ones with the reason), the "
                  "orbits and the representatives solved.")
 @_price_options
@@ -1137,7 +1140,7 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spa
 @click.option("--plot", "plot", type=_plot_path(), help="Write sorted slowdowns and their "
               "distribution to a PNG, SVG or PDF.")
 def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, scheduler, results_file, as_json,
-              top, plot, fold, recovery="reroute", spares=0, **opts):
+              top, plot, fold, budget_s=None, recovery="reroute", spares=0, **opts):
     """Price every failure of a class (or pairs, or random samples), ranked worst first.
 
     \b
@@ -1196,7 +1199,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
                   size_bytes=size_bytes, group_size=None if groups else opts["group_size"],
                   placement=opts["placement"],
                   groups=groups, runner=runner, progress=progress, fold=fold, recovery=recovery, spares=spares,
-                  **options.price_kwargs())
+                  budget_s="auto" if budget_s is None else float(budget_s), **options.price_kwargs())
     except BadInput as exc:
         msg = str(exc)
         hint = ("--class" if msg.startswith(f"{failure_class!r}") or "failure class" in msg else
