@@ -434,6 +434,10 @@ class FailureClass:
         link, lanes: their lookups name what is missing).
     aliases : callable, optional
         ``aliases(G, domain) -> list[str]``: other spellings of a domain's id.
+    shared_with : tuple of str
+        Tags of shared domains whose members fail together (an atlas's N-2 rows pair two
+        failures of the class that share one): ``ocs`` / ``harness`` for links (one optical
+        switch or cable harness carries many), ``rack`` for a rack's switches (one power shelf).
     """
 
     name: str
@@ -446,6 +450,12 @@ class FailureClass:
     resolve: Callable | None = None
     any_graph: bool = False
     aliases: Callable | None = None
+    shared_with: tuple[str, ...] = ()
+
+    @property
+    def family(self) -> bool:
+        """Whether the record names a family of classes (``*-switch``: one per switch role)."""
+        return self.name.startswith("*")
 
     def matches(self, cls: str) -> bool:
         """Whether ``cls`` is this class (or, for a family, one of its members)."""
@@ -494,12 +504,13 @@ FAILURE_CLASSES: dict[str, FailureClass] = {c.name: c for c in (
                  lambda tags: [_role_class(r) for r in sorted(tags.roles)],
                  "permutations of the racks, rails and planes it is not in, and of the other switches of its "
                  "role and rail/rack (a rail switch: rack permutations, the other rails, the other switches of "
-                 "its rail)", _MOVES_ALL, resolve=_resolve_kind(_is_role_switch)),
+                 "its rail)", _MOVES_ALL, resolve=_resolve_kind(_is_role_switch), shared_with=("rack",)),
     FailureClass("link", "link:A--B", _class_links, lambda tags: ["link"] if tags.has_edges else [],
                  "the symmetries that fix both ends or swap them: on a torus, the reflections of the other axes "
                  "through the link and of its own axis about its midpoint (no translation); in a pod, "
                  "permutations of the racks, rails and interchangeable chips and switches the link does not "
-                 "touch", _MOVES_ALL, parse=_parse_link, resolve=_resolve_link, any_graph=True),
+                 "touch", _MOVES_ALL, parse=_parse_link, resolve=_resolve_link, any_graph=True,
+                 shared_with=tuple(EDGE_TAG_CLASSES)),
     FailureClass("lanes", "lanes:A--B=K", _class_lanes, lambda tags: ["lanes"] if tags.multi_lane else [],
                  "as its link: the symmetries that fix both ends or swap them", _MOVES_ALL, parse=_parse_lanes,
                  resolve=_resolve_lanes, any_graph=True),

@@ -425,14 +425,11 @@ def shared_pair_classes(G, classes: Sequence[str]) -> list[tuple[str, str]]:
     """The (failure class, shared tag) pairs an atlas's N-2 rows sweep: ``link`` with every edge
     tag the fabric has (``ocs``, ``harness``), and each switch role class (``rail-switch`` ...)
     with ``rack`` where the fabric has racks, among ``classes``."""
-    from ...topo.failures import EDGE_TAG_CLASSES
+    from ...topo.failures import failure_class
     from .sweeps import shared_pairs
     have = set(domain_classes(G))
-    out = []
-    if "link" in classes:
-        out += [("link", tag) for tag in EDGE_TAG_CLASSES if tag in have]
-    if "rack" in have:
-        out += [(c, "rack") for c in classes if c.endswith("-switch") and c != "switch"]
+    out = [(c, tag) for c in classes if (fc := failure_class(c)) is not None
+           for tag in fc.shared_with if tag in have]     # the registry says which shared domains pair a class
     # only where two domains do share the tag (rail switches sit in no rack, say)
     return [(c, t) for c, t in out if shared_pairs(G, domains(G, [c])[c], t)]
 
@@ -621,9 +618,9 @@ class Rates:
         """``(rate_per_year, repair_h, source)`` of a class, or None when it has no rate."""
         if failure_class in self.classes:
             return self.classes[failure_class]
-        if failure_class.endswith("-switch") and failure_class not in ("switch", "switch-tray"):
-            return self.classes.get("*-switch")
-        return None
+        from ...topo.failures import failure_class as record
+        fc = record(failure_class)
+        return self.classes.get(fc.name) if fc is not None and fc.family else None   # a family's shared entry
 
 
 def _rate_entries(doc: dict, where: str) -> dict:
