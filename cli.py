@@ -7,18 +7,18 @@ machinery (option types, shared option groups, the error path) is ``cli_options`
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import click
 
+from .cli_formats import export_cmd, import_grp
 from .cli_options import DTYPES as _DTYPES
-from .cli_options import (CollectiveChoice, Group, Number, OutputPath, collective_arg, emit, fabric_names, fabric_option,
-                          fail_option, job_of, json_option, plot_option, price_option_group, recovery_options,
-                          runner_maker, set_option, worker_options, write_error, written)
-from .fabrics import FABRICS
-from .fabrics.loader import fabric_sets, load_fabric, parse_sets
+from .cli_options import (CollectiveChoice, Group, Number, OutputPath, collective_arg, emit, fabric_names,
+                          fabric_option, fail_option, job_of, json_option, plot_option, price_option_group,
+                          recovery_options, runner_maker, set_option, worker_options, write_error, written)
+from .fabrics.loader import load_fabric, parse_sets
 from .topo.console import progress as _progress
+from .topo.console import timed
 from .topo.errors import about
 from .topo.text import table as _table
 from .topo.units import parse_size  # noqa: F401  (``from fabricsim.cli import parse_size``: the one size rule)
@@ -89,173 +89,17 @@ def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection, parts_file
     from .topo.parts import load_parts
     parts = load_parts(parts_file)   # a bad file fails here, in one line, before the fabric is built
     G = load_fabric(fabric, sets)
-    big, t0 = G.number_of_nodes() > 4000, time.perf_counter()
-    if big:
+    if G.number_of_nodes() > 4000:
         _progress(f"auditing {G.number_of_nodes():,} nodes and {G.number_of_edges():,} links ...")
-    a = audit(G, hops=not no_hops, bisect=not no_bisection, parts=parts)
-    if big:
-        _progress(f"audit took {time.perf_counter() - t0:.1f} s")
+    with timed("audit took", 0.0 if G.number_of_nodes() > 4000 else float("inf")):
+        a = audit(G, hops=not no_hops, bisect=not no_bisection, parts=parts)
     emit(a.as_dict()) if as_json else click.echo(a.to_text(show_all))
     if not a.ok:
         sys.exit(1)
 
 
-EXPORT_FORMATS = {"graphml": (".graphml",), "json": (".json",), "astra-sim": (".yml", ".yaml"), "simai": (".txt",),
-                  "infragraph": (".json",)}
-
-
-def _export_lines(fmt: str, G, out, output) -> list[str]:
-    """What an export wrote (first line) and what the mapping loses (the rest), for stderr."""
-    if fmt == "astra-sim":
-        return ([f"wrote {output}: {' x '.join(f'{d.topology}({d.npus})' for d in out.dims)} = {out.npus:,} NPUs"]
-                + [f"fabricsim: the ASTRA-sim mapping loses: {x}" for x in out.losses])
-    if fmt == "simai":
-        return ([f"wrote {output}: {len(out.gpus):,} GPUs ({out.gpus_per_server} per server), {len(out.nvswitches):,} "
-                 f"NVSwitches, {len(out.switches):,} switches, {len(out.links):,} links; losses in {output}.json"]
-                + [f"fabricsim: the SimAI mapping loses: {x}" for x in out.losses])
-    if fmt == "infragraph":
-        infra = out.infrastructure
-        return ([f"wrote {output}: {sum(i['count'] for i in infra['instances']):,} device instances, "
-                 f"{G.number_of_edges():,} bundles in {len(infra['edges']):,} edge entries of {len(infra['links']):,} "
-                 f"link classes (InfraGraph)"] + [f"fabricsim: InfraGraph carries only as annotations: {x}"
-                                                  for x in out.notes])
-    return [f"wrote {output}: {G.number_of_nodes():,} nodes, {G.number_of_edges():,} links"]
-
-
-@main.command("export")
-@click.argument("fabric")
-@set_option
-@click.option("-o", "--output", "output", required=True, type=OutputPath(sum(EXPORT_FORMATS.values(), ())),
-              help="Output file: .graphml, .json (node-link, or InfraGraph with --format infragraph), .yml "
-                   "(ASTRA-sim network config) or .txt (SimAI ns-3 topology).")
-@click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default=None,
-              help="graphml | json | astra-sim | simai | infragraph (default: from the -o extension; .yml/.yaml "
-                   "is astra-sim, .txt simai, .json node-link).")
-def export_cmd(fabric, sets, output, fmt):
-    """Write a fabric's graph (GraphML, node-link JSON) or an ASTRA-sim 2.x network config.
-
-    GraphML and JSON load back with FABRIC=FILE.  ``--format astra-sim`` writes the
-    analytical backend's network.yml (topology, npus_count, bandwidth GB/s, latency ns,
-    one entry per dimension) and says on stderr and in the file what the mapping loses.
-    ``--format simai`` writes SimAI's ns-3 topology text (header, switch ids, one
-    ``src dst bandwidth latency error_rate`` line per link) and, since SimAI reads no
-    comments, the losses and the graph node of every id to FILE.json beside it.
-    ``--format infragraph`` writes an InfraGraph document (ASTRA-sim 3.0; needs
-    ``pip install 'fabricsim[infragraph]'``) that ``fabricsim import infragraph`` reads back;
-    what InfraGraph has no field for rides in its annotations, listed on stderr.
-    """
-    from .fabrics.userfile import export_fabric
-    from .topo import export as X
-    suffix = Path(output).suffix.lower()
-    fmt = fmt or next(f for f, sfx in EXPORT_FORMATS.items() if suffix in sfx)
-    if suffix not in EXPORT_FORMATS[fmt]:
-        raise click.BadParameter(f"{output!r}: --format {fmt} writes {' or '.join(EXPORT_FORMATS[fmt])} files",
-                                 param_hint="--output")
-    G = load_fabric(fabric, sets)
-    write = {"astra-sim": X.write_astra, "simai": X.write_simai, "infragraph": X.write_infragraph}.get(fmt, export_fabric)
-    try:
-        out = write(G, output)
-    except OSError as exc:
-        raise write_error(exc, output) from None
-    click.echo("\n".join(_export_lines(fmt, G, out, output)), err=True)
-
-
-@main.group("import")
-def import_grp():
-    """Read a machine description (or, for chakra, a workload) written by another tool.
-
-    \b
-      fabricsim import nccl-topo topo.xml -o node.json      an NCCL_TOPO_DUMP_FILE dump
-      fabricsim import nccl-topo topo.xml --nodes 4 -o cluster.json
-      fabricsim import infragraph infra.json -o fabric.json   an InfraGraph document (ASTRA-sim 3.0)
-      fabricsim import chakra traces/ -o jobs.toml          Chakra execution traces, for mix
-    """
-
-
-def _fabric_output():
-    return click.option("-o", "--output", "output", required=True, type=OutputPath((".json", ".graphml")),
-                        help="Fabric file to write: .json (node-link) or .graphml; every command takes it as FABRIC.")
-
-
-def _write_imported(G, output, chips_word: str, detail: str = "") -> None:
-    """Write an imported fabric as a fabric file and say what it holds (and what was inferred) on stderr."""
-    from .fabrics.userfile import export_fabric
-    from .topo.contract import CHIP, KIND
-    try:
-        export_fabric(G, output)
-    except OSError as exc:
-        raise write_error(exc, output) from None
-    chips = sum(1 for _, d in G.nodes(data=True) if d.get(KIND) == CHIP)
-    click.echo(f"wrote {output}: {chips:,} {chips_word}, {G.number_of_nodes() - chips:,} switches, "
-               f"{G.number_of_edges():,} links{detail}", err=True)
-    for what in ("inferred", "notes"):
-        if G.graph.get(what):
-            _progress(f"{what}: {G.graph[what]}")
-
-
-@import_grp.command("nccl-topo")
-@click.argument("xml_file", metavar="FILE.xml", type=click.Path(dir_okay=False))
-@click.option("--nodes", type=click.IntRange(1), default=1, show_default=True,
-              help="Copies of the node, joined rail-optimized (GPU r of every node on rail r's leaf, spines).")
-@click.option("--nic-gbps", type=Number(0.0, 1e7, open_lo=True, unit=" Gb/s"), default=None,
-              help="Per-direction NIC port rate, Gb/s (default: each <net>'s speed).")
-@click.option("--spine-oversubscription", type=Number(0.0, 1e6, open_lo=True), default=1.0, show_default=True,
-              help="Leaf down:up bandwidth with --nodes > 1 (1 = non-blocking).")
-@_fabric_output()
-def import_nccl_topo(xml_file, nodes, nic_gbps, spine_oversubscription, output):
-    """Build a fabric from an NCCL topology dump (the XML NCCL writes with NCCL_TOPO_DUMP_FILE).
-
-    GPUs become chips (NVLink generation from sm), NVSwitch targets switches, each GPU's
-    nearest <net> its NIC port to its rail's leaf; PCIe and C2C are counted, not priced.
-    A malformed dump exits 2 with one line naming the element.
-    """
-    from .fabrics.nccl_topo import read_nccl_topo
-    with about("xml_file"):
-        G = read_nccl_topo(xml_file, nodes=nodes, nic_gbps=nic_gbps or 0.0,
-                           spine_oversubscription=spine_oversubscription)
-    _write_imported(G, output, "GPUs", f" ({G.graph['families']})")
-
-
-@import_grp.command("infragraph")
-@click.argument("ig_file", metavar="FILE", type=click.Path(dir_okay=False))
-@_fabric_output()
-def import_infragraph(ig_file, output):
-    """Build a fabric from an InfraGraph document (.json, .yaml; needs fabricsim[infragraph]).
-
-    xpu components become chips, switch components switches, nic and port components are
-    joined through; a file written by ``export --format infragraph`` reads back into the same
-    graph. A malformed file exits 2 with one line naming the element.
-    """
-    from .fabrics.infragraph_io import read_infragraph
-    with about("ig_file"):
-        G = read_infragraph(ig_file)
-    _write_imported(G, output, "chips")
-
-
-@import_grp.command("chakra")
-@click.argument("trace_dir", metavar="DIR", type=click.Path(file_okay=False))
-@click.option("-o", "--output", "output", required=True, type=OutputPath((".toml",)),
-              help="Mix file to write ([[job]] tables); price it with fabricsim mix FILE --fabric F.")
-def import_chakra(trace_dir, output):
-    """Turn Chakra execution traces (<prefix>.<rank>.et per rank) into a mix TOML (needs fabricsim[chakra]).
-
-    Collective nodes become jobs on their process groups' ranks, compute nodes with a
-    duration delays, dependencies ``after``. A malformed trace exits 2 with one line naming
-    the file and the node.
-    """
-    from .collectives.jobs.chakra import jobs_toml, load_chakra
-    with about("trace_dir"):
-        w = load_chakra(trace_dir)
-    try:
-        Path(output).write_text(f"# from the Chakra traces in {trace_dir}, written by fabricsim\n"
-                                + "".join(f"# {n}\n" for n in w.notes) + "\n" + jobs_toml(w.jobs), encoding="utf-8")
-    except OSError as exc:
-        raise write_error(exc, output) from None
-    n_delay = sum(j.collective == "delay" for j in w.jobs)
-    click.echo(f"wrote {output}: {len(w.jobs) - n_delay:,} collectives, {n_delay:,} delays, {w.ranks:,} ranks, "
-               f"{len(w.groups):,} process groups", err=True)
-    for note in w.notes:
-        _progress(f"chakra: {note}")
+main.add_command(export_cmd)
+main.add_command(import_grp)
 
 
 @main.command("draw")
@@ -288,7 +132,7 @@ def draw_cmd(fabric, sets, output, expand, dpi):
 @collective_arg
 @fabric_option
 @set_option
-@price_option_group
+@price_option_group(size_required=False)   # price alone also takes --traffic / --moe instead of --size
 @json_option("Print the cost report as JSON (schema in docs/json.md).")
 @plot_option("Also write a chart (.png/.svg/.pdf): time per phase and link utilization by tier.")
 @click.option("--traffic", "traffic_path", type=click.Path(), help="All-to-all-v: a byte matrix per group (CSV or "
@@ -313,24 +157,14 @@ def price_cmd(collective, fabric, sets, as_json, plot, traffic_path=None, moe_sp
     """
     from .collectives.report_text import method_text, traffic_text
     from .collectives.runs import price_job, price_traffic
-    vbytes = "traffic" if traffic_path else "moe" if moe_spec else None
-    if traffic_path and moe_spec:
-        raise click.UsageError("give --traffic or --moe, not both")
-    options, spec = job_of(opts, collective, size=opts["size"] is not None)   # checked before the fabric is built
-    if vbytes and opts["size"] is not None:
-        raise click.UsageError(f"--{vbytes} gives the bytes; leave out --size")
-    if vbytes and collective != "all-to-all":
-        raise click.UsageError(f"--{vbytes} is an all-to-all-v; {collective} takes --size")
+    vbytes = traffic_path or moe_spec
     if not vbytes and opts["size"] is None:
         raise click.UsageError("Missing option '--size' (or --traffic FILE / --moe SPEC for an all-to-all-v).")
+    options, spec = job_of(opts, collective, size=opts["size"] is not None)   # checked before the fabric is built
     G = load_fabric(fabric, sets)
-    t0, summary = time.perf_counter(), None
-    if vbytes:
-        r, summary = price_traffic(G, options, spec, traffic=traffic_path, moe=moe_spec, progress=_progress)
-    else:
-        r = price_job(G, collective, options, spec)
-    if time.perf_counter() - t0 > 2:
-        _progress(f"priced in {time.perf_counter() - t0:.1f} s")
+    with timed("priced"):
+        r, summary = (price_traffic(G, collective, options, spec, traffic=traffic_path, moe=moe_spec,
+                                    progress=_progress) if vbytes else (price_job(G, collective, options, spec), None))
     if plot:
         from .collectives.plots import plot_price
         written(plot_price, plot, r, G=G)
@@ -344,18 +178,13 @@ def price_cmd(collective, fabric, sets, as_json, plot, traffic_path=None, moe_sp
         click.echo(traffic_text(summary))
 
 
-for _p in price_cmd.params:   # `price` alone also takes --traffic / --moe instead of --size
-    if _p.name == "size":
-        _p.required = False
-
-
 @main.command("compare")
 @collective_arg
 @click.option("--fabrics", "fabric_list", required=True,
               help="Comma-separated catalog names or files, e.g. jalapeno-rack,nvl72,torus; 'all': the catalog.")
 @click.option("--set", "sets", multiple=True, metavar="FABRIC:KEY=VALUE",
               help="Override a parameter of one of --fabrics (repeatable), e.g. --set torus:dims=8x8x8.")
-@price_option_group
+@price_option_group()
 @json_option("Print a JSON array of cost reports.")
 @plot_option("Also write a chart (.png/.svg/.pdf) of time and busbw per fabric.")
 def compare_cmd(collective, fabric_list, as_json, plot, sets=(), **opts):
@@ -373,24 +202,16 @@ def compare_cmd(collective, fabric_list, as_json, plot, sets=(), **opts):
       fabricsim compare all-reduce --fabrics jalapeno-rack,nvl72,torus --group-size 64 --count 1 --size 256MiB
       fabricsim compare all-reduce --fabrics nvl72,torus --set torus:dims=8x8x8 --group-size 64 --count 1 --size 256MiB
     """
+    from .collectives.placement import chip_ranks
     from .collectives.report_text import compare_text
     from .collectives.runs import compare
-    from .fabrics.loader import is_file_spec
-    from .topo.contract import CHIP, KIND
-    names = [f.strip() for f in fabric_list.split(",") if f.strip()]
-    names = sorted(FABRICS) if names == ["all"] else names
-    if not names:
-        raise click.BadParameter("no fabrics given", param_hint="--fabrics")
-    per_fabric = fabric_sets(sets, names)
+    from .fabrics.loader import load_fabrics
     options, spec = job_of(opts, collective)
-    for name in names:     # every name before any fabric is built
-        if name not in FABRICS and not is_file_spec(name):
-            load_fabric(name, param="fabrics")    # raises: unknown fabric, with the catalog
-    graphs = [load_fabric(n, per_fabric.get(n, ()), param="set" if n in per_fabric else "fabrics") for n in names]
-    reports = compare(graphs, collective, options, spec, progress=_progress)
-    given = [parse_sets(per_fabric.get(n, ())) for n in names]
-    labels = [r.fabric + (f"({','.join(f'{k}={v}' for k, v in g.items())})" if g else "") for r, g in zip(reports, given)]
-    chips = [sum(1 for _, d in G.nodes(data=True) if d.get(KIND) == CHIP) for G in graphs]
+    loaded = load_fabrics(fabric_list, sets)   # every name is checked before any fabric is built
+    reports = compare([G for _, G, _ in loaded], collective, options, spec, progress=_progress)
+    given, chips = [g for _, _, g in loaded], [len(chip_ranks(G)) for _, G, _ in loaded]
+    labels = [r.fabric + (f"({','.join(f'{k}={v}' for k, v in g.items())})" if g else "")
+              for r, g in zip(reports, given)]
     if plot:
         from .collectives.plots import plot_compare
         written(plot_compare, plot, reports)
@@ -429,7 +250,7 @@ def domains_cmd(fabric, sets, classes, show_all, as_json):
 @fabric_option
 @set_option
 @fail_option
-@price_option_group
+@price_option_group()
 @recovery_options
 @json_option("Print baseline, degraded and what changed as JSON.")
 def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spares=0, **opts):
@@ -478,7 +299,7 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spa
               "to this file as it arrives; rerun with the same file to skip what is already done.")
 @click.option("--fold/--no-fold", "fold", default=True, show_default=True, help="Solve one scenario per orbit "
               "of the fabric's verified symmetries and give every scenario its orbit's result.")
-@price_option_group
+@price_option_group()
 @recovery_options
 @json_option("Print the ranked scenarios and summary as JSON.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Scenarios shown in the table.")
@@ -536,7 +357,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo.")
 @click.option("--n2-shared", is_flag=True, help="Also N-2 within shared domains: every pair of links on one OCS "
               "or harness, every pair of same-role switches in one rack (one row each).")
-@price_option_group
+@price_option_group()
 @json_option("Print the atlas (and availability) as JSON.")
 @plot_option("Write the slowdowns per class (a box each) to a PNG, SVG or PDF.")
 def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, scheduler, avail, rates_file,
@@ -562,7 +383,8 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
             rates = load_rates(rates_file)
     wanted = None if classes is None else [c.strip() for c in classes.split(",") if c.strip()]
     a = atlas_job(fabric, parse_sets(sets), G, collective, options, spec, classes=wanted, max_orbits=max_orbits,
-                  budget_s=budget_s, n2_shared=n2_shared, make_runner=runner_maker(workers, scheduler), progress=_progress)
+                  budget_s=budget_s, n2_shared=n2_shared, make_runner=runner_maker(workers, scheduler),
+                  progress=_progress)
     av = availability(a, rates, samples=samples, seed=seed) if rates is not None else None
     if plot:
         written(plot_atlas, plot, a)
@@ -703,10 +525,10 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp
     """
     from .collectives.serve import serve, serve_failed
     from .collectives.serve.sweep import plot_frontier
-    names = fabric_names(fabric, fabric_list)
+    from .fabrics.loader import load_fabrics
+    fabric_names(fabric, fabric_list)
     # one fabric: --set KEY=VALUE; --fabrics: --set FABRIC:KEY=VALUE (as compare)
-    per_fabric = {names[0]: sets} if fabric else fabric_sets(sets, names)
-    graphs = [load_fabric(n, per_fabric.get(n, ()), param="set" if n in per_fabric else "fabric") for n in names]
+    graphs = [load_fabric(fabric, sets)] if fabric else [G for _, G, _ in load_fabrics(fabric_list, sets)]
     kw = dict(isl=isl, osl=osl, mesh=None if mesh == "search" else mesh, concurrency=concurrency, mtp=mtp,
               library=library, overlap=overlap, progress=_progress)
     with about("model"):
@@ -749,25 +571,14 @@ def mix_cmd(spec, chakra_dir, fabric, sets, split, tiers, efficiency, step_laten
       fabricsim mix jobs.toml --fabric jalapeno-rack --json
       fabricsim mix --chakra traces/ --fabric nvl72      collectives of Chakra traces, compute as delays
     """
-    from .collectives import jobs as J
     from .collectives.report_text import mix_text
+    from .collectives.runs import mix_job
     if (spec is None) == (chakra_dir is None):
         raise click.UsageError("give a SPEC file or --chakra DIR (one of them)")
     G = load_fabric(fabric, sets)
-    t0 = time.perf_counter()
-    if chakra_dir is not None:
-        from .collectives.jobs.chakra import load_chakra
-        with about("chakra"):
-            w = load_chakra(chakra_dir)
-        jobs = list(w.jobs)
-        for note in w.notes:
-            _progress(f"chakra: {note}")
-    with about("spec"):
-        jobs = J.load_jobs(spec, G) if chakra_dir is None else jobs
-        r = J.mix(G, jobs, split=split, tiers=tiers, efficiency=efficiency, progress=_progress,
-                  step_overhead_ns=None if step_latency_us is None else step_latency_us * 1000.0)
-    if time.perf_counter() - t0 > 2:
-        _progress(f"mixed in {time.perf_counter() - t0:.1f} s")
+    with timed("mixed"):
+        r = mix_job(G, spec, chakra=chakra_dir, split=split, tiers=tiers, efficiency=efficiency,
+                    step_latency_us=step_latency_us, progress=_progress)
     emit(r.as_dict()) if as_json else click.echo(mix_text(r))
 
 
@@ -821,19 +632,14 @@ def design_cmd(space, workers, scheduler, results_file, no_prune, search, evalua
     Example:
       fabricsim design examples/design/rail_cluster.toml --plot front.png
     """
-    from .collectives.design import design, load_space, plot_front
-    from .collectives.whatif.dask_runner import sweep_runner
+    from .collectives.design import plot_front
+    from .collectives.runs import design_job
     from .fabrics import build
     from .fabrics.loader import write_fabrics
     from .fabrics.registry import builder_params
-    sp = load_space(space, builders=builder_params())
-    runner = sweep_runner(workers, scheduler)
-    _progress(f"design: {sp.size:,} design(s) of {sp.builder} ...")
-    try:
-        r = design(sp, build=build, runner=runner, progress=_progress, prune=not no_prune, search=search,
-                   evaluations=evaluations, seed=seed, budget_s=budget_s, results_file=results_file)
-    finally:
-        getattr(runner, "close", lambda: None)()
+    sp, r = design_job(space, build=build, builders=builder_params(), make_runner=runner_maker(workers, scheduler),
+                       progress=_progress, prune=not no_prune, search=search, evaluations=evaluations, seed=seed,
+                       budget_s=budget_s, results_file=results_file)
     if out_dir:
         try:
             write_fabrics(sp.builder, [(p.params, sp.params_text(p.params)) for p in r.front()], out_dir)

@@ -111,13 +111,14 @@ def emit(obj) -> None:
     click.echo(to_json(obj))
 
 
-def written(write, path, *args, **kw):
-    """``write(*args, path, **kw)`` (a plot or a file), said on stderr; an OSError is one line."""
+def written(write, path, *args, say: bool = True, **kw):
+    """``write(*args, path, **kw)`` (a plot or a file), said on stderr unless ``say`` is off; an OSError is one line."""
     try:
         out = write(*args, path, **kw)
     except OSError as exc:
         raise write_error(exc, path) from None
-    _progress(f"wrote {path}")
+    if say:
+        _progress(f"wrote {path}")
     return out
 
 
@@ -214,6 +215,10 @@ worker_options = option_group(
                  help="Local worker processes (ignored with --scheduler)."),
     click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run the scenarios on an existing Dask distributed "
                  "scheduler (pip install 'fabricsim[dask]'); each worker builds the fabric once."))
+fabric_output = click.option("-o", "--output", "output", required=True, type=OutputPath((".json", ".graphml")),
+                             help="Fabric file to write: .json (node-link) or .graphml; every command takes it as "
+                                  "FABRIC.")
+EXPORT_SUFFIXES = (".graphml", ".json", ".yml", ".yaml", ".txt")   # topo.export_text.EXPORT_FORMATS' (a test checks)
 fail_option = click.option("--fail", "fails", multiple=True, metavar="SPEC", help="A failure (repeatable): node:ID, "
                             "link:A--B, lanes:A--B=K, tray:ID, rail:2 ... (see `fabricsim domains FABRIC`).")
 recovery_options = option_group(
@@ -223,44 +228,48 @@ recovery_options = option_group(
                  "lose whole groups."),
     click.option("--spares", type=click.IntRange(min=0), default=0, show_default=True, help="With --recovery "
                  "restart: hold the N highest-ranked chips out of the job, used first on restart."))
-price_option_group = option_group(
-    click.option("--size", "size", required=True, help="S as nccl-tests defines it: per-rank buffer for all-reduce, "
-                 "whole buffer for the others, in bytes: 64MiB, 1GiB, 512KB ... (B = bytes; a lower-case b means "
-                 "bits and is refused)."),
-    click.option("--group-size", type=int, help="Chips per group; all groups run at once (default: one group of "
-                 "every chip)."),
-    click.option("--count", type=click.IntRange(min=1), help="With --group-size: run only this many groups (the size "
-                 "then need not divide the chips), e.g. one 64-chip group on every fabric."),
-    click.option("--placement", default="auto", show_default=True, help="With --group-size: packed | spread | "
-                 "random[:SEED] | slice (a torus: the most compact boxes, e.g. Ironwood's 4x4x4 cubes; elsewhere "
-                 "whole trays/racks/boards) | auto (prices packed and slice, keeps the cheaper, says which in a note)."),
-    click.option("--mesh", help="A parallelism mesh over chip ranks, TP innermost, e.g. tp=8,ep=32,dp=8."),
-    click.option("--over", help="With --mesh: the dimension whose groups communicate (tp, ep, dp ...)."),
-    click.option("--groups", "groups_file", type=click.Path(), help="JSON file: a list of groups, each a list of chip "
-                 "ranks or node ids."),
-    click.option("--algorithm", default="auto", show_default=True, help="ring, ring-linked, direct, "
-                 "halving-doubling, hierarchical, torus-rings, torus-concurrent, nvls (all-reduce); direct, "
-                 "pairwise, hierarchical (all-to-all); auto picks the cheapest."),
-    click.option("--protocol", type=click.Choice(["auto", "ll", "ll128", "simple", "ideal"]), default="auto",
-                 show_default=True, help="Step model: auto picks algorithm and protocol per size (NCCL-style, the "
-                 "fabric family's constants); ideal = protocol effects off (raw line rate, closed forms)."),
-    click.option("--explain", is_flag=True, help="Say which fast path priced each phase (symmetry classes, "
-                 "per-flow ...) and why the others were refused."),
-    click.option("--split", type=click.Choice(["equal", "capacity", "adaptive"]), default="equal", show_default=True,
-                 help="Routing split: ECMP equal over next hops, weighted by surviving capacity, or adaptive (each "
-                 "flow spreads over all its equal-cost paths; multipath max-min fair rates, exact LP)."),
-    click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True, help="rule: the "
-                 "fabric's tier rules (Jalapeño: same rack local, other racks global); any: every shortest path."),
-    click.option("--efficiency", type=Number(1e-6, 1.0), default=None, help="Calibration: fraction of line rate "
-                 "the links deliver (0-1], for every collective. Default: the fabric family's (ideal: 1)."),
-    click.option("--step-latency-us", type=Number(0.0, 1e9, unit=" us"), default=None, help="Per-step overhead in "
-                 "microseconds (default: the fabric's, else 1 us)."),
-    click.option("--calibration", type=click.Path(), help="TOML file of efficiency / step_latency_us, flat or in "
-                 "[collective] / [collective.algorithm] sections (`fabricsim calibrate` writes one)."),
-    click.option("--bound-only", is_flag=True, help="Price by the link-load bound only (fast, no fairness)."),
-    click.option("--per-flow", is_flag=True, help="Route and solve every flow even where symmetry (torus "
-                 "translations, interchangeable chips or positions) lets the phase be solved as classes (exact "
-                 "either way; a slower cross-check)."))
+def price_option_group(size_required: bool = True):
+    """The pricing commands' options (size, placement, algorithm, protocol, calibration ...)."""
+    o = click.option
+    return option_group(
+        o("--size", "size", required=size_required, help="S as nccl-tests defines it: per-rank buffer for all-reduce, "
+          "whole buffer for the others, in bytes: 64MiB, 1GiB, 512KB ... (B = bytes; a lower-case b means bits and is "
+          "refused)."),
+        o("--group-size", type=int, help="Chips per group; all groups run at once (default: one group of every chip)."),
+        o("--count", type=click.IntRange(min=1), help="With --group-size: run only this many groups (the size then "
+          "need not divide the chips), e.g. one 64-chip group on every fabric."),
+        o("--placement", default="auto", show_default=True, help="With --group-size: packed | spread | random[:SEED] | "
+          "slice (a torus: the most compact boxes, e.g. Ironwood's 4x4x4 cubes; elsewhere whole trays/racks/boards) | "
+          "auto (prices packed and slice, keeps the cheaper, says which in a note)."),
+        o("--mesh", help="A parallelism mesh over chip ranks, TP innermost, e.g. tp=8,ep=32,dp=8."),
+        o("--over", help="With --mesh: the dimension whose groups communicate (tp, ep, dp ...)."),
+        o("--groups", "groups_file", type=click.Path(), help="JSON file: a list of groups, each a list of chip ranks "
+          "or node ids."),
+        o("--algorithm", default="auto", show_default=True, help="ring, ring-linked, direct, halving-doubling, "
+          "hierarchical, torus-rings, torus-concurrent, nvls (all-reduce); direct, pairwise, hierarchical "
+          "(all-to-all); auto picks the cheapest."),
+        o("--protocol", type=click.Choice(["auto", "ll", "ll128", "simple", "ideal"]), default="auto",
+          show_default=True, help="Step model: auto picks algorithm and protocol per size (NCCL-style, the fabric "
+          "family's constants); ideal = protocol effects off (raw line rate, closed forms)."),
+        o("--explain", is_flag=True, help="Say which fast path priced each phase (symmetry classes, per-flow ...) and "
+          "why the others were refused."),
+        o("--split", type=click.Choice(["equal", "capacity", "adaptive"]), default="equal", show_default=True,
+          help="Routing split: ECMP equal over next hops, weighted by surviving capacity, or adaptive (each flow "
+          "spreads over all its equal-cost paths; multipath max-min fair rates, exact LP)."),
+        o("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True, help="rule: the fabric's "
+          "tier rules (Jalapeño: same rack local, other racks global); any: every shortest path."),
+        o("--efficiency", type=Number(1e-6, 1.0), default=None, help="Calibration: fraction of line rate the links "
+          "deliver (0-1], for every collective. Default: the fabric family's (ideal: 1)."),
+        o("--step-latency-us", type=Number(0.0, 1e9, unit=" us"), default=None, help="Per-step overhead in "
+          "microseconds (default: the fabric's, else 1 us)."),
+        o("--calibration", type=click.Path(), help="TOML file of efficiency / step_latency_us, flat or in "
+          "[collective] / [collective.algorithm] sections (`fabricsim calibrate` writes one)."),
+        o("--bound-only", is_flag=True, help="Price by the link-load bound only (fast, no fairness)."),
+        o("--per-flow", is_flag=True, help="Route and solve every flow even where symmetry (torus translations, "
+          "interchangeable chips or positions) lets the phase be solved as classes (exact either way; a slower "
+          "cross-check)."))
+
+
 GROUP_KEYS = {"group_size": "group_size", "placement": "placement", "mesh": "mesh", "over": "over",
                "groups_file": "groups", "count": "count"}
 PRICE_KEYS = ("algorithm", "protocol", "calibration", "split", "tiers", "efficiency", "step_latency_us",

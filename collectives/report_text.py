@@ -76,7 +76,8 @@ def mix_text(r) -> str:
     """A :class:`~fabricsim.collectives.jobs.mix.MixResult`: makespan, one row per job, busiest links, notes."""
     out = [f"{len(r.jobs)} job(s) on {r.fabric}: makespan {us(r.makespan_s)} ({r.events:,} shared max-min solves)",
            table([[j.name, j.collective, j.algorithm, f"{j.groups} x {j.group_size}", fmt_bytes(j.bytes_total),
-                   us(j.start_s), us(j.finish_s), us(j.solo_s), f"x{j.time_s / j.solo_s:.4g}" if j.solo_s > 0 else "n/a"]
+                   us(j.start_s), us(j.finish_s), us(j.solo_s),
+                   f"x{j.time_s / j.solo_s:.4g}" if j.solo_s > 0 else "n/a"]
                   for j in r.jobs],
                  ["job", "collective", "algorithm", "groups", "bytes", "start", "finish", "alone", "slowdown"])]
     if r.bottlenecks:
@@ -129,6 +130,6 @@ def domains_text(D: dict, show_all: bool = False) -> str:
         ids = [d.id for d in ds]
         shown = ids if show_all or len(ids) <= 4 else ids[:3] + [f"... ({len(ids) - 3:,} more)"]
         rows.append([c, len(ds), f"{c}:{ds[0].id}" if ds else "", ", ".join(shown)])
-    return "\n".join([table(rows, ["class", "domains", "spec example", "ids"]),
-                      "\nsymmetries a failure keeps (sweep folds scenarios by them; `sweep --explain` shows which hold):"]
+    head = "\nsymmetries a failure keeps (sweep folds scenarios by them; `sweep --explain` shows which hold):"
+    return "\n".join([table(rows, ["class", "domains", "spec example", "ids"]), head]
                      + [f"  {c}: {preserved_symmetries(c)}" for c in D])

@@ -27,7 +27,9 @@ from ..topo.errors import BadInput, FabricError, about, close_matches
 from ..topo.units import parse_size
 
 __all__ = ["MAX_TIME_S", "GroupSpec", "check_algorithm", "check_fails", "price_options", "finite", "price_job",
-           "price_traffic", "compare", "whatif_job", "sweep_job", "atlas_job", "calibrate_logs", "step_jobs"]
+           "price_traffic", "compare", "whatif_job", "sweep_job", "atlas_job", "mix_job", "chakra_to_mix", "design_job",
+           "calibrate_logs",
+           "step_jobs"]
 
 MAX_TIME_S = 1e15   # ~30 million years: past it (or inf/NaN) a priced time is an overflow, not a result (I)
 
@@ -150,15 +152,24 @@ def price_job(G, collective: str, options, spec: GroupSpec, traffic=None):
         return finite(price(G, collective, groups=groups, traffic=traffic, options=options))
 
 
-def price_traffic(G, options, spec: GroupSpec, *, traffic=None, moe=None, progress=None):
+def price_traffic(G, collective: str, options, spec: GroupSpec, *, traffic=None, moe=None, progress=None):
     """An all-to-all-v from a byte-matrix file (``traffic``) or a MoE layer (``moe`` spec): (report, totals).
 
     The totals are bytes in all, over the network and local, and the imbalance (``price --json``'s
     ``"traffic"``).  ``progress(msg)`` hears of a matrix with many distinct flow sizes (a long solve).
+    Give one of ``traffic`` and ``moe``, no size in ``options``, and ``collective`` all-to-all.
     """
     import numpy as np
 
     from . import traffic as TR
+    what = "traffic" if traffic else "moe"
+    if bool(traffic) == bool(moe):
+        raise BadInput("give --traffic or --moe, not both" if traffic else "give --traffic FILE or --moe SPEC",
+                       param=what)
+    if options.size_bytes is not None:
+        raise BadInput(f"--{what} gives the bytes; leave out --size", param="size")
+    if collective != "all-to-all":
+        raise BadInput(f"--{what} is an all-to-all-v; {collective} takes --size", param=what)
     groups = spec.groups_on(G)
     with about("traffic" if traffic else "moe"):
         if traffic:
@@ -323,6 +334,49 @@ def atlas_job(fabric: str, sets: dict, G, collective: str, options, spec: GroupS
                      group_size=None if groups else spec.group_size, placement=spec.placement, groups=groups,
                      classes=classes, runner=runner, max_orbits=max_orbits, budget_s=float(budget_s),
                      progress=progress, n2_shared=n2_shared, **options.price_kwargs())
+
+
+def mix_job(G, spec=None, *, chakra=None, split: str = "equal", tiers: str = "rule", efficiency: float | None = None,
+            step_latency_us: float | None = None, progress=None):
+    """:func:`~fabricsim.collectives.jobs.mix` of the jobs in a ``spec`` file ([[job]] tables) or of the Chakra
+    traces in the directory ``chakra`` (one of them) on ``G``; ``progress`` hears the traces' notes too."""
+    from .jobs import load_jobs, mix
+    if (spec is None) == (chakra is None):
+        raise BadInput("give a SPEC file or --chakra DIR (one of them)", param="spec")
+    if chakra is not None:
+        from .jobs.chakra import load_chakra
+        with about("chakra"):
+            w = load_chakra(chakra)
+        for note in w.notes if progress else ():
+            progress(f"chakra: {note}")
+    with about("spec"):
+        jobs = load_jobs(spec, G) if chakra is None else list(w.jobs)
+        return mix(G, jobs, split=split, tiers=tiers, efficiency=efficiency, progress=progress,
+                   step_overhead_ns=None if step_latency_us is None else step_latency_us * 1000.0)
+
+
+def chakra_to_mix(trace_dir, path):
+    """Turn the Chakra traces in ``trace_dir`` into a mix TOML at ``path`` (notes as comments); the workload."""
+    from pathlib import Path
+
+    from .jobs.chakra import jobs_toml, load_chakra
+    with about("trace_dir"):
+        w = load_chakra(trace_dir)
+    Path(path).write_text(f"# from the Chakra traces in {trace_dir}, written by fabricsim\n"
+                          + "".join(f"# {n}\n" for n in w.notes) + "\n" + jobs_toml(w.jobs), encoding="utf-8")
+    return w
+
+
+def design_job(space, *, build, builders, make_runner=None, progress=None, **kw):
+    """Load a design space file and search it (:func:`~fabricsim.collectives.design.design`); ``build`` and
+    ``builders`` come from the fabric catalog (``fabrics.build``, ``fabrics.registry.builder_params()``), the
+    rest of ``kw`` (prune, search, evaluations, seed, budget_s, results_file) is ``design``'s.  -> (space, result)."""
+    from .design import design, load_space
+    sp = load_space(space, builders=builders)
+    if progress:
+        progress(f"design: {sp.size:,} design(s) of {sp.builder} ...")
+    with _made(None, make_runner) as runner:
+        return sp, design(sp, build=build, runner=runner, progress=progress, **kw)
 
 
 def calibrate_logs(G, logs: Sequence[str], *, collective: str | None = None, group_size: int | None = None,

@@ -11,7 +11,8 @@ from pathlib import Path
 from ..topo.errors import BadInput
 from .registry import FABRICS, build, describe, param_specs
 
-__all__ = ["FILE_SUFFIXES", "is_file_spec", "parse_sets", "fabric_sets", "load_fabric", "params_table", "catalog_text",
+__all__ = ["FILE_SUFFIXES", "is_file_spec", "parse_sets", "fabric_sets", "load_fabric", "load_fabrics", "params_table",
+           "catalog_text",
            "write_fabrics"]
 
 FILE_SUFFIXES = (".toml", ".graphml", ".json")
@@ -96,6 +97,21 @@ def load_fabric(spec: str, sets=(), *, param: str = "fabric"):
         raise BadInput(str(exc), param=about) from None
 
 
+def load_fabrics(names, sets=(), *, param: str = "fabrics") -> list[tuple[str, object, dict]]:
+    """Several fabrics: ``names`` (a list, or ``"a,b,c"``; ``"all"``: the catalog) with ``FABRIC:KEY=VALUE``
+    overrides -> ``[(name, graph, {key: value})]``.  Every name is checked before any fabric is built."""
+    names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names)
+    names = sorted(FABRICS) if names == ["all"] else names
+    if not names:
+        raise BadInput("no fabrics given", param=param)
+    per_fabric = fabric_sets(sets, names)
+    for name in names:
+        if name not in FABRICS and not is_file_spec(name):
+            load_fabric(name, param=param)    # raises: unknown fabric, with the catalog
+    return [(n, load_fabric(n, per_fabric.get(n, ()), param="set" if n in per_fabric else param),
+             parse_sets(per_fabric.get(n, ()))) for n in names]
+
+
 def params_table(fabric: str) -> tuple[str, list[list[str]]]:
     """A catalog fabric's one-line description and its parameters as rows: name, default, what it accepts."""
     if is_file_spec(fabric) or (fabric not in FABRICS and _is(fabric, "is_dir")):
@@ -122,8 +138,9 @@ def catalog_text(rows: list[dict]) -> str:
 
 
 def write_fabrics(builder: str, designs, out_dir) -> list[Path]:
-    """Build ``builder`` for each design, a pair (params, the same as ``{key: text}``), and write it as a node-link
-    JSON fabric file named for its params (``rail-cluster_nic_gbps-400_....json``) into ``out_dir`` (made if missing)."""
+    """Build ``builder`` for each design, a pair (params, the same as ``{key: text}``), and write it as a
+    node-link JSON fabric file named for its params (``rail-cluster_nic_gbps-400_....json``) into ``out_dir``
+    (made if missing)."""
     from .userfile import export_fabric
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)

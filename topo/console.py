@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from contextlib import contextmanager
 
-__all__ = ["progress", "to_json"]
+__all__ = ["progress", "timed", "to_json"]
 
 
 def progress(msg: str) -> None:
@@ -40,3 +42,18 @@ def to_json(obj) -> str:
     }
     """
     return json.dumps(obj, indent=2, sort_keys=False, default=_default)
+
+
+@contextmanager
+def timed(what: str, threshold_s: float = 2.0, say=None):
+    """Say ``{what} in N s`` (through ``say``, default :func:`progress`) when the block took over ``threshold_s``.
+
+    Examples
+    --------
+    >>> with timed("priced", say=print):
+    ...     pass
+    """
+    t0 = time.perf_counter()
+    yield
+    if time.perf_counter() - t0 > threshold_s:
+        (say or progress)(f"{what} in {time.perf_counter() - t0:.1f} s")
