@@ -363,7 +363,8 @@ def _direct(collective: str, G: np.ndarray, S: float, view: FabricView, traffic=
 def _halving_doubling(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
     n = G.shape[1]
     if n & (n - 1):
-        raise BadInput(f"halving-doubling needs a power-of-two group size, not {n}; try ring or direct", param="algorithm")
+        raise BadInput(f"halving-doubling needs a power-of-two group size, not {n}; try ring or direct",
+                       param="algorithm")
     out = []
     idx = np.arange(n)
     k, size = n // 2, S / 2
@@ -385,7 +386,8 @@ def _domains(G: np.ndarray, view: FabricView, name: str = "hierarchical") -> tup
     ``name``: the algorithm asking, named in the errors.
     """
     if view.domain is None:
-        raise BadInput(f"{name} needs racks or nodes (a 'rack' attribute on chips); this fabric has none", param="algorithm")
+        raise BadInput(f"{name} needs racks or nodes (a 'rack' attribute on chips); this fabric has none",
+                       param="algorithm")
     g, n = G.shape
     out = []
     for members in G:
@@ -399,7 +401,8 @@ def _domains(G: np.ndarray, view: FabricView, name: str = "hierarchical") -> tup
     A = np.stack(out)
     d, m = A.shape[1], A.shape[2]
     if d < 2 or m < 2:
-        raise BadInput(f"{name} needs groups spanning 2+ racks (nodes) with 2+ chips in each (got {d} x {m})", param="algorithm")
+        raise BadInput(f"{name} needs groups spanning 2+ racks (nodes) with 2+ chips in each (got {d} x {m})",
+                       param="algorithm")
     return A, d, m
 
 
@@ -463,7 +466,8 @@ def _tree_phases(collective: str, G: np.ndarray, S: float, view: FabricView, in_
     tiers' step latencies.
     """
     if collective != "all-reduce":
-        raise BadInput("tree and nvls-tree price all-reduce (NCCL runs its trees for all-reduce only)", param="algorithm")
+        raise BadInput("tree and nvls-tree price all-reduce (NCCL runs its trees for all-reduce only)",
+                       param="algorithm")
     A, d, m = _domains(G, view, "nvls-tree" if in_network else "tree")
     g = A.shape[0]
     intra = A.reshape(g * d, m)
@@ -473,7 +477,8 @@ def _tree_phases(collective: str, G: np.ndarray, S: float, view: FabricView, in_
             raise BadInput("nvls-tree needs switches that reduce in the network inside each domain", param="algorithm")
         for members in intra:
             if not frozenset.intersection(*(view.reducers[int(r)] for r in members)):
-                raise BadInput("nvls-tree needs each domain's chips linked to the same reducing switches", param="algorithm")
+                raise BadInput("nvls-tree needs each domain's chips linked to the same reducing switches",
+                               param="algorithm")
         a = np.arange(m)
         first = Phase("inside domains: NVLS reduce-scatter + all-gather", intra, float(S), np.arange(g * d), 1,
                       in_network=True, pairs=np.stack([a, a]), stage=0)
@@ -582,7 +587,8 @@ def _torus_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> 
     if collective in ("reduce-scatter", "all-gather"):
         # S is the whole buffer: reduce-scatter of S ends with S/n per rank
         return rs_phases
-    raise BadInput("torus-rings prices all-reduce, reduce-scatter and all-gather; use direct for all-to-all", param="algorithm")
+    raise BadInput("torus-rings prices all-reduce, reduce-scatter and all-gather; use direct for all-to-all",
+                   param="algorithm")
 
 
 def _box(G: np.ndarray, view: FabricView, name: str) -> tuple[np.ndarray, tuple[int, int, int]]:
@@ -605,7 +611,8 @@ def _box(G: np.ndarray, view: FabricView, name: str) -> tuple[np.ndarray, tuple[
         raise BadInput(f"{name} needs every group to be a box of the same shape", param="algorithm")
     kx, ky, kz = (int(e) for e in ext[0])
     if kx * ky * kz != n:
-        raise BadInput(f"{name} needs each group to be a full box of chips; a group of {n} spans {kx}x{ky}x{kz}", param="algorithm")
+        raise BadInput(f"{name} needs each group to be a full box of chips; a group of {n} spans {kx}x{ky}x{kz}",
+                       param="algorithm")
     local = (pos[:, :, 0] * ky + pos[:, :, 1]) * kz + pos[:, :, 2]       # (g, n), a permutation per group
     rows = np.empty_like(G)
     np.put_along_axis(rows, local, G, axis=1)
@@ -679,13 +686,15 @@ def _torus_concurrent(collective: str, G: np.ndarray, S: float, view: FabricView
 # ----------------------------------------------------------------------------- in-network (NVLS)
 def _nvls(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
     if not view.reduces:
-        raise BadInput("nvls needs switches that reduce in the network (e.g. nvl72's NVLink switches)", param="algorithm")
+        raise BadInput("nvls needs switches that reduce in the network (e.g. nvl72's NVLink switches)",
+                       param="algorithm")
     g, n = G.shape
     if view.reducers:
         for members in G:
             if not frozenset.intersection(*(view.reducers[int(r)] for r in members)):
                 raise BadInput("nvls needs every member of a group linked to the same reducing switches; this "
-                               "group spans switch domains (e.g. two NVLink domains): use ring or rail-rings", param="algorithm")
+                               "group spans switch domains (e.g. two NVLink domains): use ring or rail-rings",
+                               param="algorithm")
     # each rank pushes its S bytes into the switches, which reduce and multicast S back:
     # priced in pricing from the chips' links to the switches (src == dst marks the rank)
     a = np.arange(n)

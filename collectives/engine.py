@@ -207,7 +207,8 @@ class PriceOptions:
         if self.tiers not in ("rule", "any"):
             raise BadInput(f"tiers {self.tiers!r}; choose rule or any")
         if self.protocol not in PROTOCOL_CHOICES:
-            raise BadInput(f"protocol {self.protocol!r}; choose one of: {', '.join(PROTOCOL_CHOICES)}", param="protocol")
+            raise BadInput(f"protocol {self.protocol!r}; choose one of: {', '.join(PROTOCOL_CHOICES)}",
+                           param="protocol")
         if self.calibration is not None and not callable(getattr(self.calibration, "lookup", None)):
             raise BadInput("calibration must be a Calibration (see fabricsim.collectives.cost.calibration)")
 

@@ -54,7 +54,8 @@ def parse_placement(spec: str) -> tuple[str, int | None]:
     """``packed`` | ``spread`` | ``random`` | ``random:SEED`` | ``slice`` | ``auto`` -> (strategy, seed)."""
     name, sep, seed = spec.partition(":")
     if name not in PLACEMENTS:
-        raise BadInput(f"unknown placement {spec!r}; choose one of: packed, spread, random[:seed], slice, auto", param="placement")
+        raise BadInput(f"unknown placement {spec!r}; choose one of: packed, spread, random[:seed], slice, auto",
+                       param="placement")
     if name != "random" and sep:
         raise BadInput(f"placement {spec!r}: {name} takes no seed (only random:SEED does)", param="placement")
     if sep and not seed.strip().isdigit():
@@ -90,7 +91,8 @@ def by_size(G: nx.Graph, group_size: int, placement: str = "packed", *,
         raise BadInput(f"group size {group_size} does not divide the {n:,} chips of "
                        f"{G.graph.get('name', 'this fabric')!r}; divisors near it: "
                        f"{', '.join(map(str, _near_divisors(n, group_size)))}; or price one group of "
-                       f"{group_size} with --count 1 (count=1 in the library; up to {n // group_size} fit)", param="group_size")
+                       f"{group_size} with --count 1 (count=1 in the library; up to {n // group_size} fit)",
+                       param="group_size")
     strategy, seed = parse_placement(placement)
     if strategy == "auto":
         raise BadInput("placement auto prices its candidates (packed, slice) and keeps the cheapest: "

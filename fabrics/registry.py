@@ -18,7 +18,8 @@ import networkx as nx
 
 from ..topo.errors import BadInput, close_matches
 
-__all__ = ["Fabric", "FABRICS", "register", "build", "parse_params", "param_specs", "convert_value", "close_matches", "describe"]
+__all__ = ["Fabric", "FABRICS", "register", "build", "parse_params", "param_specs", "convert_value", "close_matches",
+           "describe"]
 
 
 @dataclass(frozen=True)

@@ -287,7 +287,8 @@ def check_mesh(mesh: dict[str, int] | str, model: Model, *, command: str = "step
     if ep > 1 and not model.moe_layers:
         raise BadInput(f"ep={ep} but {model.name} has no MoE layers; use tp and dp", param="mesh")
     if ep > model.experts > 0:
-        raise BadInput(f"ep={ep} exceeds {model.name}'s {model.experts} routed experts (a rank would hold none)", param="mesh")
+        raise BadInput(f"ep={ep} exceeds {model.name}'s {model.experts} routed experts (a rank would hold none)",
+                       param="mesh")
     return mesh
 
 

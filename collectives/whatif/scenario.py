@@ -195,7 +195,8 @@ def restart_job(G: nx.Graph, H: nx.Graph, collective: str, groups: Sequence[Sequ
     if groups != _rule_groups(pool0, g_size, placement, n_groups):
         raise BadInput(f"restart re-places the job by its placement rule, and these {n_groups} group(s) of {g_size} "
                        f"are not the '{placement}' groups over chips 0..{len(pool0) - 1}; place the job with a "
-                       f"group size and placement (not a mesh or a groups file), or use recovery 'reroute'", param="recovery")
+                       f"group size and placement (not a mesh or a groups file), or use recovery 'reroute'",
+                       param="recovery")
     alive, dropped = survivors(H)
     spare_set = set(all_ranks[len(all_ranks) - spares:].tolist()) if spares else set()
     in_h = set(chip_ranks(H).tolist())

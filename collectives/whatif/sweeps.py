@@ -497,7 +497,8 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     G = _fabric(fabric, params_json)
     doms = domains(G, [failure_class])[failure_class]
     if len(doms) < n:
-        raise BadInput(f"{failure_class!r} has {len(doms)} domain(s) in {fabric!r}; cannot fail {n} at once", param="failure_class")
+        raise BadInput(f"{failure_class!r} has {len(doms)} domain(s) in {fabric!r}; cannot fail {n} at once",
+                       param="failure_class")
     ids = [f"{failure_class}:{d.id}" for d in doms]
     if shared is not None:
         if n != 2:
