@@ -32,7 +32,8 @@ def _private(name: str) -> bool:
 
 
 def _modules():
-    yield "cli", ROOT / "cli.py"
+    for cli in ("cli", "cli_options", "cli_formats"):    # the command line's three modules
+        yield cli, ROOT / f"{cli}.py"
     for pkg in PACKAGES[:-1]:
         for path in sorted((ROOT / pkg).rglob("*.py")):
             yield ".".join(path.relative_to(ROOT).with_suffix("").parts), path
