@@ -171,9 +171,10 @@ def automorphism_fold(G, ph, lt, cap: np.ndarray, tiers: str = "rule"):
         return None, "an ordered pattern (ring, shift): twin swaps would reorder it"
     if not ph.rows_disjoint or ph.pair_bytes is not None:
         return None, "rows share chips or carry unequal bytes"
-    if G.graph.get("routing") == "tiered" and _relays(G):
+    policy = routing.policy_of(G)
+    if policy.tier_rule and _relays(G):
         return None, "routes relay (rail-only PXN): relays are chosen by in-rack position, which twin swaps move"
-    if G.graph.get("routing") == "dor":
+    if policy.dimension_order:
         return None, "dimension-order routes tell torus neighbours apart (the translation folds apply)"
     net = node_arrays(G, lt)
     n = net.n

@@ -5,9 +5,15 @@ rank; for all-gather, reduce-scatter and all-to-all it is the whole buffer per r
 (count x type size x ranks).  A :class:`Phase` holds the flows of *every* group at
 once (so contention between groups is priced) and a ``repeat`` count: identical
 steps, such as the 2(n-1) steps of a ring all-reduce, are solved once and repeated.
+
+Each algorithm is one :class:`Algorithm` record in :data:`ALGORITHM_RECORDS` (its collectives,
+phases builder, the rank order it reads, in-network or not, auto's limits); other modules ask
+the record, and :data:`ALGORITHMS` (collective -> {name: builder}) is a live view of it.
+Adding an algorithm is one :func:`register` call.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Callable, Sequence
@@ -18,7 +24,9 @@ import numpy as np
 from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput
 
-__all__ = ["Phase", "with_pair_bytes", "FabricView", "COLLECTIVES", "ALGORITHMS", "algorithms_for", "phases", "view_of"]
+__all__ = ["Phase", "with_pair_bytes", "FabricView", "COLLECTIVES", "ALGORITHMS", "algorithms_for", "phases", "view_of",
+           "Algorithm", "ALGORITHM_RECORDS", "ORDERS", "AUTO_PAIRWISE_MAX", "algorithm_record", "register",
+           "unregister"]
 
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 
@@ -712,25 +720,136 @@ def _pairwise(collective: str, G: np.ndarray, S: float, view: FabricView, traffi
 
 
 AlgorithmFn = Callable[[str, np.ndarray, float, FabricView], list]
-ALGORITHMS: dict[str, dict[str, AlgorithmFn]] = {
-    "all-reduce": {"ring": _ring, "ring-linked": _ring_linked, "direct": _direct,
-                   "halving-doubling": _halving_doubling, "hierarchical": _hierarchical,
-                   "rail-rings": _rail_rings, "tree": _tree, "nvls-tree": _nvls_tree,
-                   "torus-rings": _torus_rings, "torus-concurrent": _torus_concurrent, "nvls": _nvls},
-    "reduce-scatter": {"ring": _ring, "ring-linked": _ring_linked, "direct": _direct,
-                       "halving-doubling": _halving_doubling, "hierarchical": _hierarchical,
-                       "rail-rings": _rail_rings, "torus-rings": _torus_rings,
-                       "torus-concurrent": _torus_concurrent},
-    "all-gather": {"ring": _ring, "ring-linked": _ring_linked, "direct": _direct,
-                   "halving-doubling": _halving_doubling, "hierarchical": _hierarchical,
-                   "rail-rings": _rail_rings, "torus-rings": _torus_rings,
-                   "torus-concurrent": _torus_concurrent},
-    "all-to-all": {"direct": _direct, "pairwise": _pairwise, "hierarchical": _hierarchical},
-}
+
+# what of the groups' rank order an algorithm's phases read (the symmetry it preserves): "set" every pair
+# or every member alike (groups as sets), "rotation" member i -> i + k (rank order up to rotation),
+# "exact" partners i xor k (rank order exactly); None: it reads racks or torus coordinates
+ORDERS = ("set", "rotation", "exact")
+# auto does not try pairwise all-to-all above this size: n-1 separate solves (I: a run-time bound)
+AUTO_PAIRWISE_MAX = 64
 
 
-# These apply to any grouping: auto need not build their phases to know it.
-ALWAYS = ("ring", "direct", "pairwise")
+@dataclass(frozen=True)
+class Algorithm:
+    """A collective algorithm: the phases it builds and the properties other code asks about.
+
+    Code outside this module asks the record (``ALGORITHM_RECORDS[name].order``), never
+    compares an algorithm's name: a new algorithm is one :func:`register` call.
+
+    Attributes
+    ----------
+    name : str
+    collectives : tuple of str
+        The collectives it implements (a subset of :data:`COLLECTIVES`).
+    build : callable
+        ``build(collective, groups (g, n), size_bytes, view, [traffic=]) -> list[Phase]``;
+        raises BadInput when the grouping does not fit it.
+    order : {"set", "rotation", "exact"} or None
+        What of the groups' rank order its phases read, so which relabellings of a
+        fabric keep its flows (:mod:`fabricsim.collectives.whatif.orbits`): ``set``
+        (every pair or member alike), ``rotation`` (member i -> i + k), ``exact``
+        (partners i xor k); None where its phases come from racks or torus coordinates.
+    in_network : bool
+        Its phases reduce in the network (switches that reduce, NVLS).
+    always_applies : bool
+        It fits any grouping: auto lists it without building its phases.
+    auto_max_members : int, optional
+        Auto skips it for groups of more members (with ``auto_skip_why`` in the note).
+    auto_skip_why : str
+    """
+
+    name: str
+    collectives: tuple[str, ...]
+    build: Callable
+    order: str | None = None
+    in_network: bool = False
+    always_applies: bool = False
+    auto_max_members: int | None = None
+    auto_skip_why: str = ""
+
+    def __post_init__(self):
+        bad = [c for c in self.collectives if c not in COLLECTIVES]
+        if bad or not self.collectives:
+            raise BadInput(f"algorithm {self.name!r}: collective {bad[0] if bad else None!r} is not one of: "
+                           f"{', '.join(COLLECTIVES)}")
+        if self.order is not None and self.order not in ORDERS:
+            raise BadInput(f"algorithm {self.name!r}: order {self.order!r} is not one of: {', '.join(ORDERS)}, "
+                           f"or None")
+
+
+_REDUCING = ("all-reduce", "reduce-scatter", "all-gather")
+# registration order is the order auto tries them and error messages list them
+ALGORITHM_RECORDS: dict[str, Algorithm] = {a.name: a for a in (
+    Algorithm("ring", _REDUCING, _ring, order="rotation", always_applies=True),
+    Algorithm("ring-linked", _REDUCING, _ring_linked),
+    Algorithm("direct", _REDUCING + ("all-to-all",), _direct, order="set", always_applies=True),
+    Algorithm("pairwise", ("all-to-all",), _pairwise, order="rotation", always_applies=True,
+              auto_max_members=AUTO_PAIRWISE_MAX, auto_skip_why="n-1 steps"),
+    Algorithm("halving-doubling", _REDUCING, _halving_doubling, order="exact"),
+    Algorithm("hierarchical", _REDUCING + ("all-to-all",), _hierarchical),
+    Algorithm("rail-rings", _REDUCING, _rail_rings),
+    Algorithm("tree", ("all-reduce",), _tree),
+    Algorithm("nvls-tree", ("all-reduce",), _nvls_tree, in_network=True),
+    Algorithm("torus-rings", _REDUCING, _torus_rings),
+    Algorithm("torus-concurrent", _REDUCING, _torus_concurrent),
+    Algorithm("nvls", ("all-reduce",), _nvls, order="set", in_network=True),
+)}
+# the collectives in the order listings name them
+_COLLECTIVE_ORDER = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
+
+
+def register(algorithm: Algorithm) -> Algorithm:
+    """Add an algorithm (price, auto and the what-if symmetry use it at once).
+
+    Refuses a name already taken; :func:`unregister` removes it again.
+    """
+    if not isinstance(algorithm, Algorithm):
+        raise BadInput(f"register takes an Algorithm, not {type(algorithm).__name__}")
+    if algorithm.name in ALGORITHM_RECORDS or algorithm.name == "auto":
+        raise BadInput(f"algorithm {algorithm.name!r} is already registered; unregister it first")
+    ALGORITHM_RECORDS[algorithm.name] = algorithm
+    return algorithm
+
+
+def unregister(name: str) -> Algorithm:
+    """Remove the algorithm ``name`` (see :func:`register`) and return it."""
+    try:
+        return ALGORITHM_RECORDS.pop(name)
+    except KeyError:
+        raise BadInput(f"algorithm {name!r} is not registered; registered: {', '.join(ALGORITHM_RECORDS)}") \
+            from None
+
+
+def algorithm_record(name: str) -> Algorithm | None:
+    """The record of algorithm ``name``, or None (``auto``, or a name nothing registered)."""
+    return ALGORITHM_RECORDS.get(name)
+
+
+class _ByCollective(Mapping):
+    """``ALGORITHMS[collective][name] -> build``, read live from :data:`ALGORITHM_RECORDS`."""
+
+    def _table(self) -> dict:
+        out: dict[str, dict[str, AlgorithmFn]] = {c: {} for c in _COLLECTIVE_ORDER}
+        for a in ALGORITHM_RECORDS.values():
+            for c in a.collectives:
+                out[c][a.name] = a.build
+        return {c: v for c, v in out.items() if v}
+
+    def __getitem__(self, collective):
+        return self._table()[collective]
+
+    def __iter__(self):
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __repr__(self) -> str:
+        return repr({c: list(v) for c, v in self._table().items()})
+
+
+# collective -> {algorithm name: phases builder}, the view most callers read
+ALGORITHMS: Mapping[str, Mapping[str, AlgorithmFn]] = _ByCollective()
 
 
 def _check_collective(collective: str) -> None:
@@ -746,7 +865,7 @@ def algorithms_for(collective: str, groups: Sequence[Sequence[int]], view: Fabri
     G = _groups_array(groups)
     ok = []
     for name, fn in ALGORITHMS[collective].items():
-        if name in ALWAYS:
+        if ALGORITHM_RECORDS[name].always_applies:
             ok.append(name)
             continue
         try:

@@ -39,7 +39,7 @@ import numpy as np
 from ..topo import text as _text
 from ..topo.contract import CHIP, KIND, RANK
 from ..topo.errors import BadInput, TooLarge
-from .algorithms import ALGORITHMS, Phase, algorithms_for, phases, view_of
+from .algorithms import ALGORITHM_RECORDS, ALGORITHMS, AUTO_PAIRWISE_MAX, Phase, algorithms_for, phases, view_of
 from .cost.step_model import (DEFAULT_MESSAGE_OVERHEAD_NS, DEFAULT_STEP_OVERHEAD_NS, PhaseReport, PhaseTimes,
                               StepModel, link_efficiency)
 
@@ -47,8 +47,6 @@ __all__ = ["CostReport", "PhaseReport", "PriceOptions", "PROTOCOL_CHOICES", "SPL
            "PhasePlan", "SolvedPhases", "PhaseTimes", "plan", "solve", "cost", "in_network_flows",
            "DEFAULT_STEP_OVERHEAD_NS", "DEFAULT_MESSAGE_OVERHEAD_NS", "AUTO_PAIRWISE_MAX"]
 
-# auto does not try pairwise all-to-all above this size: n-1 separate solves
-AUTO_PAIRWISE_MAX = 64
 BOTTLENECKS_SHOWN = 10
 PROTOCOL_CHOICES = ("auto", "ll", "ll128", "simple", "ideal")
 # equal / capacity: fixed per-hop shares (topo.routing); adaptive: multipath max-min (collectives.adaptive);
@@ -318,12 +316,18 @@ def plan(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pr
         cands: list = []
     elif opts.algorithm == "auto":
         cands = [a for a in algorithms_for(collective, live, view)
-                 if not (a == "pairwise" and n > AUTO_PAIRWISE_MAX)
+                 if not _auto_skips(a, n)
                  and (opts.protocol == "ideal" or model.family.auto_allows(collective, a))]
     else:
         cands = [opts.algorithm]
     return PhasePlan(collective, tuple(groups), tuple(live), tuple(ok_idx), broken_info, float(size_bytes), opts,
                      tuple(cands), G, view, model, traffic, ctx_ref, by_rank)
+
+
+def _auto_skips(algorithm: str, n: int) -> bool:
+    """Auto does not try ``algorithm`` for groups of ``n`` members (its record's ``auto_max_members``)."""
+    limit = ALGORITHM_RECORDS[algorithm].auto_max_members
+    return limit is not None and n > limit
 
 
 def solve(p: PhasePlan, algorithm: str) -> "SolvedPhases":
@@ -373,8 +377,9 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
         for (a, p), (_, t) in trials.items():
             alts[a] = min(alts.get(a, math.inf), t.time_s)
         ranked = ", ".join(f"{a} {alts[a] * 1e6:,.1f} us" for a in sorted(alts, key=alts.get))
-        skipped = " (pairwise skipped: n-1 steps above n=64)" if n > AUTO_PAIRWISE_MAX and \
-            "pairwise" in ALGORITHMS[collective] else ""
+        skipped = "".join(f" ({a} skipped: {ALGORITHM_RECORDS[a].auto_skip_why} above "
+                          f"n={ALGORITHM_RECORDS[a].auto_max_members})"
+                          for a in ALGORITHMS[collective] if _auto_skips(a, n))
         notes = (f"auto picked {best[0]}: {ranked}{skipped}",)
     if opts.protocol == "auto":
         per_proto = sorted(((t.time_s, p) for (a, p), (_, t) in trials.items() if a == best[0]))
@@ -758,18 +763,20 @@ def _fold(G, ph: Phase, table, split: str, tiers: str, enabled: bool, guard=None
 
 
 def _fold_stabilizer(G, ph: Phase, table, split: str, guard):
-    """The stabilizer fold of a phase on a ``dor`` fabric the translations refused (None elsewhere).
+    """The policy's stabilizer fold of a phase its own fold refused (a ``dor`` torus; None where the
+    policy has none).
 
     All-to-all rows only: the reflections it uses reverse a ring's order, so an ordered
     pattern (ring, shift) is refused with that reason.
     """
     from ..topo import routing
-    if G.graph.get("routing") != "dor":
+    stabilizer = routing.policy_of(G).stabilizer
+    if stabilizer is None:
         return None
     if ph.pairs is not None:
         return routing.Fold.refuse("stabilizer", "an ordered pattern (ring, shift), not an all-to-all: the "
                                    "reflections that fix a failure would reverse it")
-    return routing.torus.fold_stabilizer(G, ph.rows, links=table, split=split, guard=guard)
+    return stabilizer(G, ph.rows, links=table, split=split, guard=guard)
 
 
 def _defect_bound(ref, G, ph: Phase, table, cap, split: str, tiers: str, table_ref) -> dict | None:

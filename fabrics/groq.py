@@ -34,7 +34,7 @@ from typing import Literal
 
 import networkx as nx
 
-from ..topo.builders import _global_pairs
+from ..topo.builders import global_pairs
 from ..topo.contract import CHIP, add_bundle
 from ..topo.devices import Device, register_device
 from .registry import register
@@ -139,7 +139,7 @@ def groq_lpx(*, inter: Literal["fullmesh", "dragonfly"] = "fullmesh", trays: int
                                **kw)
     else:
         per_pair = CHIPS_PER_TRAY * global_ports // (trays - 1)
-        for g1, j1, g2, j2, _ in _global_pairs(trays, CHIPS_PER_TRAY * global_ports, per_pair):
+        for g1, j1, g2, j2, _ in global_pairs(trays, CHIPS_PER_TRAY * global_ports, per_pair):
             u, v = _chip(g1, j1 // global_ports), _chip(g2, j2 // global_ports)
             if G.has_edge(u, v):   # two ports of one tray pair on the same two chips: one wider bundle
                 G.edges[u, v]["lanes"] += width

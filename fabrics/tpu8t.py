@@ -162,7 +162,7 @@ def tpu8t_virgo(*, superpods: int = SUPERPODS, planes: int = 4, plane_gbps: floa
     apart (chip, group, chip) instead of 4 (chip, leaf, spine, leaf, chip), and that traffic
     stays off the spines.  In a non-blocking Clos the chips' own ports are the bottleneck
     either way, so rates are unchanged; the all-to-all's latency is set by its cross-superpod
-    (4-link) flows, which are unchanged; ``tests/test_catalog_new.py`` checks the two
+    (4-link) flows, which are unchanged; ``tests/fabrics/test_catalog_seed_systems.py`` checks the two
     representations price the same all-to-all on 2 superpods.
 
     Returns

@@ -42,7 +42,7 @@ from .errors import BadInput, TooLarge
 
 __all__ = ["switched_domain", "leaf_spine", "torus", "dragonfly", "full_mesh", "boardfly",
            "BUILDERS", "GENERIC_CHIP", "GENERIC_SWITCH", "AXES", "torus_node_id",
-           "check_size", "check_rate", "MAX_NODES", "MAX_LINKS", "LANE_GBPS_RANGE"]
+           "check_size", "check_rate", "MAX_NODES", "MAX_LINKS", "LANE_GBPS_RANGE", "global_pairs"]
 
 # Size cap, checked from a closed-form count before anything is built (I): a graph past it
 # takes minutes and GBs to build and far longer to audit or route, so it is refused with the
@@ -481,7 +481,7 @@ def full_mesh(*, chips: int, lanes_per_link: int = 1, lane_gbps: float = 200.0,
 
 # --- dragonfly ----------------------------------------------------------------------------
 
-def _global_pairs(g: int, ports: int, per_pair: int):
+def global_pairs(g: int, ports: int, per_pair: int):
     """The consecutive global arrangement: yield (group, port, group', port', copy) once per link.
 
     Port ``j = copy * (g - 1) + o`` of group ``G`` (``o`` in 0..g-2) joins group
@@ -532,7 +532,7 @@ def dragonfly(*, p: int, a: int, h: int, g: int | None = None, lanes_per_link: i
 
     Notes
     -----
-    Global links use the consecutive arrangement (see ``_global_pairs``): global port
+    Global links use the consecutive arrangement (see ``global_pairs``): global port
     ``j`` of a group belongs to router ``j // h``.  With ``g = a*h + 1`` every pair of
     groups has exactly one link, so a minimal route is at most local, global, local:
     3 router-to-router hops (5 links terminal to terminal).  Where two links of one
@@ -582,7 +582,7 @@ def dragonfly(*, p: int, a: int, h: int, g: int | None = None, lanes_per_link: i
             for r2 in range(r + 1, a):
                 _links(G, rid(grp, r), rid(grp, r2), links=1, medium=local_medium, tier="local",
                        latency_ns=latency_ns, **kw)
-    for G1, j1, G2, j2, _ in _global_pairs(g, a * h, per_pair):
+    for G1, j1, G2, j2, _ in global_pairs(g, a * h, per_pair):
         _links(G, rid(G1, j1 // h), rid(G2, j2 // h), links=1, medium=global_medium, tier="global",
                latency_ns=global_latency_ns, **kw)
     return G

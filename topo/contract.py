@@ -111,7 +111,6 @@ MEDIUM, TIER, LATENCY_NS = "medium", "tier", "latency_ns"
 MEDIA = ("copper", "optical", "pcb")
 DOMAIN_TAGS = ("rack", "tray", "switch_tray", "board", "group", "plane", "cube", "column", "rail", "circuit",
                "ocs", "harness")
-ROUTING_POLICIES = ("ecmp", "tiered", "dor")
 # Sane per-direction rate of one lane, Gb/s (I): 1 Mb/s to 10 Pb/s.  Outside it a figure is a typo,
 # and a 1e-300 lane makes every priced time overflow.  Builders check their rate parameters against it.
 LANE_GBPS_RANGE = (1e-3, 1e7)
@@ -193,9 +192,11 @@ def validate(G: nx.Graph, *, devices=None) -> list[Violation]:
     out: list[Violation] = []
     if G.is_directed() or G.is_multigraph():
         out.append(Violation("graph", "must be an undirected simple graph (one edge per bundle)"))
-    if G.graph.get("routing", "ecmp") not in ROUTING_POLICIES:
+    from .routing import POLICIES         # late: routing reads the contract
+    routing = G.graph.get("routing", "ecmp")
+    if not isinstance(routing, str) or routing not in POLICIES:
         out.append(Violation("graph", f"routing {G.graph.get('routing')!r} is not one of "
-                                      f"{', '.join(ROUTING_POLICIES)}"))
+                                      f"{', '.join(POLICIES)}"))
     ranks = []
     for n, d in G.nodes(data=True):
         kind = d.get(KIND)

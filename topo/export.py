@@ -256,7 +256,8 @@ def _switched(G, chips, losses, start_part) -> list[Dimension]:
     up_of = {s: [t for t in G[s] if not is_chip[t]] for s in G if not is_chip[s]}
     racks = {c: nd[c].get("rack", 0) for c in chips}
     n_racks = len(set(racks.values()))
-    tiered = G.graph.get("routing") == "tiered"
+    from .routing import policy_of
+    tiered = policy_of(G).tier_rule
     rack_size = defaultdict(int)
     for c in chips:
         rack_size[racks[c]] += 1

@@ -509,7 +509,7 @@ class _Store:
     ``space`` fingerprints what decides a design's result (builder, fixed parameters,
     workload, objectives, constraints, parts, pruning on or off); a file holding another
     space's results is refused in one line rather than mixed.  A truncated last line (a
-    killed run) is ignored.
+    killed run) is dropped; any other line that is not a record refuses the file.
     """
 
     def __init__(self, path, space: DesignSpace, prune: bool):
@@ -517,6 +517,7 @@ class _Store:
         import json
         from pathlib import Path
         from ...topo.errors import BadInput
+        from ...topo.inputs import read_records, trim_cut_line
         self.path = Path(path)
         doc = {k: v for k, v in space.as_dict().items() if k != "vary"} | {"prune": prune}
         self.space = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -525,27 +526,20 @@ class _Store:
             raise BadInput(f"results file {self.path} is a directory; give a file name")
         if not self.path.parent.is_dir():
             raise BadInput(f"results file {self.path}: directory {self.path.parent} does not exist")
-        if self.path.exists():
-            try:
-                text = self.path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise BadInput(f"results file {self.path}: {getattr(exc, 'strerror', None) or exc}") from None
-            for line in text.splitlines():
-                try:
-                    rec = json.loads(line)
-                    fp, key, pt = str(rec["space"]), str(rec["key"]), rec["point"]
-                    point = DesignPoint(dict(pt["params"]), str(pt["status"]),
-                                        {k: (math.nan if v is None else float(v))
-                                         for k, v in pt["objectives"].items()},
-                                        str(pt["reason"]),
-                                        math.nan if pt["bound_time_s"] is None else float(pt["bound_time_s"]),
-                                        float(pt["seconds"]))
-                except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
-                    continue
-                if fp != self.space:
-                    raise BadInput(f"results file {self.path} holds another design space's results; give a "
-                                   "new file (or delete it)")
-                self.kept[key] = point
+        def record(rec):
+            pt = rec["point"]
+            return str(rec["space"]), str(rec["key"]), DesignPoint(
+                dict(pt["params"]), str(pt["status"]),
+                {k: (math.nan if v is None else float(v)) for k, v in pt["objectives"].items()},
+                str(pt["reason"]), math.nan if pt["bound_time_s"] is None else float(pt["bound_time_s"]),
+                float(pt["seconds"]))
+
+        for fp, key, point in read_records(self.path, "a design search's results", record):
+            if fp != self.space:
+                raise BadInput(f"results file {self.path} holds another design space's results; give a "
+                               "new file (or delete it)")
+            self.kept[key] = point
+        trim_cut_line(self.path)            # a killed run's partial last record goes before appending
 
     def get(self, key: str) -> DesignPoint | None:
         return self.kept.get(key)

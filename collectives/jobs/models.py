@@ -36,12 +36,15 @@ from ...topo.inputs import read_input_text
 __all__ = ["Model", "MODEL_KEYS", "load_model", "model_from_dict", "model_names"]
 
 CATALOG_DIR = Path(__file__).resolve().parent / "models"
-# key -> (type, required, minimum)
-MODEL_KEYS: dict[str, tuple[type, bool, int | None]] = {
-    "name": (str, False, None), "description": (str, False, None), "source": (str, False, None),
-    "layers": (int, True, 1), "first_dense": (int, False, 0), "hidden": (int, True, 1),
-    "heads": (int, True, 1), "kv_heads": (int, False, 1), "experts": (int, False, 0),
-    "top_k": (int, False, 0), "shared": (int, False, 0),
+# key -> (type, required, minimum, maximum).  The maxima are bounds on input, not on any real model
+# (I: the largest published configurations are ~10x below them: 126 layers and hidden 16,384 in Llama 3.1
+# 405B's config.json, 384 routed experts in Kimi K2's); they keep a mistyped spec from pricing for hours
+# (a step prices every layer, an MoE layer every expert's traffic).
+MODEL_KEYS: dict[str, tuple[type, bool, int | None, int | None]] = {
+    "name": (str, False, None, None), "description": (str, False, None, None), "source": (str, False, None, None),
+    "layers": (int, True, 1, 4_096), "first_dense": (int, False, 0, None), "hidden": (int, True, 1, 1 << 20),
+    "heads": (int, True, 1, 1 << 16), "kv_heads": (int, False, 1, None), "experts": (int, False, 0, 1 << 20),
+    "top_k": (int, False, 0, None), "shared": (int, False, 0, 1 << 10),
 }
 
 
@@ -88,7 +91,7 @@ def model_from_dict(data: dict, where: str = "<dict>") -> Model:
         if key not in MODEL_KEYS:
             raise BadInput(f"{where}: unknown key {key!r}{close_matches(key, MODEL_KEYS)}; "
                            f"valid: {', '.join(MODEL_KEYS)}")
-    for key, (kind, required, low) in MODEL_KEYS.items():
+    for key, (kind, required, low, high) in MODEL_KEYS.items():
         if key not in data:
             if required:
                 raise BadInput(f"{where}: missing key {key!r} ({_what(key)})")
@@ -100,6 +103,9 @@ def model_from_dict(data: dict, where: str = "<dict>") -> Model:
                            f"not {type(v).__name__}")
         if low is not None and v < low:
             raise BadInput(f"{where}: {key} = {v} must be at least {low}")
+        if high is not None and v > high:
+            raise BadInput(f"{where}: {key} = {v:,} is past the model's range (at most {high:,}; no published model "
+                           f"comes within 10x of it)")
     d = dict(data)
     name = d.get("name") or (Path(where).stem if where.endswith(".toml") else "model")
     layers, first_dense = d["layers"], d.get("first_dense", 0)

@@ -77,6 +77,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import networkx as nx
 import numpy as np
 
 try:
@@ -89,7 +90,7 @@ from ...topo.errors import BadInput, close_matches
 from ...topo.failures import domain_classes, domains
 from ..price import CostReport, _finite, price
 from .scenario import _check_price_kwargs, whatif
-from .sweeps import LocalRunner, _Task, _fabric, _groups, _plain, sweep
+from .sweeps import LocalRunner, _Task, _fabric, _groups, _plain, fabric_source, sweep
 
 __all__ = ["Atlas", "AtlasClass", "atlas", "Rates", "load_rates", "DEFAULT_RATES_PATH", "Availability",
            "availability", "plot_atlas", "HOURS_PER_YEAR"]
@@ -449,7 +450,7 @@ def _params_json(params) -> str:
     return json.dumps(params or {}, sort_keys=True, default=list)
 
 
-def atlas(fabric: str, params: dict | None, *, collective: str, size_bytes: float, group_size: int | None = None,
+def atlas(fabric: str | nx.Graph, params: dict | None, *, collective: str, size_bytes: float, group_size: int | None = None,
           placement: str = "packed", groups: Sequence[Sequence[int]] | None = None,
           classes: Sequence[str] | None = None, runner=None, max_orbits: int = DEFAULT_MAX_ORBITS,
           budget_s: float | None = DEFAULT_BUDGET_S, progress: Callable[[str], None] | None = None,
@@ -458,7 +459,7 @@ def atlas(fabric: str, params: dict | None, *, collective: str, size_bytes: floa
 
     Parameters
     ----------
-    fabric, params : a catalog name or fabric file, and builder parameters (as :func:`sweep`).
+    fabric, params : a catalog name, fabric file or graph, and builder parameters (as :func:`sweep`).
     collective, size_bytes, group_size, placement, groups : the workload (as :func:`sweep`).
     classes : sequence of str, optional
         Only these failure classes (each one the fabric has); all by default.
@@ -499,6 +500,7 @@ def atlas(fabric: str, params: dict | None, *, collective: str, size_bytes: floa
     if groups is not None and group_size is not None:
         raise BadInput("give group_size (with placement) or groups, not both")
     say = progress or (lambda msg: None)
+    fabric, shown = fabric_source(fabric)
     pj = _params_json(params)
     G = _fabric(fabric, pj)
     have = domain_classes(G)
@@ -586,7 +588,7 @@ def atlas(fabric: str, params: dict | None, *, collective: str, size_bytes: floa
     if any(r.unpriced for r in rows):
         notes.append("a scenario that priced nothing (every group lost a chip) has no slowdown: counted as "
                      "'unpriced' and left out of min / median / max")
-    return Atlas(fabric, json.loads(pj), collective, base.algorithm, base.protocol, float(size_bytes),
+    return Atlas(shown, json.loads(pj), collective, base.algorithm, base.protocol, float(size_bytes),
                  int(base.group_size), int(base.groups), base, tuple(rows), tuple(notes))
 
 

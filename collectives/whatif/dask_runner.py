@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ...topo.errors import BadInput, FabricError
+from ...topo.inputs import read_records, trim_cut_line
 
 __all__ = ["DaskRunner", "ClusterError", "ResumableRunner", "sweep_runner"]
 
@@ -226,7 +227,8 @@ class ResumableRunner:
     computed one exactly (NaN and inf are written as ``NaN`` / ``Infinity``).
 
     Results that are not plain JSON (the sweep's baseline, a cost report) are not
-    stored and always recomputed.  A truncated last line (a killed run) is ignored.
+    stored and always recomputed.  A truncated last line (a killed run) is dropped;
+    any other line that is not a result record refuses the file (BadInput).
     A file holding another sweep's results is refused (BadInput) rather than mixed.
     """
 
@@ -265,25 +267,10 @@ class ResumableRunner:
     def _load(self) -> tuple[dict, set]:
         done: dict[tuple, tuple[str, Any]] = {}
         prints: set[str] = set()
-        if not self.path.exists():
-            return done, prints
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise BadInput(f"cannot read results file {self.path}: {exc.strerror or exc}") from None
-        except UnicodeDecodeError as exc:
-            raise BadInput(f"results file {self.path}: byte {exc.start}: not UTF-8 text, so not a sweep's "
-                           f"results; give a new file") from None
-        for line in text.splitlines():
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                key = (int(rec["index"]), tuple(rec["specs"]))
-                fp = str(rec["sweep"])
-                res = rec["result"]
-            except (ValueError, KeyError, TypeError, RecursionError):
-                continue                       # a line cut short by an interrupted run
+        def record(rec):
+            return (int(rec["index"]), tuple(rec["specs"])), str(rec["sweep"]), rec["result"]
+
+        for key, fp, res in read_records(self.path, "a sweep's results", record):
             done[key] = (fp, res)
             prints.add(fp)
         return done, prints
@@ -307,20 +294,12 @@ class ResumableRunner:
             else:
                 todo.append(t)
                 key_of[k] = fp
+        trim_cut_line(self.path)            # a killed run's partial last record goes before appending
         try:
-            # start on a fresh line if the last run was cut mid-line; the last byte is read in
-            # binary, since a text-mode seek can land inside a multi-byte character
-            cut = False
-            if self.path.exists() and self.path.stat().st_size:
-                with open(self.path, "rb") as tail:
-                    tail.seek(-1, os.SEEK_END)
-                    cut = tail.read(1) != b"\n"
             fh = open(self.path, "a", encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"cannot write results file {self.path}: {exc.strerror or exc}") from None
         with fh:
-            if cut:
-                fh.write("\n")
             for res in cached:
                 self.reused += 1
                 yield res

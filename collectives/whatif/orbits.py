@@ -40,6 +40,9 @@ How generators are built (:func:`candidate_generators`)
 * Jalapeño leaf / rail-pair permutations: leaf ``i`` of every rack with its two rails.
 * torus (``routing="dor"``): a translation by one along each axis and the reflection
   of each axis longer than 2 (no axis swaps: dimension order is a routing choice).
+* which of these a fabric gets is its routing policy's ``generators`` (``topo.routing.Policy``):
+  ``dor`` offers torus and twins, ``tiered`` twins, labels and leaf/rail pairs, ``ecmp`` twins
+  and labels; the labels the policy ``reads`` must be mapped consistently.
 * a user fabric's ``G.graph["symmetry"]``: a JSON list of ``{"name", "map": {node: node}}``
   (nodes not named stay fixed).
 
@@ -53,8 +56,9 @@ routing reads consistently (``rack`` for the tier rule, ``column``/``circuit`` w
 patches route by them, torus coordinates as ``x -> +-x + t`` per axis); (4) maps every
 group onto a group: as a set for order-free algorithms (direct, nvls), as a rotation of
 its rank order for rings (ring, pairwise; a reflection reverses every flow and is
-refused), in rank order exactly for halving-doubling; algorithms that read racks or
-coordinates (hierarchical, torus-rings) refuse every generator; (5) under the tier
+refused), in rank order exactly for halving-doubling (the algorithm record's ``order``,
+:data:`fabricsim.collectives.algorithms.ALGORITHM_RECORDS`); algorithms that read racks or
+coordinates (hierarchical, torus-rings; ``order=None``) refuse every generator; (5) under the tier
 rule, a generator that moves in-rack positions is *conditional*: relays are chosen by
 in-rack position and rank, so it holds only for scenarios whose degraded global tier
 still joins every chip (checked on each orbit's representative; an orbit that relays
@@ -76,7 +80,7 @@ from ...topo.errors import BadInput
 
 __all__ = ["Generator", "candidate_generators", "Symmetry", "fabric_symmetry", "Orbits", "scenario_orbits",
            "failure_symmetry",
-           "LABEL_NODE_ATTRS", "LABEL_EDGE_ATTRS", "COSMETIC_EDGE_ATTRS", "ORDER_FREE", "ROTATION", "EXACT_ORDER"]
+           "LABEL_NODE_ATTRS", "LABEL_EDGE_ATTRS", "COSMETIC_EDGE_ATTRS"]
 
 # node attributes that name a node's place (not what it is): a generator may change them
 LABEL_NODE_ATTRS = ("rank", "rack", "tray", "column", "circuit", "switch_tray", "rail", "plane", "cube", "board",
@@ -88,10 +92,6 @@ COSMETIC_EDGE_ATTRS = ("wrap",)
 # labels a generator may permute by value
 PERMUTED_LABELS = ("rack", "cube", "group", "plane", "rail", "tray", "switch_tray", "column")
 AXES = ("x", "y", "z", "w")
-# algorithms by what of the groups' rank order their phases read
-ORDER_FREE = ("direct", "nvls")                  # every pair / every member alike: groups as sets
-ROTATION = ("ring", "pairwise")                  # member i -> i + k: rank order up to rotation
-EXACT_ORDER = ("halving-doubling",)              # partners i xor k: rank order exactly
 MAX_N_KEYED = 4                                   # scenario keys k**n must fit in int64
 
 
@@ -348,32 +348,33 @@ def _annotated(ix: _Index, refused: list) -> list[Generator]:
         return []
 
 
+# builders of each kind of candidate a routing policy may offer (topo.routing.GENERATOR_KINDS), called as
+# build(G, ix, refused)
+GENERATOR_BUILDERS: dict[str, Callable] = {
+    "torus": lambda G, ix, refused: _torus(ix),
+    "twins": lambda G, ix, refused: _twins(ix, _read_labels(G, ix)),
+    "labels": lambda G, ix, refused: _label_perms(ix, refused),
+    "leaf-rails": lambda G, ix, refused: _leaf_rails(ix),
+}
+
+
 def candidate_generators(G: nx.Graph, ix: _Index | None = None, refused: list | None = None) -> list[Generator]:
     """Node permutations suggested by the fabric's structure, not yet verified (see the module docstring)."""
+    from ...topo.routing import policy_of
     ix = ix or _Index(G)
     refused = [] if refused is None else refused
-    routing = G.graph.get("routing", "ecmp")
     out = _annotated(ix, refused)
-    if routing == "dor":
-        out += _torus(ix)
-    out += _twins(ix, _read_labels(G, ix))
-    if routing != "dor":
-        out += _label_perms(ix, refused)
-    if routing == "tiered":
-        out += _leaf_rails(ix)
+    for kind in policy_of(G).generators:          # the kinds the routing policy's routes can keep, in its order
+        out += GENERATOR_BUILDERS[kind](G, ix, refused)
     return out
 
 
 def _read_labels(G: nx.Graph, ix: _Index) -> tuple[str, ...]:
     """Labels the routing reads (so twins must share them and generators map them consistently)."""
-    routing = G.graph.get("routing", "ecmp")
-    read = []
-    if routing == "tiered":
-        read.append("rack")
+    from ...topo.routing import policy_of
+    read = list(policy_of(G).reads)
     if any(d.get("patch") for _, d in G.nodes(data=True)):
         read += ["column", "circuit"]
-    if routing == "dor":
-        read += list(AXES)
     return tuple(a for a in read if a in ix.labels)
 
 
@@ -495,6 +496,8 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
     >>> [g.family for g in s.generators]
     ['translation', 'reflection', 'translation', 'reflection', 'translation', 'reflection']
     """
+    from ...topo.routing import policy_of
+    from ..algorithms import algorithm_record
     ix = _Index(G)
     refused: list = []
     cands = candidate_generators(G, ix, refused)
@@ -505,20 +508,17 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
     chip_ranks = set(ix.rank[ix.is_chip].tolist())
     if not set(groups_a.ravel().tolist()) <= chip_ranks:
         return Symmetry((), (("every generator", "a group names a rank that no chip has"),), "", ix)
-    if algorithm in ORDER_FREE:
-        order = "set"
-    elif algorithm in ROTATION:
-        order = "rotation"
-    elif algorithm in EXACT_ORDER:
-        order = "exact"
-    else:
+    # what of the groups' rank order the algorithm's phases read (its record's order)
+    record = algorithm_record(algorithm)
+    order = record.order if record is not None else None
+    if order is None:
         return Symmetry((), (("every generator", f"algorithm {algorithm!r} builds its phases from racks or torus "
                                                  f"coordinates; no generator is proven to keep them"),), "", ix)
-    routing = G.graph.get("routing", "ecmp")
+    tier_rule = policy_of(G).tier_rule
     read = _read_labels(G, ix)
-    pos = _position_key(G, ix) if routing == "tiered" else None
+    pos = _position_key(G, ix) if tier_rule else None
     conditional = ""
-    if routing == "tiered":
+    if tier_rule:
         relays = RelayCheck(G)(()) if intact_relays is None else intact_relays
         conditional = ("relays are chosen by in-rack position and rank, so a generator that moves positions holds "
                        "only where the degraded global tier still joins every chip (checked per orbit)")
@@ -912,13 +912,11 @@ def failure_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: st
     >>> d["orbit_size"], [g["name"] for g in d["stabilizer"]]
     (64, ['reflection of y (x -> 0 - x mod 4)', 'reflection of z (x -> 0 - x mod 4)'])
     """
-    from ...topo.failures import _Index as _FIx, _resolve, never_kept, parse_spec, preserved_symmetries
+    from ...topo.failures import never_kept, parse_spec, preserved_symmetries, resolve
     sym = fabric_symmetry(G, groups, algorithm)
     ix = sym.ix
-    fix = _FIx(G)
-    cache: dict = {}
     parsed = [parse_spec(s) for s in specs]
-    doms = [_resolve(G, p, fix, cache) for p in parsed]
+    doms = resolve(G, parsed)
     e_of = {}
     for e, (u, v) in enumerate(zip(ix.eu.tolist(), ix.ev.tolist())):
         e_of[(u, v)] = e_of[(v, u)] = e

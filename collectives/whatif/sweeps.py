@@ -45,6 +45,7 @@ import functools
 import itertools
 import json
 import math
+import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,10 +136,48 @@ def _is_file(fabric: str) -> bool:
     return fabric.endswith((".toml", ".graphml", ".json")) or Path(fabric).is_file()
 
 
+_GRAPH = "graph:"      # a source naming a graph given as an object: "graph:<its pickle file>"
+
+
+def fabric_source(fabric: str | nx.Graph) -> tuple[str, str]:
+    """(source, display name) of a sweep's fabric: a name or file as given; a graph pickled once.
+
+    Worker processes (a local pool, Dask) rebuild the intact fabric from a short string rather
+    than receive the graph with every task.  A graph given as an object (a notebook's
+    ``build(...)``, a modified copy) is written once, with pickle so it comes back exactly, to
+    ``<tempdir>/fabricsim-graphs/<content hash>.pickle`` and named by that path; workers on this
+    machine load it (a remote Dask scheduler's workers need a catalog name or fabric file).
+    """
+    if isinstance(fabric, nx.Graph):
+        import hashlib
+        import pickle
+        import tempfile
+        blob = pickle.dumps(fabric, protocol=pickle.HIGHEST_PROTOCOL)
+        folder = Path(tempfile.gettempdir()) / "fabricsim-graphs"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        path = folder / f"{hashlib.sha256(blob).hexdigest()[:24]}.pickle"
+        if not path.exists():
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(blob)
+            os.replace(tmp, path)
+        return _GRAPH + str(path), str(fabric.graph.get("name") or "graph")
+    if not isinstance(fabric, (str, os.PathLike)):
+        raise BadInput(f"fabric {fabric!r} is not a graph, a catalog name or a fabric file")
+    fabric = os.fspath(fabric)
+    return fabric, fabric
+
+
 @functools.lru_cache(maxsize=4)
 def _fabric(fabric: str, params_json: str) -> nx.Graph:
     """The intact fabric, built once per process (never mutated: failures copy it)."""
     params = json.loads(params_json)
+    if fabric.startswith(_GRAPH):
+        import pickle
+        if params:
+            raise BadInput(f"builder parameters {params} apply to a catalog name or fabric file, not to a graph; "
+                           "build the graph with them first")
+        with open(fabric[len(_GRAPH):], "rb") as fh:
+            return pickle.load(fh)
     # imported here: collectives do not depend on the catalog except to build a sweep's fabric
     if _is_file(fabric):
         from ...fabrics.userfile import load_fabric
@@ -426,7 +465,7 @@ def _summary(scen: list[dict]) -> dict:
                 distinct=distinct, histogram={"edges": edges, "counts": counts})
 
 
-def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, samples: int | None = None,
+def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n: int = 1, samples: int | None = None,
           seed: int = 0, collective: str, size_bytes: float, group_size: int | None = None,
           placement: str = "packed", groups: Sequence[Sequence[int]] | None = None, runner: Runner | None = None,
           progress: Callable[[int, int, dict], None] | None = None, fold: bool = True, recovery: str = "reroute",
@@ -435,10 +474,11 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
 
     Parameters
     ----------
-    fabric : str
-        A catalog name or a fabric file (.toml, .graphml, .json).
+    fabric : str or networkx.Graph
+        A catalog name, a fabric file (.toml, .graphml, .json), or a graph (see :func:`fabric_source`).
     params : dict or None
-        Builder parameters (``{"racks": 4}``); values may be strings as ``--set`` gives them.
+        Builder parameters (``{"racks": 4}``) of a name or file; values may be strings as ``--set``
+        gives them.
     failure_class : str
         A class of :func:`~fabricsim.topo.failures.domains` the fabric has
         (``rail-switch``, ``local-switch``, ``tray``, ``link``, ``rail`` ...).
@@ -487,17 +527,20 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
         raise BadInput(f"n {n!r} must be a positive integer (1: single failures, 2: pairs)", param="n")
     if samples is not None and (not isinstance(samples, int) or isinstance(samples, bool) or samples < 1):
         raise BadInput(f"samples {samples!r} must be a positive integer", param="samples")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 63:
+        raise BadInput(f"seed {seed!r} must be an integer from 0 to 2**63 - 1", param="seed")
     if groups is not None and group_size is not None:
         raise BadInput("give group_size (with placement) or groups, not both")
     check_recovery(recovery, spares)
     if recovery == "restart" and groups is not None:
         raise BadInput("recovery 'restart' re-places the job by group_size and placement; explicit groups (a mesh, "
                        "a groups file, a count) cannot be re-placed: use recovery 'reroute'", param="recovery")
+    fabric, shown = fabric_source(fabric)
     params_json = json.dumps(params or {}, sort_keys=True, default=list)
     G = _fabric(fabric, params_json)
     doms = domains(G, [failure_class])[failure_class]
     if len(doms) < n:
-        raise BadInput(f"{failure_class!r} has {len(doms)} domain(s) in {fabric!r}; cannot fail {n} at once",
+        raise BadInput(f"{failure_class!r} has {len(doms)} domain(s) in {shown!r}; cannot fail {n} at once",
                        param="failure_class")
     ids = [f"{failure_class}:{d.id}" for d in doms]
     if shared is not None:
@@ -505,7 +548,7 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
             raise BadInput(f"shared={shared!r} picks pairs: it needs n=2, not n={n}")
         combos = shared_pairs(G, doms, shared)
         if not combos:
-            raise BadInput(f"no two {failure_class!r} domains of {fabric!r} share a {shared!r}")
+            raise BadInput(f"no two {failure_class!r} domains of {shown!r} share a {shared!r}")
         if samples is not None and samples < len(combos):
             rng = np.random.default_rng(seed)
             combos = [combos[i] for i in sorted(rng.choice(len(combos), size=samples, replace=False).tolist())]
@@ -617,5 +660,5 @@ def sweep(fabric: str, params: dict | None, failure_class: str, *, n: int = 1, s
     if summary["unpriced"]:
         notes.append(f"{summary['unpriced']} scenario(s) priced nothing (every group lost a chip, or nothing could "
                      f"be priced): slowdown n/a, left out of the distribution")
-    return Sweep(fabric, json.loads(params_json), failure_class, n, samples, seed, collective, base.algorithm,
+    return Sweep(shown, json.loads(params_json), failure_class, n, samples, seed, collective, base.algorithm,
                  base, tuple(scen), summary, tuple(notes), method, {"mode": recovery, "spares": int(spares)})

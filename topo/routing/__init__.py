@@ -38,9 +38,11 @@ Routes, route
     link ``l``.  The solver consumes the factors and never forms the product.
 Loads, link_loads
     Bytes per link of a set of flows, without keeping their routes.
-Policy, POLICIES
+Policy, POLICIES, policy_of, register, unregister
     The routing policies by ``G.graph["routing"]`` name: each a router, an optional
-    link-load shortcut and a symmetry fold.
+    link-load shortcut, a symmetry fold and the properties other code asks about
+    (labels it reads, generators it offers, dimension order, tier rule);
+    ``policy_of(G)`` is a fabric's.  Adding a policy is one ``register(Policy(...))``.
 Quotient, Fold, fold
     ``fold(G, rows, pairs)``: the policy's symmetry fold of a phase (a quotient, or
     the reason there is none).
@@ -115,6 +117,7 @@ from typing import Callable, Literal
 import networkx as nx
 import numpy as np
 
+from ..builders import AXES
 from ..errors import BadInput
 from . import cone, core, ecmp, leaf, quotient, switching, tiered, torus  # noqa: F401  (the policy modules, as attributes)
 from .core import SPLITS, TIER_MODES, LinkTable, Loads, Request, Routes, _assemble, _net, link_table
@@ -124,14 +127,25 @@ from .quotient import Fold, Quotient
 SPLIT_CHOICES = SPLITS + ("adaptive",)
 
 __all__ = ["LinkTable", "link_table", "Routes", "route", "Loads", "link_loads", "SPLITS", "SPLIT_CHOICES", "TIER_MODES",
-           "Policy", "POLICIES", "Quotient", "Fold", "fold", "flows_through"]
+           "Policy", "POLICIES", "GENERATOR_KINDS", "policy_of", "register", "unregister", "Quotient", "Fold", "fold",
+           "flows_through"]
 
 flows_through = torus.flows_through
 
 
+# candidate symmetry generators a policy may offer (built in collectives.whatif.orbits, verified there):
+# "torus" translations and reflections of each axis, "twins" interchangeable nodes, "labels"
+# permutations of label values (racks, trays, rails ...), "leaf-rails" a Jalapeño leaf with its rails
+GENERATOR_KINDS = ("torus", "twins", "labels", "leaf-rails")
+
+
 @dataclass(frozen=True)
 class Policy:
-    """A routing policy: how it routes, and how it folds a phase by symmetry.
+    """A routing policy: how it routes, how it folds a phase by symmetry, and what it reads.
+
+    Code outside :mod:`fabricsim.topo.routing` asks a fabric's policy for a property
+    (``policy_of(G).tier_rule``), never compares its name: a new policy is one
+    :func:`register` call.
 
     Attributes
     ----------
@@ -145,22 +159,84 @@ class Policy:
     loads : callable, optional
         ``loads(request, bytes_per_flow, split) -> Loads`` when the policy sums link
         loads without building every route (else :func:`link_loads` routes).
+    reads : tuple of str
+        Node labels the routes depend on (a symmetry must map them consistently).
+    graph_reads : tuple of str
+        Graph attributes the routes depend on.
+    generators : tuple of str
+        The candidate symmetry generators the policy's routes can keep, in the order
+        they are tried (a subset of :data:`GENERATOR_KINDS`).
+    dimension_order : bool
+        Routes by dimension order on a torus: chips are told apart by coordinates (no
+        two are twins), and the translations fold.
+    tier_rule : bool
+        A pair in one rack stays on the ``local`` tier and a pair in two racks on the
+        ``global`` tier, relaying through its own rack where that has no path: the relay
+        is chosen by in-rack position, which a symmetry must keep.
+    stabilizer : callable, optional
+        ``stabilizer(G, rows, *, links, split, guard) -> Fold``: the fold the price engine
+        tries on a degraded fabric after :attr:`fold` refused (None: no such fold).
     """
 
     name: str
     route: Callable
     fold: Callable
     loads: Callable | None = None
+    reads: tuple[str, ...] = ()
+    graph_reads: tuple[str, ...] = ()
+    generators: tuple[str, ...] = ("twins", "labels")
+    dimension_order: bool = False
+    tier_rule: bool = False
+    stabilizer: Callable | None = None
+
+    def __post_init__(self):
+        bad = [g for g in self.generators if g not in GENERATOR_KINDS]
+        if bad:
+            raise BadInput(f"policy {self.name!r}: generator kind {bad[0]!r} is not one of: "
+                           f"{', '.join(GENERATOR_KINDS)}")
 
 
 POLICIES: dict[str, Policy] = {p.name: p for p in (
     Policy("ecmp", ecmp.route_ecmp, ecmp.fold_twins),
-    Policy("tiered", tiered.route_tiered, tiered.fold_tiered),
-    Policy("dor", torus.route_dor, torus.fold_translations, torus.loads_dor),
+    Policy("tiered", tiered.route_tiered, tiered.fold_tiered, reads=("rack",),
+           generators=("twins", "labels", "leaf-rails"), tier_rule=True),
+    Policy("dor", torus.route_dor, torus.fold_translations, torus.loads_dor, reads=AXES,
+           graph_reads=("dims",), generators=("torus", "twins"), dimension_order=True,
+           stabilizer=torus.fold_stabilizer),
 )}
 
 
-def _policy(G: nx.Graph) -> Policy:
+def register(policy: Policy) -> Policy:
+    """Add a routing policy (a fabric selects it with ``G.graph["routing"] = policy.name``).
+
+    Refuses a name already taken; :func:`unregister` removes it again.
+    """
+    if not isinstance(policy, Policy):
+        raise BadInput(f"register takes a routing Policy, not {type(policy).__name__}")
+    if policy.name in POLICIES:
+        raise BadInput(f"routing policy {policy.name!r} is already registered; unregister it first")
+    POLICIES[policy.name] = policy
+    return policy
+
+
+def unregister(name: str) -> Policy:
+    """Remove the routing policy ``name`` (see :func:`register`) and return it."""
+    try:
+        return POLICIES.pop(name)
+    except KeyError:
+        raise BadInput(f"routing policy {name!r} is not registered; registered: {', '.join(POLICIES)}") from None
+
+
+def policy_of(G: nx.Graph) -> Policy:
+    """The routing policy of ``G`` (``G.graph["routing"]``, ``ecmp`` when absent).
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> p = policy_of(build("torus", dims="4x4"))
+    >>> p.name, p.dimension_order, p.reads
+    ('dor', True, ('x', 'y', 'z', 'w'))
+    """
     name = G.graph.get("routing", "ecmp")
     try:
         return POLICIES[name]
@@ -174,7 +250,7 @@ def _request(G: nx.Graph, src, dst, split: str, tiers: str, links: LinkTable | N
         raise ValueError(f"split={split!r}; choose one of: {', '.join(SPLITS)}")
     if tiers not in TIER_MODES:
         raise ValueError(f"tiers={tiers!r}; choose one of: {', '.join(TIER_MODES)}")
-    policy = _policy(G).name
+    policy = policy_of(G).name
     src_r = np.asarray(src)
     dst_r = np.asarray(dst)
     if src_r.shape != dst_r.shape or src_r.ndim != 1:
@@ -348,4 +424,4 @@ def fold(G: nx.Graph, rows, pairs=None, *, links: LinkTable | None = None, split
     >>> fold(build("nvl72"), np.arange(72).reshape(9, 8), [np.arange(8), np.roll(np.arange(8), -1)]).describe()
     'twins refused: an ordered pattern (ring, shift): swapping twins would reorder it'
     """
-    return _policy(G).fold(G, rows, pairs, links=links, split=split, tiers=tiers, guard=guard)
+    return policy_of(G).fold(G, rows, pairs, links=links, split=split, tiers=tiers, guard=guard)

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from ..builders import AXES as _AXES   # torus coordinate attributes, x slowest
 from ..contract import CAPACITY_GBPS, CHIP, FORWARDS, KIND, LANE_GBPS, LANES, LATENCY_NS, RANK, SWITCH, TIER, \
     forwarding_graph
+from ..errors import BadInput
 
 __all__ = ["LinkTable", "link_table", "Routes", "Loads", "Request", "PolicyRoutes", "DagChunk", "SPLITS",
            "TIER_MODES"]
@@ -790,6 +791,37 @@ class PolicyRoutes:
     part: "_Part"
     relay: np.ndarray | None = None
     relay2: np.ndarray | None = None
+
+    @classmethod
+    def on_paths(cls, net: "_Net", paths) -> "PolicyRoutes":
+        """Routes that send each pair's whole flow along one path (for a policy written outside this package).
+
+        Parameters
+        ----------
+        net : node arrays of the fabric (what a router is called with)
+        paths : sequence of array_like of int, or None
+            Per pair, the link indices (rows of ``net.lt``) of its path, source to
+            destination; None where the pair has no route.
+
+        Returns
+        -------
+        PolicyRoutes
+            One piece per pair; hops and latency summed along the path.
+        """
+        lt = net.lt
+        L, P = len(lt), len(paths)
+        reach = np.array([p is not None for p in paths], bool)
+        links = [np.asarray(p if p is not None else (), np.int64) for p in paths]
+        sizes = np.array([len(x) for x in links], np.int64)
+        if any(len(x) and (x.min() < 0 or x.max() >= L) for x in links):
+            raise BadInput(f"a path names a link outside 0..{L - 1}")
+        p_rows = np.repeat(np.arange(P), sizes)
+        p_cols = np.concatenate(links) if P else np.zeros(0, np.int64)
+        hops = np.array([int(np.asarray(lt.hops)[x].sum()) for x in links], np.int32)
+        lat = np.array([float(np.asarray(lt.latency_ns)[x].sum()) for x in links])
+        on = np.flatnonzero(reach)
+        return cls(_coo_part(P, P, L, on, on, np.ones(len(on)), p_rows, p_cols, np.ones(len(p_cols)), reach,
+                             hops, lat))
 
 
 # Public names for what the fold and adaptive pricing outside this package read (collectives/whatif/orbits.py,

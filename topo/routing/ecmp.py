@@ -279,7 +279,7 @@ def fold_twins(G, rows, pairs=None, *, links=None, split: str = "equal", tiers: 
     >>> fold_twins(G, np.arange(128)[None, :], [[0], [1]]).reason
     'an ordered pattern (ring, shift): swapping twins would reorder it'
     """
-    from . import link_table, route
+    from . import link_table, policy_of, route
     from .core import _net
     M = "twins"
 
@@ -288,7 +288,7 @@ def fold_twins(G, rows, pairs=None, *, links=None, split: str = "equal", tiers: 
 
     if pairs is not None:
         return no("an ordered pattern (ring, shift): swapping twins would reorder it")
-    if G.graph.get("routing", "ecmp") == "dor":
+    if policy_of(G).dimension_order:
         return no("dimension-order routes tell torus neighbours apart (no two chips are twins)")
     rows = np.asarray(rows, dtype=np.int64)
     if rows.ndim != 2 or rows.size == 0 or rows.shape[1] < 2:

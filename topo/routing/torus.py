@@ -382,8 +382,9 @@ def loads_dor(req: Request, w: np.ndarray, split: str) -> Loads:
 # ---------------------------------------------------------------------------------------
 def _dor_dims(G: nx.Graph):
     """(ring lengths, None) of a dimension-order torus, or (None, why it is not one): what every fold checks first."""
+    from . import POLICIES
     policy = G.graph.get("routing")
-    if policy != "dor":
+    if not (isinstance(policy, str) and policy in POLICIES and POLICIES[policy].dimension_order):
         return None, f"the routing policy is {policy!r}, not dimension-order ('dor')"
     dims = _graph_dims(G)
     if dims is None:

@@ -105,7 +105,7 @@ def test_ll_moves_half_the_data_rate_of_simple(nvl72):
 
 def test_nccl_families_add_step_latency_and_transfer_as_nccls_tuner(nvl72):
     """NCCL's tuner: time = latency + bytes / bandwidth, at every size (no overlap of the two), plus
-    the family's pipeline fill (tests/test_fill.py)."""
+    the family's pipeline fill (tests/collectives/cost/test_fill.py)."""
     G, g = nvl72
     fam = family_of(G)
     assert fam.time_model == "additive"

@@ -2,6 +2,7 @@
 import json
 from pathlib import Path
 
+from repo_paths import EXAMPLES
 import pytest
 from click.testing import CliRunner
 
@@ -15,7 +16,7 @@ from fabricsim.topo.auditing import audit
 from fabricsim.topo.contract import validate
 from fabricsim.topo.errors import BadInput
 
-SAMPLES = Path(__file__).resolve().parent.parent / "examples" / "nccl_topo"
+SAMPLES = EXAMPLES / "nccl_topo"
 H100, GB200 = SAMPLES / "hgx_h100.xml", SAMPLES / "gb200_tray.xml"
 GIB = 2**30
 

@@ -2,14 +2,14 @@
 through one table (``cli_options.PARAMS``), never by reading the message."""
 import ast
 import pickle
-from pathlib import Path
 
 import click
 import pytest
 
 from fabricsim.topo.errors import BadInput, about
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+
 
 
 def test_param_is_kept_and_optional():

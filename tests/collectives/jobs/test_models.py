@@ -91,3 +91,31 @@ def test_unknown_name():
 def test_every_key_is_documented():
     from fabricsim.collectives.jobs import models
     assert all(f"{k} =" in models.__doc__ for k in MODEL_KEYS)
+
+
+# --- absurd sizes: refused in one line before any pricing (issue 26 item 8) ------------------
+@pytest.mark.parametrize("key,value", [("layers", 10**9), ("hidden", 10**12), ("heads", 10**7),
+                                       ("experts", 10**8), ("shared", 10**5)])
+def test_absurd_sizes_are_refused(key, value):
+    spec = {"layers": 4, "hidden": 64, "heads": 8, "experts": 8, "top_k": 2} | {key: value}
+    with pytest.raises(BadInput, match=f"{key} = {value:,} is past the model's range"):
+        model_from_dict(spec, "m.toml")
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_sizes = st.one_of(st.integers(-3, 300), st.integers(2**20, 2**70), st.booleans(), st.floats(), st.text(max_size=3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=st.dictionaries(st.sampled_from(["layers", "first_dense", "hidden", "heads", "kv_heads", "experts",
+                                             "top_k", "shared", "name", "bogus"]), _sizes, max_size=9))
+def test_any_model_spec_is_a_model_within_bounds_or_one_line(spec):
+    try:
+        m = model_from_dict(spec, "m.toml")
+    except BadInput as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("m.toml")
+        return
+    for key, (_, _, low, high) in MODEL_KEYS.items():
+        v = getattr(m, key)
+        assert (low is None or v >= low) and (high is None or v <= high)

@@ -8,20 +8,20 @@ copy per (token, destination rank) as DeepEP's kernels send them (``dedup=rank``
 from __future__ import annotations
 
 from math import comb
-from pathlib import Path
 
 import pytest
 
 from fabricsim.collectives import by_size, price
 from fabricsim.collectives.traffic import MoESpec, moe_traffic
 from fabricsim.fabrics import build
+from repo_paths import DATA
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-DEEPEP = tomllib.loads((Path(__file__).parent / "data" / "moe" / "deepep.toml").read_text())
+DEEPEP = tomllib.loads((DATA / "moe" / "deepep.toml").read_text())
 # bytes a received token carries in DeepEP's accounting (test_ep.py): fp8 hidden + 1 fp32 scale
 # per 128 elements + 8 int64 top-k ids + 8 fp32 weights; bf16 combine: hidden x 2 + the same ids / weights
 EXTRA_FP8 = 7168 // 128 * 4 + 8 * 8 + 8 * 4          # 224 + 64 + 32 = 320 B

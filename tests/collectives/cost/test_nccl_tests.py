@@ -3,14 +3,15 @@ import doctest
 import math
 from pathlib import Path
 
+from repo_paths import DATA, ROOT
 import pytest
 
 from fabricsim.collectives.cost import NcclPoint, NcclRun, parse_log, parse_text
 from fabricsim.collectives.cost import nccl_tests
 from fabricsim.topo.errors import BadInput
 
-DATA = Path(__file__).parent / "data" / "nccl"
-VALIDATION = Path(__file__).parent.parent / "docs" / "validation" / "data"
+DATA = DATA / "nccl"
+VALIDATION = ROOT / "docs" / "validation" / "data"
 
 HEADER = ("#       size         count      type   redop    root     time   algbw   busbw #wrong"
           "     time   algbw   busbw #wrong\n")

@@ -11,10 +11,10 @@ from fabricsim.fabrics import build
 from fabricsim.fabrics.registry import parse_params
 from fabricsim.topo.errors import BadInput
 
-from pathlib import Path
+from repo_paths import DATA, EXAMPLES
 
 MiB, GiB = 2 ** 20, 2 ** 30
-DATA = Path(__file__).parent / "data" / "nccl"
+DATA = DATA / "nccl"
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +142,7 @@ def test_a_call_across_nodes_runs_every_phase_at_the_networks_tree_ll_rate():
 def test_family_files_carry_the_fill_grids_least_mean():
     """The [fill] pair in the family files is what examples/validation.py --fit-fill finds on the fitted logs."""
     import sys
-    sys.path.insert(0, str(Path(__file__).parent.parent / "examples"))
+    sys.path.insert(0, str(EXAMPLES))
     try:
         import validation
     finally:

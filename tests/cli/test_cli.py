@@ -6,6 +6,7 @@ from click.testing import CliRunner
 from fabricsim.cli import main
 from fabricsim.fabrics import FABRICS, build
 from fabricsim.topo.auditing import audit
+from repo_paths import ROOT
 
 
 def run(*args):
@@ -89,7 +90,7 @@ def test_params_lists_choices():
 
 def test_only_cli_imports_click():
     import pathlib
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = ROOT
     for sub in ("topo", "collectives", "fabrics"):
         for py in (root / sub).glob("*.py"):
             assert "import click" not in py.read_text(), py

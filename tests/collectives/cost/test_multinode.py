@@ -5,7 +5,6 @@ measured two-node nccl-tests logs in ``tests/data/nccl`` (each cites its source)
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,9 @@ from fabricsim.collectives.cost.family import families_of
 from fabricsim.collectives.cost.nccl_tests import parse_log
 from fabricsim.fabrics import build
 from fabricsim.topo import routing
+from repo_paths import DATA
 
-DATA = Path(__file__).parent / "data" / "nccl"
+DATA = DATA / "nccl"
 GiB = 2 ** 30
 
 

@@ -14,8 +14,9 @@ from fabricsim.collectives.cost import calibrate as cal_mod
 from fabricsim.collectives.cost.calibrate import _decompose, _model_time, calibrate, calibrate_logs
 from fabricsim.fabrics import build
 from fabricsim.topo.errors import BadInput
+from repo_paths import DATA
 
-DATA = Path(__file__).resolve().parent / "data" / "nccl"
+DATA = DATA / "nccl"
 NVL72_LOG = DATA / "gb200_nvl72_72rank_coreweave.log"
 AZURE_LOG = DATA / "gb200_4gpu_azure_ring.log"
 GiB = 2**30
