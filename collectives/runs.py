@@ -210,10 +210,10 @@ def check_fails(fails: Sequence[str]) -> None:
     """``node:a,node:b`` is two failures in one spec: refused, saying to give each on its own (``param="fails"``)."""
     import re
 
-    from ..topo.failures import FIXED_CLASSES
+    from ..topo.failures import failure_class
     for text in fails:
         for prefix in re.findall(r",\s*([A-Za-z][\w-]*):", text):
-            if prefix in FIXED_CLASSES or prefix.endswith("-switch"):
+            if failure_class(prefix) is not None:     # the registry knows the class: a second failure
                 parts = ' '.join(f'--fail {p.strip()}' for p in text.split(',') if p.strip())
                 raise BadInput(f"{text!r} holds several failures; repeat --fail for each ({parts})", param="fails")
 
