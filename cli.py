@@ -298,13 +298,16 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spa
               "to this file as it arrives; rerun with the same file to skip what is already done.")
 @click.option("--fold/--no-fold", "fold", default=True, show_default=True, help="Solve one scenario per orbit "
               "of the fabric's verified symmetries and give every scenario its orbit's result.")
+@click.option("--budget-s", type=Number(1e-3, 1e9, unit=" s"), default=None, help="Wall seconds the sweep may be "
+              "estimated to take (time per representative so far x those left); over it, it stops and says so. "
+              "Default: 600 for --n 2 or more, no bound for N-1.")
 @price_option_group()
 @recovery_options
 @json_option("Print the ranked scenarios and summary as JSON.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Scenarios shown in the table.")
 @plot_option("Write sorted slowdowns and their distribution to a PNG, SVG or PDF.")
 def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers, scheduler, results_file, as_json,
-              top, plot, fold, recovery="reroute", spares=0, **opts):
+              top, plot, fold, budget_s=None, recovery="reroute", spares=0, **opts):
     """Price every failure of a class (or pairs, or random samples), ranked worst first.
 
     \b
@@ -320,7 +323,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
     progress = SweepProgress()
     try:
         s = sweep_job(fabric, parse_sets(sets), G, failure_class, collective, options, spec, n=n, samples=samples,
-                      seed=seed, fold=fold, recovery=recovery, spares=spares,
+                      seed=seed, fold=fold, recovery=recovery, spares=spares, budget_s=budget_s,
                       make_runner=runner_maker(workers, scheduler, results_file), progress=progress, note=_progress)
     finally:
         progress.close()
@@ -500,6 +503,11 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
               help="tp=..,ep=..,dp=.. over chip ranks, or 'search' (TP x EP searched per concurrency).")
 @click.option("--concurrency", type=click.IntRange(min=1), help="One concurrency (users); default: sweep 1, 2, 4, "
               "... up to the KV-cache limit.")
+@click.option("--max-concurrency", "max_concurrency", type=click.IntRange(min=1),
+              help="Highest concurrency of the sweep (default: the KV-cache limit).")
+@click.option("--menu", default="search", show_default=True, help="search (every TP x EP mesh, concurrencies "
+              "1, 2, 4, ...) or inferencex (the decode meshes and concurrencies InferenceX published for the model "
+              "and chip; collectives/serve/inferencex.toml).")
 @click.option("--mtp", type=int, default=0, show_default=True, help="Draft tokens per decode step (MTP).")
 @click.option("--library", default="auto", show_default=True,
               help="Communication library: auto, nccl, trtllm, deepep-ll.")
@@ -508,8 +516,8 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
               "(repeatable; whatif's grammar, e.g. node:r00/lsw0): tokens/s per kW and TPOT before and after.")
 @plot_option("Write the tokens/s/kW vs tokens/s/user frontier per fabric to a .png, .svg or .pdf.")
 @json_option("Print JSON (an array with --fabrics).")
-def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp, library, overlap, fails, plot,
-              as_json):
+def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max_concurrency, menu, mtp, library,
+              overlap, fails, plot, as_json):
     """Token economics of serving MODEL on a fabric: TPOT, TTFT, tokens/s per user, chip and kW, $/Mtok.
 
     Each step is priced per layer from the chip's roofline (compute, HBM), the network
@@ -529,7 +537,7 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, mtp
     # one fabric: --set KEY=VALUE; --fabrics: --set FABRIC:KEY=VALUE (as compare)
     graphs = [load_fabric(fabric, sets)] if fabric else [G for _, G, _ in load_fabrics(fabric_list, sets)]
     kw = dict(isl=isl, osl=osl, mesh=None if mesh == "search" else mesh, concurrency=concurrency, mtp=mtp,
-              library=library, overlap=overlap, progress=_progress)
+              library=library, overlap=overlap, progress=_progress, max_concurrency=max_concurrency, menu=menu)
     with about("model"):
         results = [serve_failed(G, model, fails, **kw) if fails else serve(G, model, **kw) for G in graphs]
     if plot and not fails:

@@ -210,6 +210,11 @@ class FabricView:
 
 def view_of(G: nx.Graph) -> FabricView:
     """Collect ranks' racks, torus coordinates and in-network reduction from ``G``."""
+    from ..topo.graphcache import memo       # cached while G is pinned (topo.graphcache)
+    return memo(G, ("view_of",), lambda: _view_of(G))
+
+
+def _view_of(G: nx.Graph) -> FabricView:
     chips = [(d[RANK], n, d) for n, d in G.nodes(data=True) if d.get(KIND) == CHIP]
     n = max((r for r, _, _ in chips), default=-1) + 1
     domain = np.full(n, -1, dtype=np.int64)

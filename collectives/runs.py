@@ -292,11 +292,12 @@ def _failure_class_domains(G, classes, param):
 
 def sweep_job(fabric: str, sets: dict, G, failure_class: str, collective: str, options, spec: GroupSpec, *,
               n: int = 1, samples: int | None = None, seed: int = 0, fold: bool = True, recovery: str = "reroute",
-              spares: int = 0, runner=None, make_runner=None, progress=None, note=None):
+              spares: int = 0, budget_s=None, runner=None, make_runner=None, progress=None, note=None):
     """:func:`~fabricsim.collectives.whatif.sweep` of ``fabric`` (built as ``G``) for ``spec``'s job.
 
     ``progress`` is the sweep's per-scenario callback; ``note(msg)`` hears what was chosen on the way.
     ``make_runner()``, if given, makes the runner once the inputs are checked (it is closed at the end).
+    ``budget_s``: wall seconds the sweep may be estimated to take (None: the sweep's default, ``"auto"``).
     """
     from .whatif import sweep
     k = len(_failure_class_domains(G, [failure_class], "failure_class")[failure_class])
@@ -315,7 +316,8 @@ def sweep_job(fabric: str, sets: dict, G, failure_class: str, collective: str, o
         return sweep(fabric, sets, failure_class, n=n, samples=samples, seed=seed, collective=collective,
                      size_bytes=size_bytes, group_size=None if groups else spec.group_size,
                      placement=spec.placement, groups=groups, runner=runner, progress=progress, fold=fold,
-                     recovery=recovery, spares=spares, **options.price_kwargs())
+                     recovery=recovery, spares=spares, budget_s="auto" if budget_s is None else float(budget_s),
+                     **options.price_kwargs())
 
 
 def atlas_job(fabric: str, sets: dict, G, collective: str, options, spec: GroupSpec, *, classes=None,

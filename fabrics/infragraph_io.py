@@ -82,12 +82,8 @@ def _decode(value, t: str, where: str):
 
 def _load_doc(path: Path) -> dict:
     text_err = None
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: byte {exc.start}: not UTF-8 text") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: {exc.strerror or exc}") from None
+    from ..topo.inputs import read_input_text
+    raw = read_input_text(path, "an InfraGraph YAML or JSON file")
     if path.suffix.lower() == ".json":
         try:
             doc = json.loads(raw)

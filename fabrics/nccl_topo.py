@@ -134,13 +134,13 @@ def parse_nccl_topo(path) -> NcclNode:
     >>> len(n.gpus), sorted(n.switch_links[0].values()), n.network
     (8, [4, 4, 5, 5], 'infiniband')
     """
+    from ..topo.inputs import read_input_bytes
     path = str(path)
+    raw = read_input_bytes(path, "an NCCL topology XML dump (NCCL_TOPO_DUMP_FILE)")
     try:
-        root = ET.parse(path).getroot()
+        root = ET.fromstring(raw)
     except ET.ParseError as exc:
         raise BadInput(f"{path}: not well-formed XML: {exc}") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: {exc.strerror or exc}") from None
     if root.tag != "system":
         raise BadInput(f"{path}: the root element is <{root.tag}>; an NCCL topology dump starts with <system>")
     parents = {c: p for p in root.iter() for c in p}

@@ -66,6 +66,10 @@ _FIXED = ("size", "count", "type", "redop", "root")     # leading columns, in nc
 _GROUP = ("time", "algbw", "busbw")                      # then per column group, + #wrong | error
 _CHECK = ("#wrong", "error")
 _MAX_DIGITS = 20                                         # guards int() against absurd tokens
+# The most lines a log may have (I: a bound on input, so a huge log is refused at once instead of parsing and
+# fitting for minutes with no output; a run of nccl-tests is ~30-60 lines, so this is ~2,000 runs, and
+# parsing it takes a few seconds).  Library users may raise it.
+MAX_LOG_LINES = 100_000
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -472,6 +476,10 @@ def parse_text(text: str, path: str = "<text>", *, collective: str | None = None
     """
     if not isinstance(text, str):
         raise BadInput(f"{path}: expected text, got {type(text).__name__}")
+    lines = text.count("\n") + 1
+    if lines > MAX_LOG_LINES:
+        raise BadInput(f"{path}: {lines:,} lines, more than the {MAX_LOG_LINES:,} a log may have "
+                       f"(fabricsim.collectives.cost.nccl_tests.MAX_LOG_LINES): give the runs to fit in a smaller file")
     hint = _collective_arg(collective)
     if nranks is not None and (isinstance(nranks, bool) or not isinstance(nranks, int) or nranks < 1):
         raise BadInput(f"nranks must be a positive integer, got {nranks!r}")

@@ -213,12 +213,11 @@ def space_from_dict(data: dict, where: str = "<design space>", base: str | Path 
 def load_space(path: str | Path, *, builders: Mapping[str, Collection[str]] | None = None) -> DesignSpace:
     """Read a design space TOML (see the module notes); ``builders`` as :func:`space_from_dict`."""
     import tomllib
+    from ...topo.inputs import read_input_text
     p = Path(path)
-    if not p.is_file():
-        raise BadInput(f"design space {str(path)!r}: no such file")
+    text = read_input_text(p, "a design space TOML file")
     try:
-        with open(p, "rb") as fh:
-            data = tomllib.load(fh)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{path}: {exc}") from None
     return space_from_dict(data, str(path), base=p.parent, builders=builders)

@@ -239,9 +239,10 @@ def _files(d: Path) -> tuple[dict, Path | None]:
 
 
 def _comm_groups(path: Path, n_ranks: int) -> dict:
+    from ...topo.inputs import read_input_text
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = json.loads(read_input_text(path, "a communicator group JSON file"))
+    except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}: " if isinstance(exc, json.JSONDecodeError) else ""
         raise BadInput(f"{path}: {where}not a communicator group file ({getattr(exc, 'msg', exc)})") from None
     if not isinstance(data, dict):

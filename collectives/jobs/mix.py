@@ -538,13 +538,9 @@ def load_jobs(path, G: nx.Graph) -> list[Job]:
         import tomllib
     except ModuleNotFoundError:          # Python 3.10
         import tomli as tomllib
+    from ...topo.inputs import read_input_text
     p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise BadInput(f"{p}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{p}: not UTF-8 text") from None
+    text = read_input_text(p, "a jobs TOML file of [[job]] tables")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -63,6 +63,21 @@ class ChipConstants:
     mlp_kernels: int
     moe_kernels: int
     head_kernels: int
+    mla_attention_kernels: int | None = None    # MLA attention (None: attention_kernels)
+    shared_expert_kernels: int = 0              # per shared expert of a MoE block
+    prefill_compute_efficiency: float | None = None   # prefill's fraction of dense peak (None: compute_efficiency)
+
+    def compute_efficiency_for(self, phase: str) -> float:
+        """Fraction of dense peak a ``decode`` or ``prefill`` step's GEMMs reach."""
+        if phase == "prefill" and self.prefill_compute_efficiency is not None:
+            return self.prefill_compute_efficiency
+        return self.compute_efficiency
+
+    def attention_kernels_for(self, attention: str) -> int:
+        """Kernels of one attention block of type ``gqa`` or ``mla``."""
+        if attention == "mla" and self.mla_attention_kernels is not None:
+            return self.mla_attention_kernels
+        return self.attention_kernels
 
 
 def chip_constants(name: str = "default") -> ChipConstants:

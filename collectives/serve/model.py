@@ -6,7 +6,8 @@ rest, routed experts expert-parallel over ``ep``, shared experts TP-sharded) and
 ``S`` sequences x ``q`` tokens each (decode: q = 1 + MTP draft tokens; prefill: one
 sequence of ISL tokens), per chip:
 
-* **compute** = FLOPs / (dense FLOP/s at the block's precision x compute efficiency):
+* **compute** = FLOPs / (dense FLOP/s at the block's precision x compute efficiency, the
+  prefill's own where ``arch.toml`` gives one):
   attention ``T_g x (2 P_attn + context(L)) / tp``, dense MLP ``T_g x 2 P_mlp / tp``,
   experts ``(T x top_k / chips) x 2 P_expert`` (with ``ep = 1``: TP-sharded, the same total),
   shared experts ``T_g x 2 P_expert / tp``, where ``T_g`` = tokens per TP group;
@@ -16,7 +17,8 @@ sequence of ISL tokens), per chip:
   chip holds n/ep of them) -- plus the KV cache the batch reads (decode) or writes (prefill);
 * **network** = the layer's collectives priced by the flow solver with a named library
   (:mod:`.network`);
-* **launch** = kernels per layer x per-kernel launch cost (``arch.toml`` [chip]).
+* **launch** = kernels per layer x per-kernel launch cost (``arch.toml`` [chip]); the attention
+  block's kernels by attention type (GQA, MLA), a MoE block's routed path plus each shared expert's.
 
 A block's compute and memory overlap (roofline: the larger counts); network and launch add
 in series (``overlap="none"``).  ``overlap="two-microbatch"`` (DeepSeek's decode and
@@ -190,7 +192,7 @@ def _layer(kind: str, count: int, arch: Arch, acc: Accelerator, consts: ChipCons
     r_other = _rate(acc, arch.attention_precision, notes)
     r_exp = _rate(acc, arch.expert_precision, notes)
     hbm = acc.hbm_Bps * consts.hbm_efficiency
-    eff = consts.compute_efficiency
+    eff = consts.compute_efficiency_for(phase)
     blocks = []     # (flops at other precision, flops at expert precision, weight bytes, kv bytes)
     kernels = 0
     if kind == "head":
@@ -204,7 +206,7 @@ def _layer(kind: str, count: int, arch: Arch, acc: Accelerator, consts: ChipCons
         else:   # prefill writes each token's KV once (the attention tiles reread it from on-chip memory)
             kv = T_g * arch.kv_elems_per_token() * arch.kv_bytes / arch.kv_shard(tp)
         blocks.append((T_g * (2 * arch.attn_params + ctx) / tp, 0.0, arch.attn_params * other / tp, kv))
-        kernels += consts.attention_kernels
+        kernels += consts.attention_kernels_for(arch.attention)
         if kind == "dense":
             blocks.append((T_g * 2 * arch.dense_mlp_params / tp, 0.0, arch.dense_mlp_params * other / tp, 0.0))
             kernels += consts.mlp_kernels
@@ -222,7 +224,7 @@ def _layer(kind: str, count: int, arch: Arch, acc: Accelerator, consts: ChipCons
             f_sh = T_g * m.shared * 2 * arch.expert_params / tp
             b_sh = m.shared * arch.expert_params * other / tp
             blocks.append((f_sh, f_exp, b_sh + b_exp, 0.0))
-            kernels += consts.moe_kernels
+            kernels += consts.moe_kernels + m.shared * consts.shared_expert_kernels
     flops = sum(b[0] + b[1] for b in blocks)
     wbytes = sum(b[2] for b in blocks)
     kvb = sum(b[3] for b in blocks)

@@ -12,7 +12,13 @@ graph -- every group of the job at once, so the groups contend for links -- with
   ``direct`` reduce-scatter + all-gather, S/n per pair, two steps), whichever the solver
   prices cheaper;
 * ``deepep-ll`` (all-to-all): DeepEP's low-latency kernels, a ``direct`` all-to-all (every
-  destination at once) of the same traffic matrix.
+  destination at once) of the same traffic matrix;
+* ``jalapeno-ce`` (both; a what-if, named only: ``auto`` does not pick it): Jalapeño's
+  compiler-orchestrated collectives over its scale-up Ethernet (seed 003), the same one-shot /
+  two-shot all-reduce and direct all-to-all, with a scale-up Ethernet endpoint's latency per step.
+
+A library's ``algorithms`` say which of these forms it runs (``one-shot`` / ``two-shot`` for an
+all-reduce, ``direct`` for an all-to-all).
 
 ``auto`` prices every library that implements a collective and runs on the fabric's families
 (TensorRT-LLM and DeepEP need NVIDIA NVLink / RDMA; NCCL's family model runs everywhere) and
@@ -61,6 +67,12 @@ class Library:
     step_latency_us: float | None = None
     message_overhead_us: float | None = None
     source: str = ""
+    auto: bool = True           # ``auto`` may pick it (False: only when named, a what-if)
+
+    def engine_algorithm(self, collective: str) -> str | None:
+        """The first of the library's algorithms the engine's registry runs for ``collective`` (None: none)."""
+        from ..algorithms import ALGORITHMS
+        return next((a for a in self.algorithms if a in ALGORITHMS[collective]), None)
 
     def price_kwargs(self) -> dict[str, Any]:
         """``mix`` keywords: nccl none (the families), the others the ideal protocol with their constants."""
@@ -78,7 +90,7 @@ def _libraries() -> dict[str, Library]:
                        algorithms=tuple(v.get("algorithms", ())), families=tuple(v.get("families", ())),
                        efficiency=v.get("efficiency"),
                        step_latency_us=v.get("step_latency_us"), message_overhead_us=v.get("message_overhead_us"),
-                       source=v.get("source", "")) for k, v in data.items()}
+                       source=v.get("source", ""), auto=bool(v.get("auto", True))) for k, v in data.items()}
 
 
 LIBRARIES = tuple(_libraries())
@@ -97,7 +109,7 @@ def _libs_for(collective: str, choice: str, families: set[str] | None = None) ->
     if choice not in LIBRARY_CHOICES:
         raise BadInput(f"unknown library {choice!r}; choose one of: {', '.join(LIBRARY_CHOICES)}")
     if choice == "auto":
-        return [lib for lib in _libraries().values() if collective in lib.collectives
+        return [lib for lib in _libraries().values() if collective in lib.collectives and lib.auto
                 and (not lib.families or families is None or families <= set(lib.families))]
     lib = library(choice)
     return [lib if collective in lib.collectives else library("nccl")]
@@ -182,13 +194,14 @@ class NetworkPricer:
         if key in self._jobs:
             return self._jobs[key]
         kw = lib.price_kwargs()
-        if lib.name == "trtllm" and p.collective == "all-reduce":
+        if p.collective == "all-reduce" and "one-shot" in lib.algorithms:
             n = p.group_size
             one = np.full((n, n), float(p.size_bytes)) * (1 - np.eye(n))   # one-shot: S to every peer
-            cands = [("one-shot", Job(p.name, "all-to-all", p.groups, traffic=one, algorithm="direct")),
-                     ("two-shot", Job(p.name, "all-reduce", p.groups, p.size_bytes, algorithm="direct"))]
-        elif lib.name == "deepep-ll":
-            cands = [("direct", Job(p.name, "all-to-all", p.groups, traffic=p.traffic, algorithm="direct"))]
+            cands = [("one-shot", Job(p.name, "all-to-all", p.groups, traffic=one, algorithm="direct"))]
+            if "two-shot" in lib.algorithms:
+                cands.append(("two-shot", Job(p.name, "all-reduce", p.groups, p.size_bytes, algorithm="direct")))
+        elif p.collective == "all-to-all" and (a2a := lib.engine_algorithm("all-to-all")):
+            cands = [(a2a, Job(p.name, "all-to-all", p.groups, traffic=p.traffic, algorithm=a2a))]
         else:
             cands = [(None, Job(p.name, p.collective, p.groups, p.size_bytes, traffic=p.traffic))]
         out = []

@@ -23,7 +23,12 @@ mesh, each concurrency searches ``tp`` (powers of two dividing the heads) x ``ep
 roofline alone (no network: an upper bound on throughput, a lower bound on TPOT); the
 point kept is the best tokens/s per kW, and ``min_tbt_ms`` is the least TPOT a mesh reaches
 at the lowest concurrency of the sweep (TPOT rises with concurrency).  The sweep stops two levels
-past the peak tokens/s per kW.  Network prices are cached by (mesh, tokens, library).
+past the peak tokens/s per kW (``max_concurrency`` caps it).  Network prices are cached by (mesh,
+tokens, library), and routing's products by the pinned graph (:mod:`fabricsim.topo.graphcache`).
+
+``menu="inferencex"`` replaces the search with the published runs (:mod:`.menu`): each
+concurrency level is a run's sequences per decode worker, priced on that run's mesh only, and
+every level is kept (no early stop); ``min_tbt_ms`` is then at the menu's lowest concurrency.
 """
 from __future__ import annotations
 
@@ -36,10 +41,12 @@ import networkx as nx
 
 from ...topo.accelerators import Accelerator, accelerator_of
 from ...topo.errors import BadInput
+from ...topo.graphcache import pinned
 from ..jobs.models import Model, load_model
 from ..jobs.step import check_mesh
 from ..placement import chip_ranks, parse_mesh
 from .arch import arch_of, chip_constants
+from .menu import MENUS, menu_runs
 from .model import OVERLAPS, StepTerms, acceptance_length, kv_capacity, step_terms
 from .network import LIBRARY_CHOICES, NetworkPricer
 
@@ -265,7 +272,8 @@ def _search(ctx: _Ctx, meshes, C, key: Callable[[ServePoint], float],
 def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
           mesh: dict[str, int] | str | None = None, concurrency: int | None = None, mtp: int = 0,
           library: str = "auto", overlap: str = "none", accelerator: Accelerator | None = None,
-          pricer: NetworkPricer | None = None, progress: Callable[[str], None] | None = None) -> ServeResult:
+          pricer: NetworkPricer | None = None, progress: Callable[[str], None] | None = None,
+          max_concurrency: int | None = None, menu: str = "search") -> ServeResult:
     """Sweep concurrency (or price one) on ``G``; search the mesh when none is given.
 
     Parameters
@@ -279,6 +287,10 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
     mtp : draft tokens per decode step (DeepSeek's MTP module; acceptance from ``arch.toml``).
     library : ``auto``, ``nccl``, ``trtllm`` or ``deepep-ll``.
     overlap : ``none`` or ``two-microbatch``.
+    max_concurrency : the sweep's highest concurrency (default: the KV-cache limit).
+    menu : ``search`` (default: every TP x EP mesh, concurrencies 1, 2, 4, ...) or ``inferencex``
+        (the decode meshes and concurrencies InferenceX ran for this model and chip,
+        :mod:`.menu`; no ``mesh`` / ``concurrency`` with it).
 
     Examples
     --------
@@ -288,6 +300,14 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
     >>> round(p.tokens_per_s_per_kw * 0.7 * p.chips / (8 * (8192 + 1024) / p.e2e_s), 9)
     1.0
     """
+    with pinned(G):        # the sweep never edits G: routing's link table, routes and folds are cached for it
+        return _serve(G, model, isl=isl, osl=osl, mesh=mesh, concurrency=concurrency, mtp=mtp, library=library,
+                      overlap=overlap, accelerator=accelerator, pricer=pricer, progress=progress,
+                      max_concurrency=max_concurrency, menu=menu)
+
+
+def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, accelerator, pricer,
+           progress, max_concurrency, menu) -> ServeResult:
     model = load_model(model) if isinstance(model, str) else model
     arch = arch_of(model)
     acc = accelerator or accelerator_of(G)
@@ -306,13 +326,27 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
         raise BadInput(f"--overlap {overlap!r}; choose one of: {', '.join(OVERLAPS)}", param="overlap")
     if mtp and not arch.mtp_layers:
         raise BadInput(f"--mtp {mtp}: {model.name} has no multi-token-prediction module; use --mtp 0", param="mtp")
+    if max_concurrency is not None and (isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int)
+                                        or max_concurrency < 1):
+        raise BadInput(f"--max-concurrency {max_concurrency!r} must be a positive integer",
+                       param="max_concurrency")
+    if menu not in MENUS:
+        raise BadInput(f"--menu {menu!r}; choose one of: {', '.join(MENUS)}", param="menu")
+    if menu != "search" and (isinstance(mesh, dict) or (mesh not in (None, "search")) or concurrency is not None):
+        raise BadInput(f"--menu {menu} takes its meshes and concurrencies from the published runs; "
+                       f"drop --mesh and --concurrency (or use --menu search)", param="menu")
     if not (math.isfinite(acc.hbm_bytes) and math.isfinite(acc.hbm_Bps) and math.isfinite(acc.tdp_w)):
         raise BadInput(f"accelerator {acc.name!r} lacks HBM capacity, HBM bandwidth or TDP; serve needs all three")
     n = len(chip_ranks(G))
     if isinstance(mesh, str) and mesh != "search":
         mesh = parse_mesh(mesh)
-    meshes = ([_check_mesh(dict(mesh), model, n)] if isinstance(mesh, dict)
-              else candidate_meshes(model, n))
+    runs: list[tuple[dict, int]] | None = None
+    if menu != "search":
+        entry, runs = menu_runs(menu, model.name, acc.name, mtp)
+        meshes = list({tuple(m.items()): _check_mesh(dict(m), model, n) for m, _ in runs}.values())
+    else:
+        meshes = ([_check_mesh(dict(mesh), model, n)] if isinstance(mesh, dict)
+                  else candidate_meshes(model, n))
     pricer = pricer or NetworkPricer(G, model)
     ctx = _Ctx(arch, acc, consts, pricer, isl, osl, mtp, library, overlap)
     limits = {tuple(m.items()): kv_capacity(arch, acc, consts, m, isl + osl) for m in meshes}
@@ -326,19 +360,29 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
             raise BadInput(f"--concurrency {concurrency:,} exceeds the KV-cache limit of {kv_limit:,} sequences "
                            f"at ISL+OSL {isl + osl:,}", param="concurrency")
         levels = [concurrency]
+    elif runs is not None:
+        levels = sorted({c for m, c in runs if c <= limits[tuple(m.items())]})
+        if max_concurrency is not None:
+            levels = [c for c in levels if c <= max_concurrency]
+        if not levels:
+            raise BadInput(f"no run of the {menu} menu ({entry}) fits the KV cache"
+                           f"{'' if max_concurrency is None else f' at or below --max-concurrency {max_concurrency:,}'}",
+                           param="menu")
     else:
-        levels = _pow2_upto(kv_limit)
+        levels = _pow2_upto(min(kv_limit, max_concurrency or kv_limit))
     points, frontier, notes = [], [], []
     best_tbt: ServePoint | None = None
     t0 = time.perf_counter()
     falling = 0
     for i, C in enumerate(levels):
-        fit = [m for m in meshes if limits[tuple(m.items())] >= C]
+        fit = ([m for m in meshes if limits[tuple(m.items())] >= C] if runs is None else
+               [m for m in meshes if (m, C) in runs and limits[tuple(m.items())] >= C])
         errors: list[str] = []
         best, seen = _search(ctx, fit, C, key=lambda p: p.tokens_per_s_per_kw, errors=errors)
         frontier.extend(seen)
         fast = None
-        if i == 0:                  # TPOT rises with concurrency: its minimum is at the lowest
+        if i == 0 or runs is not None:   # TPOT rises with concurrency: its minimum is at the lowest (a menu
+            # ties meshes to concurrencies, so there every level is searched)
             # at C = 1 a request's TPOT is its decode alone (one prefill round, not in TPOT): the
             # prefill's network is priced for the fastest mesh only
             fast, seen2 = _search(ctx, fit, C, key=lambda p: -p.tpot_s, prefill_network=C > 1)
@@ -355,7 +399,7 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
             best_tbt = fast
         if progress and time.perf_counter() - t0 > 2:
             progress(f"concurrency {C:,}: {best.summary()} ({pricer.solves} network solves)")
-        if falling >= STOP_AFTER_FALLING and C < levels[-1]:
+        if runs is None and falling >= STOP_AFTER_FALLING and C < levels[-1]:
             notes.append(f"sweep stopped at concurrency {C:,}: tokens/s per kW fell {STOP_AFTER_FALLING} levels "
                          f"in a row past its peak (KV cache would allow {kv_limit:,}; --concurrency N prices any)")
             break
@@ -367,12 +411,17 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
     notes.append("aggregated serving: the users' prefills (one prompt per TP group per round) interleave with "
                  "the batch's decode steps (e2e = rounds x TTFT + OSL x step / accepted); no queueing, "
                  "no disaggregation")
+    if runs is not None:
+        notes.append(f"menu {menu}: the decode meshes and concurrencies of {entry} (collectives/serve/inferencex.toml), "
+                     f"per decode worker; prefill priced on the decode chips (InferenceX disaggregates it)")
+    elif max_concurrency is not None:
+        notes.append(f"concurrency capped at {max_concurrency:,} (--max-concurrency)")
     for p in (points[0].decode, points[0].prefill):
         notes.extend(p.notes)
     return ServeResult(fabric=str(G.graph.get("name", "fabric")), model=model.name, accelerator=acc.name,
                        isl=isl, osl=osl, mtp=mtp, overlap=overlap, library=library, points=tuple(points),
                        min_tbt_s=min(p.tpot_s for p in points + ([best_tbt] if best_tbt else [])),
-                       min_tbt_point=best_tbt, frontier=tuple(frontier), kv_limit=kv_limit,
+                       min_tbt_point=min(points + ([best_tbt] if best_tbt else []), key=lambda p: p.tpot_s), frontier=tuple(frontier), kv_limit=kv_limit,
                        solves=pricer.solves, notes=tuple(dict.fromkeys(notes)))
 
 
@@ -445,7 +494,8 @@ def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailRes
     arch = arch_of(model)
     ctx = _Ctx(arch, acc, chip_constants(acc.name), NetworkPricer(H, model), before.isl, before.osl, before.mtp,
                before.library, before.overlap)
-    after = tuple(ctx.point(p.mesh, p.concurrency) for p in before.points)
+    with pinned(H):
+        after = tuple(ctx.point(p.mesh, p.concurrency) for p in before.points)
     return FailResult(fabric=before.fabric, model=before.model, failures=tuple(a["spec"] for a in applied),
                       before=before, after=after)
 

@@ -185,6 +185,12 @@ def _scenario(task) -> dict:
             **({"method": _plain(r.method)} if isinstance(getattr(r, "method", None), dict) else {})}
 
 
+def _local_workers(runner) -> int:
+    """Worker processes of a local runner (1 for anything else: a Dask runner's cluster size is not known here)."""
+    w = getattr(runner, "workers", 1)
+    return w if isinstance(w, int) and not isinstance(w, bool) and w >= 1 else 1
+
+
 @dataclass
 class _AtlasRunner:
     """Wraps the caller's runner: every task goes to :func:`_atlas_scenario` (whatif with the
@@ -203,9 +209,11 @@ class _ClassBounds:
     and a class whose time per representative so far says it will not end within the budget."""
 
     def __init__(self, max_orbits: int, budget_s: float | None, t0: float, base_time_s: float,
-                 say: Callable[[str], None] = lambda msg: None, label: str = "", quiet_s: float = 2.0):
+                 say: Callable[[str], None] = lambda msg: None, label: str = "", quiet_s: float = 2.0,
+                 workers: int = 1):
         self.max_orbits, self.budget_s, self.t0, self.base_time_s = max_orbits, budget_s, t0, base_time_s
         self.say, self.label, self.quiet_s = say, label, quiet_s
+        self.workers = max(1, int(workers))    # representatives solved at once (local worker processes)
         self.scenarios = self.orbits = 0
         self.seen: set = set()
         self.worst: tuple[float, str] | None = None     # the worst priced scenario solved so far
@@ -239,9 +247,14 @@ class _ClassBounds:
             return
         solved, el = len(self.seen), time.monotonic() - self.t0
         left = (self.orbits or total) - solved
-        if left > 0 and el + el / solved * left > self.budget_s:
-            raise _OverBound(f"estimated {el + el / solved * left:,.0f} s ({solved:,} of {self.orbits or total:,} "
-                             f"orbits took {el:,.1f} s) is over the {self.budget_s:g} s budget (--budget-s)")
+        # w workers run the representatives w at a time: el covers ceil(solved / w) rounds, and the
+        # ones left take ceil(left / w) more (w = 1: el / solved per representative left)
+        w = min(self.workers, (self.orbits or total))
+        est = el + el / math.ceil(solved / w) * math.ceil(left / w)
+        if left > 0 and est > self.budget_s:
+            raise _OverBound(f"estimated {est:,.0f} s ({solved:,} of {self.orbits or total:,} orbits took "
+                             f"{el:,.1f} s{f' on {w} workers' if w > 1 else ''}) is over the {self.budget_s:g} s "
+                             f"budget (--budget-s)")
 
 
 # ---------------------------------------------------------------------------------------
@@ -533,7 +546,8 @@ def atlas(fabric: str | nx.Graph, params: dict | None, *, collective: str, size_
         n_dom = len(domains(G, [cls])[cls])
         say(f"atlas {i}/{len(wanted)} {cls}: {n_dom:,} scenario(s) ...")
         t0 = time.monotonic()
-        bounds = _ClassBounds(max_orbits, budget_s, t0, float(base.time_s), say, f"atlas {i}/{len(wanted)} {cls}")
+        bounds = _ClassBounds(max_orbits, budget_s, t0, float(base.time_s), say, f"atlas {i}/{len(wanted)} {cls}",
+                              workers=_local_workers(inner))
         run = _AtlasRunner(inner, None if budget_s is None else time.time() + budget_s)
         try:
             s = sweep(fabric, params, cls, n=1, collective=collective, size_bytes=size_bytes,
@@ -559,12 +573,13 @@ def atlas(fabric: str | nx.Graph, params: dict | None, *, collective: str, size_
             label = f"{cls} x2 same {tag}"
             say(f"atlas N-2 {j}: {label} ...")
             t0 = time.monotonic()
-            bounds = _ClassBounds(max_orbits, budget_s, t0, float(base.time_s), say, f"atlas N-2 {label}")
+            bounds = _ClassBounds(max_orbits, budget_s, t0, float(base.time_s), say, f"atlas N-2 {label}",
+                                  workers=_local_workers(inner))
             run = _AtlasRunner(inner, None if budget_s is None else time.time() + budget_s)
             try:
                 s = sweep(fabric, params, cls, n=2, shared=tag, collective=collective, size_bytes=size_bytes,
                           group_size=group_size if groups is None else None, placement=placement, groups=groups,
-                          runner=run, progress=bounds, fold=True, **sweep_kw)
+                          runner=run, progress=bounds, fold=True, budget_s=None, **sweep_kw)
             except _OverBound as exc:
                 why = exc.reason + bounds.so_far()
                 rows.append(AtlasClass(label, bounds.scenarios or 0, bounds.orbits or None, len(bounds.seen) or None,
@@ -648,10 +663,9 @@ def load_rates(path: str | Path | None = None) -> Rates:
         A missing or unreadable file, bad TOML, a negative or non-numeric rate or repair time.
     """
     def read(p: Path) -> dict:
+        from ...topo.inputs import read_input_text
         try:
-            return tomllib.loads(p.read_text())
-        except OSError as exc:
-            raise BadInput(f"rates file {str(p)!r}: {exc.strerror or exc}") from None
+            return tomllib.loads(read_input_text(p, "a failure-rates TOML file"))
         except tomllib.TOMLDecodeError as exc:
             raise BadInput(f"rates file {str(p)!r} is not TOML: {exc}") from None
     classes = _rate_entries(read(DEFAULT_RATES_PATH), str(DEFAULT_RATES_PATH.name))

@@ -62,11 +62,17 @@ coordinates (hierarchical, torus-rings; ``order=None``) refuse every generator; 
 rule, a generator that moves in-rack positions is *conditional*: relays are chosen by
 in-rack position and rank, so it holds only for scenarios whose degraded global tier
 still joins every chip (checked on each orbit's representative; an orbit that relays
-is split by the position-keeping generators).  Per failure class, the image of every
-domain must be a domain of the class, else the generator is refused for that class.
+is split by the position-keeping generators).  Per failure class, a generator joins a
+scenario to its image where every failed domain's image is a domain of the class; one that
+maps no domain of the class onto a domain is refused for that class (a fabric automorphism
+keeps the price of any scenario it maps onto a scenario, whatever it does to the others).
+On a torus whose links differ only in ``medium`` (Ironwood: copper inside a cube, optical
+between cubes), the unit translations are verified with the medium left out (no price reads
+it) and used beside the cube translations (:func:`_medium_blind_translations`).
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 from dataclasses import dataclass, field
@@ -548,11 +554,52 @@ def fabric_symmetry(G: nx.Graph, groups: Sequence[Sequence[int]], algorithm: str
         else:
             ok.append(g)
     refused += [nw for a, nw in alt_why.items() if a not in alt_done]
+    ok += _medium_blind_translations(ix, ok, read, groups_a, order, algorithm)
     if not cands and not refused:
         refused.append(("every generator", "the fabric's structure suggests none: no torus axes, no rack / rail / "
                         "tray / group labels whose values could be permuted, no interchangeable nodes and no "
                         "symmetry annotation (G.graph['symmetry'])"))
     return Symmetry(tuple(ok), tuple(refused), conditional if any(not g.positional for g in ok) else "", ix)
+
+
+# Edge attributes no price reads (routing, the solver and the step model read capacity, lanes,
+# latency, hops and tier; ``medium`` is read by the bill of materials and the drawings only).
+_PRICE_BLIND_EDGE = ("medium",)
+
+
+def _medium_blind_translations(ix: _Index, ok: list, read: Sequence[str], groups: np.ndarray, order: str,
+                               algorithm: str) -> list:
+    """Unit translations of a torus whose links differ only in ``medium`` (Ironwood: copper in a
+    cube, optical between cubes), verified with the medium left out of the link comparison.
+
+    Where links differ by medium, :func:`_torus`'s translation that verifies is the cube edge (4),
+    which keeps cubes, trays and OCSes; a translation by one maps a copper link onto an optical
+    one with the same capacity, lanes, latency and hops, so every price is kept.  It is added
+    beside the cube translation, not instead of it: a class it does not map onto itself
+    (cubes) still folds by the cube step, and classes it maps in part (OCSes along the other
+    axes) fold where it does (:func:`_domain_images`).  ``[]`` where the unit translation already
+    verified or the fabric is no torus.
+    """
+    from ...topo.routing import policy_of
+    if "torus" not in policy_of(ix.G).generators:      # the routing keeps no torus maps
+        return []
+    have = {g.name for g in ok}
+    cands = [g for g in _torus(ix) if g.family == "translation" and g.name.startswith("translation by 1 along ")
+             and g.name not in have]
+    if not cands:
+        return []
+    edges = [d for *_, d in ix.G.edges(data=True)]
+    if not any(a in d for d in edges for a in _PRICE_BLIND_EDGE):
+        return []
+    blind = copy.copy(ix)
+    blind.edge_sig, blind.edge_attr_names = _signatures(edges, LABEL_EDGE_ATTRS + COSMETIC_EDGE_ATTRS
+                                                        + _PRICE_BLIND_EDGE)
+    out = []
+    for g in cands:
+        if not _verify(blind, g.perm, read, groups, order, algorithm):
+            out.append(Generator(g.name + " (links differ only in medium, which no price reads)", g.family,
+                                 g.perm))
+    return out
 
 
 def _differing(a: dict, b: dict) -> str:
@@ -710,8 +757,14 @@ class Orbits:
         return {i: at[m] for i, m in enumerate(self.member.tolist()) if m in at}
 
 
-def _domain_images(ix: _Index, doms: list, gens: list[Generator]) -> tuple[list[np.ndarray], list[tuple]]:
-    """Per generator, the domain index of each domain's image (-1 where a generator is refused)."""
+def _domain_images(ix: _Index, doms: list, gens: list[Generator], partial: bool = False
+                   ) -> tuple[list[np.ndarray], list[tuple]]:
+    """Per generator, the domain index of each domain's image (None where a generator is refused).
+
+    ``partial``: a generator that maps some domains onto domains of the class and others not is
+    kept with -1 at the others (a fabric automorphism maps the scenario of a domain whose image is
+    a domain onto that domain's scenario, whatever it does to the rest); refused only when no
+    domain maps.  Otherwise one domain whose image is not a domain refuses it."""
     k = len(doms)
     images, refused = [], []
     single_node = all(len(d.nodes) == 1 and not d.edges for d in doms)
@@ -746,7 +799,7 @@ def _domain_images(ix: _Index, doms: list, gens: list[Generator]) -> tuple[list[
             img = np.array([key_of.get((frozenset(g.perm[list(nd)].tolist()) if nd else frozenset(),
                                         frozenset(eimg[list(ed)].tolist()) if ed else frozenset(), ln), -1)
                             for nd, ed, ln in sets], np.int64)
-        if (img < 0).any():
+        if (img < 0).all() or ((img < 0).any() and not partial):
             j = int(np.flatnonzero(img < 0)[0])
             refused.append((g.name, f"it maps domain {doms[j].id!r} onto elements that are not one domain of "
                                     f"the class"))
@@ -792,9 +845,13 @@ def scenario_orbits(sym: Symmetry, doms: list, combos: Sequence[tuple], *,
     C = np.asarray(combos, np.int64).reshape(S, -1) if S else np.zeros((0, 1), np.int64)
     n = C.shape[1]
     notes = []
-    images, refused = _domain_images(ix, doms, list(sym.generators))
+    images, refused = _domain_images(ix, doms, list(sym.generators), partial=True)
     gens = [g for g, im in zip(sym.generators, images) if im is not None]
     images = [im for im in images if im is not None]
+    part = [g.name for g, im in zip(gens, images) if (im < 0).any()]
+    if part:
+        notes.append(f"partial generators (they map only some domains of the class onto domains, and fold "
+                     f"those): {'; '.join(part)}")
     if n > MAX_N_KEYED or float(k) ** n >= 2 ** 62:
         ids = np.arange(S, dtype=np.int64)
         return Orbits(ids, ids.copy(), np.ones(S, np.int64), (), tuple(sym.refused) + tuple(refused),
@@ -814,11 +871,13 @@ def scenario_orbits(sym: Symmetry, doms: list, combos: Sequence[tuple], *,
     dense = n == 1 and V == k and bool(np.array_equal(space[:, 0], np.arange(k)))   # keys are the indices
     for gi, im in enumerate(images):
         if dense:
-            s, t = np.arange(V), im
+            s = np.flatnonzero(im >= 0)
+            t = im[s]
         else:
-            key = np.sort(im[space], axis=1) @ pw
+            mapped = im[space]
+            key = np.sort(mapped, axis=1) @ pw
             pos = np.minimum(np.searchsorted(sorted_keys, key), V - 1)
-            hit = sorted_keys[pos] == key
+            hit = (sorted_keys[pos] == key) & (mapped >= 0).all(axis=1)
             s = np.flatnonzero(hit)
             t = order[pos[hit]]
         mv = s != t

@@ -46,6 +46,7 @@ import itertools
 import json
 import math
 import os
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,11 @@ MAX_SCENARIOS = 100_000
 # work, one full price per scenario; a 2,048-chip pod all-to-all prices in seconds, so 256 is minutes
 MAX_RESTART_SCENARIOS = 256
 HIST_BINS = 10
+# wall seconds a sweep of pairs (n >= 2) may be estimated to take before it is refused (budget_s="auto");
+# N-1 sweeps are bounded by their scenario count alone.  I: a bound on work, not a fact
+DEFAULT_N2_BUDGET_S = 600.0
+# the confidence of the sampled-worst statement (a sweep of samples): 95 % (I: a convention)
+SAMPLE_CONFIDENCE = 0.95
 
 
 # ---------------------------------------------------------------------------------------
@@ -445,6 +451,33 @@ class Sweep:
             "method": self.method, "recovery": dict(self.recovery)})
 
 
+def _check_budget(budget_s: float, elapsed_s: float, solved: int, to_solve: int, scenarios: int,
+                  failure_class: str, n: int, samples: int | None) -> None:
+    """Refuse a sweep whose time per representative so far says it will not end within ``budget_s``."""
+    left = to_solve - solved
+    if left <= 0 or solved <= 0:
+        return
+    est = elapsed_s + elapsed_s / solved * left
+    if est > budget_s:
+        raise BadInput(f"{'N-' + str(n) + ' ' if n > 1 else ''}{failure_class} sweep: {scenarios:,} scenarios fold "
+                       f"into {to_solve:,} to solve, {elapsed_s / solved:,.1f} s each as measured on the first "
+                       f"{solved:,}: ~{est:,.0f} s estimated, over the {budget_s:g} s budget; sample them "
+                       f"(--samples K{f', now {samples}' if samples else ''}) or raise --budget-s")
+
+
+def _sample_error(k: int, total: int, confidence: float = SAMPLE_CONFIDENCE) -> dict:
+    """The stated error of a sweep of ``k`` samples out of ``total`` scenarios.
+
+    The sampled worst is a lower bound on the worst; the fraction ``p`` of scenarios worse than
+    it satisfies ``P(no sample among them) = (1 - p)**k`` for draws with replacement, so with
+    ``confidence`` at most ``p = 1 - (1 - confidence)**(1 / k)`` are worse (``3 / k`` at 95 %,
+    the rule of three); draws without replacement (as :func:`_scenarios` makes) miss them less
+    often, so the bound holds for them too."""
+    p = 1.0 - (1.0 - confidence) ** (1.0 / k)
+    return {"samples": int(k), "of": int(total), "confidence": confidence, "worse_fraction": p,
+            "worse_scenarios": int(math.floor(p * total))}
+
+
 def _summary(scen: list[dict]) -> dict:
     x = np.array([s["slowdown"] for s in scen], dtype=float)
     ok = x[np.isfinite(x)]
@@ -469,7 +502,8 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
           seed: int = 0, collective: str, size_bytes: float, group_size: int | None = None,
           placement: str = "packed", groups: Sequence[Sequence[int]] | None = None, runner: Runner | None = None,
           progress: Callable[[int, int, dict], None] | None = None, fold: bool = True, recovery: str = "reroute",
-          spares: int = 0, shared: str | None = None, **price_kwargs) -> Sweep:
+          spares: int = 0, shared: str | None = None, budget_s: float | str | None = "auto",
+          **price_kwargs) -> Sweep:
     """Price every failure of ``failure_class`` (N-1), every pair (``n=2``), or seeded samples.
 
     Parameters
@@ -504,6 +538,12 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
         With ``n=2``: only the pairs of domains that share a value of this tag (an edge tag
         such as ``ocs`` or ``harness``, or a node tag such as ``rack``): correlated failures in
         one shared domain (:func:`shared_pairs`).
+    budget_s : float, None or "auto"
+        Wall seconds the sweep may be estimated to take: after each representative solved,
+        the time per representative so far times those left is compared with it, and a sweep
+        over it stops with a one-line BadInput naming the estimate and the options that bound
+        it (``samples=``, ``budget_s=``).  ``"auto"`` (default): ``DEFAULT_N2_BUDGET_S`` for
+        pairs (``n >= 2``), no bound for N-1; ``None``: no bound.
     recovery, spares : as :func:`~fabricsim.collectives.whatif.scenario.whatif`: ``restart``
         re-places the job (``group_size`` and ``placement``, not ``groups``) on each
         scenario's survivors; it does not fold and runs at most ``MAX_RESTART_SCENARIOS``.
@@ -532,6 +572,11 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
     if groups is not None and group_size is not None:
         raise BadInput("give group_size (with placement) or groups, not both")
     check_recovery(recovery, spares)
+    if budget_s == "auto":
+        budget_s = DEFAULT_N2_BUDGET_S if n >= 2 else None
+    if budget_s is not None and (isinstance(budget_s, bool) or not isinstance(budget_s, (int, float))
+                                 or not (0 < budget_s < math.inf)):
+        raise BadInput(f"budget_s {budget_s!r} must be a positive number of seconds, None (no bound) or 'auto'")
     if recovery == "restart" and groups is not None:
         raise BadInput("recovery 'restart' re-places the job by group_size and placement; explicit groups (a mesh, "
                        "a groups file, a count) cannot be re-placed: use recovery 'reroute'", param="recovery")
@@ -598,11 +643,15 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
     by_rep: dict[int, dict] = {}
     members = _members(orb, len(combos))
     done = 0
+    t0 = time.monotonic()
     for res in runner.map(_run_scenario, tasks):
         if "baseline" in res:
             base = res["baseline"]
             continue
         by_rep[int(res["index"])] = res
+        if budget_s is not None:
+            _check_budget(budget_s, time.monotonic() - t0, len(by_rep), len(solve), len(combos), failure_class, n,
+                          samples)
         o = int(orb.orbit[res["index"]]) if orb is not None else None
         for i in members[o] if orb is not None else [int(res["index"])]:
             done += 1
@@ -654,6 +703,13 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
         notes.append(f"{len(combos):,} scenarios fall into {orb.n_orbits:,} orbit(s) under {len(orb.used)} verified "
                      f"symmetry generator(s); one representative per orbit was solved")
         notes.extend(orb.notes)
+    total = len(shared_pairs(G, doms, shared)) if shared is not None else math.comb(len(doms), n)
+    if len(combos) < total:
+        summary["sampled"] = _sample_error(len(combos), total)
+        notes.append(f"sampled {len(combos):,} of {total:,} scenarios (seed {seed}): the worst shown is a lower "
+                     f"bound on the class's worst; with {SAMPLE_CONFIDENCE:.0%} confidence at most "
+                     f"{summary['sampled']['worse_fraction']:.2%} of the scenarios (~"
+                     f"{summary['sampled']['worse_scenarios']:,}) are worse than it")
     if summary["partial"]:
         notes.append(f"{summary['partial']} scenario(s) are PARTIAL (broken groups or pairs without a route): "
                      f"their slowdown covers what could be priced")

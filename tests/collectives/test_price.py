@@ -144,7 +144,8 @@ def test_deterministic_bit_for_bit():
     assert a.as_dict() == b.as_dict() and a.group_time_s == b.group_time_s
 
 
-@pytest.mark.parametrize("name", sorted(FABRICS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "tpu8t-virgo" else n
+                                  for n in sorted(FABRICS)])
 def test_maxmin_certificate_holds_for_an_all_to_all_on_every_fabric(name):
     G = build(name) if name != "ironwood" else build(name, dims="8x8x8")
     ranks = np.array(sorted(d["rank"] for _, d in G.nodes(data=True) if d["kind"] == "chip"))

@@ -232,6 +232,7 @@ def test_audit_shows_inferred_and_per_chip_bandwidth():
     assert js["inferred"].startswith("rack wiring inferred") and js["totals"]["chip_bandwidth_GBps"] == 1316.0
 
 
+@pytest.mark.slow
 def test_compare_all_fabrics_at_one_group_size():
     res = CliRunner().invoke(main, ["compare", "all-reduce", "--fabrics", "all", "--group-size", "8",
                                     "--count", "1", "--size", "1MiB", "--json"])

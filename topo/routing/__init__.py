@@ -310,6 +310,11 @@ def route(G: nx.Graph, src, dst, *, split: Literal["equal", "capacity"] = "equal
     >>> r.shares([0]).sum(), int(r.hops[0])
     (np.float64(2.0), 2)
     """
+    from ..graphcache import is_pinned, memo
+    if is_pinned(G) and (links is None or links is link_table(G)):
+        s_, d_ = np.asarray(src), np.asarray(dst)       # cached while G is pinned (topo.graphcache)
+        key = ("route", policy_of(G).name, s_.dtype.str, s_.tobytes(), d_.dtype.str, d_.tobytes(), split, tiers)
+        return memo(G, key, lambda: _routes(_request(G, src, dst, split, tiers, links), split, tiers))
     return _routes(_request(G, src, dst, split, tiers, links), split, tiers)
 
 
@@ -424,4 +429,13 @@ def fold(G: nx.Graph, rows, pairs=None, *, links: LinkTable | None = None, split
     >>> fold(build("nvl72"), np.arange(72).reshape(9, 8), [np.arange(8), np.roll(np.arange(8), -1)]).describe()
     'twins refused: an ordered pattern (ring, shift): swapping twins would reorder it'
     """
+    from ..graphcache import is_pinned, memo
+    if is_pinned(G) and (links is None or links is link_table(G)):
+        # cached while G is pinned (topo.graphcache); a hit allocates nothing, so the guard is not asked again
+        r_ = np.asarray(rows)
+        p_ = None if pairs is None else np.asarray(pairs)
+        key = ("fold", policy_of(G).name, r_.dtype.str, r_.shape, r_.tobytes(),
+               None if p_ is None else (p_.dtype.str, p_.shape, p_.tobytes()), split, tiers)
+        return memo(G, key, lambda: policy_of(G).fold(G, rows, pairs, links=links, split=split, tiers=tiers,
+                                                      guard=guard))
     return policy_of(G).fold(G, rows, pairs, links=links, split=split, tiers=tiers, guard=guard)

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from . import leaf
 from .cone import route_pairs
-from .core import PolicyRoutes, _compact, _coo_part, _Dags, _distinct, _empty_part, _merge, _Net, _Part, _Reach
+from .core import PolicyRoutes, _compact, _coo_part, _Dags, _distinct, _empty_part, _merge, _Net, _Part, _Reach, _reach
 from .quotient import Fold, _classes_on_orbits
 
 __all__ = ["route_ecmp", "fold_twins"]
@@ -216,7 +216,7 @@ def _route_on(net: _Net, mask: np.ndarray, s: np.ndarray, d: np.ndarray, split: 
                     left[idx] = False
             rest = np.flatnonzero(left) if rest is None else rest[left]
     if rest is None or len(rest):
-        reach = reach or _Reach(net, mask)
+        reach = reach or _reach(net, mask)
         sr, dr = (s, d) if rest is None else (s[rest], d[rest])
         ok = reach(sr, dr)
         if ok.all():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import PolicyRoutes, _assemble, _compact_inplace, _Net, _Part, _Reach
+from .core import PolicyRoutes, _assemble, _compact_inplace, _Net, _Part, _reach
 from .ecmp import _route_on, fold_twins
 from .leaf import _fold_positions, _relay_plan
 from .quotient import Fold
@@ -46,11 +46,11 @@ def route_tiered(net: _Net, s, d, split: str, tiers: str) -> PolicyRoutes:
         intra &= rack_s >= 0
         del rack_s
         lmask, gmask = lt.tier == "local", lt.tier == "global"
-        lreach, greach = _Reach(net, lmask), _Reach(net, gmask)
+        lreach, greach = _reach(net, lmask), _reach(net, gmask)
     else:
         intra = np.zeros(F, bool)
         lmask = gmask = all_links
-        lreach = greach = _Reach(net, all_links)
+        lreach = greach = _reach(net, all_links)
     inter = ~intra
     # an inter-rack pair goes direct where the global tier joins it: every pair when it
     # joins all chips (an intact pod), else by the per-pair test
@@ -137,7 +137,7 @@ def route_tiered(net: _Net, s, d, split: str, tiers: str) -> PolicyRoutes:
     # still without a route under the rule: any shortest path over every tier
     rest = np.flatnonzero(~reach)
     if len(rest) and tiers == "rule":
-        allr = _Reach(net, all_links)
+        allr = _reach(net, all_links)
         rest = rest[allr(s[rest], d[rest])]
         if len(rest):
             ap = _route_on(net, all_links, s[rest], d[rest], split, allr)

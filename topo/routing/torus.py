@@ -597,7 +597,7 @@ def fold_translations(G: nx.Graph, rows, pairs=None, *, links=None, split: str =
                          rep_row, routes, piece_orbit, link_orbit, np.full(O, mult, np.int64), row_orbit, frame), M)
 
 
-# Largest group x flows :func:`fold_stabilizer` enumerates (images of every flow).
+# Largest generators x flows :func:`fold_stabilizer` follows (one image of every flow per generator).
 _STABILIZER_WORK = 50_000_000
 
 
@@ -779,6 +779,7 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
         return not (L2 < 0).any() and bool((L2 == L2[:, :1]).all())
 
     ident = [(1, 0)] * nd
+    flat_ident = apply(ident)
     per_axis = []            # per axis: the maps (sign, offset) of its subgroup
     for a, k in enumerate(dims):
         def one(sgn, off, a=a):
@@ -792,44 +793,76 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
         if c is not None:
             maps += [(-1, (c + j * t) % k) for j in range(k // t)]
         per_axis.append(maps)
-    order_g = int(np.prod([len(mp) for mp in per_axis]))
     n_flows = R * m * (m - 1)
     whole = R == 1 and m == N       # one all-to-all over every chip: orbits are products of per-axis ones
-    if not whole and order_g * n_flows > _STABILIZER_WORK:
-        return no(f"the stabilizer has {order_g:,} elements: enumerating the images of {n_flows:,} flows "
-                  f"is too much (the translation fold serves intact tori)")
-    import itertools
-    # distinct elements (on a ring of 2 a reflection is a translation or the identity)
-    perms = list(np.unique(np.array([apply(list(mp)) for mp in itertools.product(*per_axis)]), axis=0))
-    if len(perms) == 1:
+    # generators of the group: per axis its translation step and its reflection (the
+    # per-axis maps are their products); elements acting as the identity dropped (on a
+    # ring of 2 a reflection is a translation or the identity)
+    gens = []
+    for a, mp in enumerate(per_axis):
+        for g in ([mp[1]] if len(mp) > 1 and mp[1][0] == 1 else []) + [m for m in mp if m[0] == -1][:1]:
+            maps = list(ident)
+            maps[a] = g
+            perm = apply(maps)
+            if not np.array_equal(perm, flat_ident):
+                gens.append(perm)
+    if not gens:
         return no("no reflection or translation maps the failed links and the groups onto themselves")
+    if not whole and len(gens) * n_flows > _STABILIZER_WORK:
+        return no(f"the stabilizer has {len(gens)} generators: following the images of {n_flows:,} flows "
+                  f"is too much (the translation fold serves intact tori)")
+    from scipy.sparse import csgraph
+
+    def components(n: int, images) -> np.ndarray:
+        """Components of i -> image(i) over the generators' images (arrays of length n)."""
+        A = sp.csr_matrix((np.ones(n * len(images)), (np.tile(np.arange(n), len(images)), np.concatenate(images))),
+                          shape=(n, n))
+        return csgraph.connected_components(A, directed=True, connection="weak")[1]
+
     grid = None
     if whole:
         rep_pos_s, rep_pos_d, mult, grid = _product_classes(dims, per_axis)
     else:
-        # flow orbits: every (sender, receiver) position pair of every row, under every element
+        # flow orbits: the flows (every sender, receiver position pair of every row) a generator
+        # word joins, each represented by its least code sender * N + receiver (the least image
+        # under every element of the group, as enumerating the elements gives)
         i, j = np.nonzero(~np.eye(m, dtype=bool))
         sp_, dp_ = X[:, i].ravel(), X[:, j].ravel()
-        canon = np.full(sp_.size, np.iinfo(np.int64).max, np.int64)
-        for perm in perms:
-            np.minimum(canon, perm[sp_] * N + perm[dp_], out=canon)
-        del sp_, dp_
-        reps, mult = np.unique(canon, return_counts=True)
+        code = sp_ * N + dp_
+        at = np.argsort(code)
+        code_sorted_f = code[at]
+        images = []
+        for perm in gens:
+            img = perm[sp_] * N + perm[dp_]
+            k = np.minimum(np.searchsorted(code_sorted_f, img), len(code) - 1)
+            if not (code_sorted_f[k] == img).all():  # pragma: no cover - keeps_groups checked every generator
+                return no("a symmetry does not map the groups' flows onto flows")
+            images.append(at[k])
+        del sp_, dp_, at, code_sorted_f
+        comp = components(len(code), images)
+        del images
+        cmin = np.full(int(comp.max()) + 1, np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(cmin, comp, code)
+        reps, mult = np.unique(cmin[comp], return_counts=True)
+        del comp, code, cmin
         rep_pos_s, rep_pos_d = np.divmod(reps, N)
         del reps
-        del canon
     rep_src, rep_dst = rank_of_pos[rep_pos_s], rank_of_pos[rep_pos_d]
     rep_row = lab[rep_pos_s]
     del rep_pos_s, rep_pos_d
-    # link orbits: the least link id among each link's images
+    # link orbits: the links a generator word joins (components of link -> image over the
+    # generators), numbered by their least link id (as the least image over every element)
     L = len(u)
-    lmin = np.arange(L)
-    for perm in perms:
+    ld = []
+    for perm in gens:
         lid = link_image(perm)
-        if lid is None:  # pragma: no cover - generators were checked; products follow
-            return no("a product of the symmetries does not map links onto links")
-        np.minimum(lmin, lid, out=lmin)
-    link_orbit = np.unique(lmin, return_inverse=True)[1].astype(np.int64)
+        if lid is None:  # pragma: no cover - generators were checked
+            return no("a symmetry does not map links onto links")
+        ld.append(lid)
+    comp = components(L, ld)
+    lmin = np.full(int(comp.max()) + 1, L, np.int64)
+    np.minimum.at(lmin, comp, np.arange(L))
+    link_orbit = np.unique(lmin[comp], return_inverse=True)[1].astype(np.int64)
     O = int(link_orbit.max()) + 1
     differs = _uniform_within(link_orbit, O, lt)
     if differs:  # pragma: no cover - link_image compares these
@@ -846,11 +879,7 @@ def fold_stabilizer(G: nx.Graph, rows, *, links=None, split: str = "equal", guar
         return no("a representative flow has no route")
     piece_orbit = _fold(routes, link_orbit, O)
     if R > 1:
-        src_rows = np.concatenate([np.arange(R)] * len(perms))
-        dst_rows = np.concatenate([lab[p[X[:, 0]]] for p in perms])
-        A = sp.csr_matrix((np.ones(len(src_rows)), (src_rows, dst_rows)), shape=(R, R))
-        from scipy.sparse import csgraph
-        row_orbit = csgraph.connected_components(A, directed=False)[1].astype(np.int64)
+        row_orbit = components(R, [lab[p[X[:, 0]]] for p in gens]).astype(np.int64)
     else:
         row_orbit = np.zeros(1, np.int64)
     period = tuple(int(k // sum(1 for sg, _ in mp if sg == 1)) for k, mp in zip(dims, per_axis))

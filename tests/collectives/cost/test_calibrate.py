@@ -1,7 +1,9 @@
 """`fabricsim calibrate`: fits from nccl-tests logs, through the library and the CLI."""
 from __future__ import annotations
 
+import functools
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -463,3 +465,51 @@ def test_switch_from_nccl_tuning_lines(nvl72, switch_rows):
     assert [f.section for f in res.fits] == ["all-reduce.ring", "all-reduce.nvls"]
     note, = [n for n in res.fits[0].notes if n.startswith("the points span")]
     assert "TUNING lines in tuning.log say ring to nvls between 512 KiB and 1 MiB (line" in note
+
+
+# --- big and extreme logs (issue 26 item 8) ------------------------------------------------
+@pytest.mark.slow
+def test_a_log_of_repeated_runs_fits_as_one_run_and_prices_each_point_once(monkeypatch):
+    nvl72 = _hgx()
+    one = _log([(2**k, 10.0 + 2**k / 2e5) for k in range(12, 30, 4)])
+    calls = []
+    real = cal_mod._price()
+    monkeypatch.setattr(cal_mod, "_price", lambda: lambda *a, **k: calls.append(k["size_bytes"]) or real(*a, **k))
+    fit1, = calibrate(nvl72, parse_text(one, "one.log")).fits
+    n1 = len(calls)
+    calls.clear()
+    fit5, = calibrate(nvl72, parse_text(one * 5, "five.log")).fits
+    assert fit5.params == pytest.approx(fit1.params, rel=1e-5)
+    assert len(calls) <= n1                     # repeated sizes are priced once, not 5 times
+
+
+def test_a_log_over_the_line_bound_is_refused_at_once(monkeypatch):
+    from fabricsim.collectives.cost import nccl_tests
+    monkeypatch.setattr(nccl_tests, "MAX_LOG_LINES", 50)
+    with pytest.raises(BadInput, match=r"big\.log: 61 lines, more than the 50 a log may have"):
+        parse_text(_log([(2**k, 10.0 + k) for k in range(10, 14)]) * 10, "big.log")
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_times = st.one_of(st.floats(min_value=0, max_value=1e308, allow_subnormal=True), st.just(5e-324),
+                   st.just(1e308), st.floats(min_value=1e-3, max_value=1e6))
+
+
+@functools.lru_cache(maxsize=1)
+def _hgx():
+    return build("hgx-h100")
+
+
+@settings(max_examples=12, deadline=None)
+@given(times=st.lists(_times, min_size=1, max_size=6), start=st.integers(0, 30))
+def test_any_timings_fit_with_finite_constants_or_refuse_in_one_line(times, start):
+    G = _hgx()
+    text = _log([(2**(start + 2 * i), t) for i, t in enumerate(times)], n=8)
+    try:
+        result = calibrate(G, parse_text(text, "t.log"))
+    except BadInput as exc:
+        assert "\n" not in str(exc)
+        return
+    for fit in result.fits:
+        assert all(math.isfinite(v) for v in fit.params.values())

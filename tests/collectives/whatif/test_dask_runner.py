@@ -212,6 +212,7 @@ class _Wrapped:
         return self.inner.map(functools.partial(self.wrap, fn), tasks)
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_sweep(tmp_path, reference):
     import cloudpickle
     cloudpickle.register_pickle_by_value(sys.modules[__name__])     # workers need not import this file
