@@ -145,7 +145,7 @@ def _graph_vocabulary() -> frozenset:
 
 
 def _sources():
-    for cli in ("cli.py", "cli_options.py", "cli_formats.py"):     # the command line's three modules
+    for cli in ("cli.py",):                                         # the command line
         yield cli, ROOT / cli
     for pkg in ("topo", "collectives", "fabrics"):
         for path in sorted((ROOT / pkg).rglob("*.py")):

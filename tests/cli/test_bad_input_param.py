@@ -1,5 +1,5 @@
 """``BadInput`` carries the parameter it is about (issue 26 item 3), and the CLI maps it to its option
-through one table (``cli_options.PARAMS``), never by reading the message."""
+through one table (``cli.PARAMS``), never by reading the message."""
 import ast
 import pickle
 
@@ -82,7 +82,7 @@ def test_step_names_mesh_batch_and_skew(rack):
     (["step"], "dispatch_dtype", "--dispatch-dtype"), (["calibrate"], "logs", "LOGS")])
 def test_one_table_maps_a_parameter_to_the_command_option(command, param, shown):
     from fabricsim.cli import main
-    from fabricsim.cli_options import option_for
+    from fabricsim.cli import option_for
     cmd = main
     for name in command:
         cmd = cmd.commands[name]
@@ -92,7 +92,7 @@ def test_one_table_maps_a_parameter_to_the_command_option(command, param, shown)
 def test_every_parameter_the_library_names_is_an_option_of_some_command():
     """A param= spelled at a raise site reaches an option somewhere (a typo would fall back to --name)."""
     from fabricsim.cli import main
-    from fabricsim.cli_options import PARAMS
+    from fabricsim.cli import PARAMS
     click_names = {p.name for c in _commands(main) for p in c.params}
     library = set()
     for path in [*ROOT.glob("collectives/**/*.py"), *ROOT.glob("topo/**/*.py"), *ROOT.glob("fabrics/**/*.py")]:
@@ -116,7 +116,7 @@ def _commands(group):
 
 def test_the_cli_reads_no_error_message():
     """``str(exc)`` in the CLI modules only ever goes straight into another exception (no hint from its text)."""
-    for path in ("cli.py", "cli_options.py", "cli_formats.py"):
+    for path in ("cli.py",):
         tree = ast.parse((ROOT / path).read_text())
         parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
         for node in ast.walk(tree):
@@ -127,6 +127,6 @@ def test_the_cli_reads_no_error_message():
 
 
 def test_export_suffixes_agree_with_the_formats():
-    from fabricsim.cli_options import EXPORT_SUFFIXES
+    from fabricsim.cli import EXPORT_SUFFIXES
     from fabricsim.topo.export_text import EXPORT_FORMATS
     assert set(EXPORT_SUFFIXES) == {s for sfx in EXPORT_FORMATS.values() for s in sfx}
