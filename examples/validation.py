@@ -68,6 +68,9 @@ SERIES = (
     ("b200-2x8-ib", "b200_2x8gpu_lambda_ib.log", "rail-cluster:gpu=b200",
      "2 x 8 B200, InfiniBand (Lambda), all-reduce, 16 ranks, NCCL's choice (held out)",
      "https://dstack.ai/examples/clusters/lambda/", None),
+    ("mi300x-2x8-roce", "mi300x_2x8gpu_aac_roce.log", "rail-cluster:gpu=mi300x",
+     "2 x 8 MI300X, RoCE (AMD Accelerator Cloud, RCCL 2.22), all-reduce, 16 ranks, RCCL's choice (held out)",
+     "https://github.com/hisohara/ai-scripts/blob/main/training/01_rccl-smoketest/README.md", None),
 )
 
 

@@ -109,6 +109,7 @@ def test_an_unnamed_tier_says_it_took_the_fabrics_family():
     ("b200_2x8gpu_lambda_ib.log", "rail-cluster", dict(gpu="b200"), 16, (2 * GiB,)),
     ("b200_2x8gpu_gcp_a4_roce.log", "rail-cluster", dict(gpu="b200"), 16, (8 * GiB,)),
     ("gb200_nvl72_2rack_144rank_coreweave.log", "nvl72-cluster", dict(), 144, (8 * GiB, 16 * GiB)),
+    ("mi300x_2x8gpu_aac_roce.log", "rail-cluster", dict(gpu="mi300x"), 16, (8 * GiB, 16 * GiB)),
 ])
 def test_two_node_all_reduce_is_within_20_percent_of_measured(log, fabric, params, ranks, sizes):
     G = build(fabric, **params)
@@ -116,6 +117,38 @@ def test_two_node_all_reduce_is_within_20_percent_of_measured(log, fabric, param
     for size in sizes:
         r = price(G, "all-reduce", groups=[tuple(range(ranks))], size_bytes=size)
         assert r.busbw_GBps == pytest.approx(points[size].busbw_GBps, rel=0.20), (log, size, r.algorithm)
+
+
+def test_two_node_mi300x_prices_the_measured_curve_above_1_gib_within_10_percent_and_says_rail_rings():
+    """The AAC MI300X log (held out: no constant was fitted to it), 1-16 GiB in place.
+
+    Default model, measured at fit time: +7.6% at 1 GiB falling to +7.1% at 16 GiB (the model is
+    faster; 382.8 GB/s against 357.4 at 16 GiB), on rail-bound rings with the simple protocol.
+    The source does not give the NICs' speed (400G is inferred from the busbw) nor RCCL's
+    algorithm, so the band, not a tighter one, is asserted.  At 16 GiB the model gives the same
+    382.8 GB/s with 800G NICs (its bound is inside the node there) and 195.6 GB/s with 200G.  Below 256 MiB the model is far too
+    fast (+50% to +370%: the run's small-message floor is ~220 us); that is outside this test.
+    """
+    G = build("rail-cluster", gpu="mi300x")
+    points = {p.size_bytes: p for p in parse_log(DATA / "mi300x_2x8gpu_aac_roce.log")[0].points if p.in_place}
+    for size in (GiB, 4 * GiB, 16 * GiB):
+        r = price(G, "all-reduce", groups=[tuple(range(16))], size_bytes=size)
+        err = r.busbw_GBps / points[size].busbw_GBps - 1
+        assert 0.0 < err < 0.10, (size, err)
+        assert (r.algorithm, r.protocol) == ("rail-rings", "simple")
+
+
+def test_two_node_mi325x_forced_ring_is_priced_as_rail_rings_within_10_percent():
+    """The AAC MI325X log (held out), NCCL_ALGO=Ring, 4/8/16 GiB in place: NCCL's Ring across nodes is
+    the rail-bound rings.  Default model, measured at fit time: +9.3% busbw at each size (379.3 /
+    381.6 / 382.8 GB/s against 347.0 / 349.0 / 350.2); NIC speed not given in the source.
+    """
+    G = build("rail-cluster", gpu="mi325x")
+    run, = parse_log(DATA / "mi325x_2x8gpu_aac_roce_ring.log")
+    assert run.algorithm == "Ring" and run.nranks == 16
+    for p in (p for p in run.points if p.in_place):
+        r = price(G, "all-reduce", groups=[tuple(range(16))], size_bytes=p.size_bytes, algorithm="rail-rings")
+        assert 0.0 < r.busbw_GBps / p.busbw_GBps - 1 < 0.10, p.size_bytes
 
 
 def test_nvls_tree_refuses_domains_without_reducing_switches():
