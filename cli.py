@@ -1591,13 +1591,15 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
 @click.option("--library", default="auto", show_default=True,
               help="Communication library: auto, nccl, trtllm, deepep-ll.")
 @click.option("--overlap", default="none", show_default=True, help="none or two-microbatch.")
+@click.option("--disaggregate", "disaggregate", metavar="prefill=P,decode=D", help="Prefill on the first P chips, "
+              "decode on the next D, each prompt's KV cache moved over the fabric (collectives/serve/disagg.py).")
 @click.option("--fail", "fail", multiple=True, metavar="SPEC", help="Re-price every point with this failure "
               "(repeatable; whatif's grammar, e.g. node:r00/lsw0): tokens/s per kW and TPOT before and after.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Write the tokens/s/kW vs tokens/s/user "
               "frontier per fabric to a .png, .svg or .pdf.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (an array with --fabrics).")
 def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max_concurrency, menu, mtp, library,
-              overlap, fail, plot, as_json):
+              overlap, disaggregate, fail, plot, as_json):
     """Token economics of serving MODEL on a fabric: TPOT, TTFT, tokens/s per user, chip and kW, $/Mtok.
 
     Each step is priced per layer from the chip's roofline (compute, HBM), the network
@@ -1627,13 +1629,14 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
                           ("--fabric" if fabric else "--fabrics")) for n in names]
     results = []
     kw = dict(isl=isl, osl=osl, mesh=None if mesh == "search" else mesh, concurrency=concurrency, mtp=mtp,
-              library=library, overlap=overlap, progress=_progress, max_concurrency=max_concurrency, menu=menu)
+              library=library, overlap=overlap, progress=_progress, max_concurrency=max_concurrency, menu=menu,
+              disaggregate=disaggregate)
     for name, G in zip(names, graphs):
         try:
             results.append(serve_failed(G, model, fail, **kw) if fail else run_serve(G, model, **kw))
         except BadInput as exc:
             msg = str(exc)
-            hint = ("--fail" if fail and "fail" in msg else "--mesh" if msg.startswith(("mesh", "tp=", "ep=", "dp=")) else
+            hint = ("--disaggregate" if "disaggregate" in msg else "--fail" if fail and "fail" in msg else "--mesh" if msg.startswith(("mesh", "tp=", "ep=", "dp=")) else
                     "--model" if msg.startswith(("unknown model", "model")) else
                     "--menu" if msg.startswith("--menu") else
                     "--max-concurrency" if msg.startswith("--max-concurrency") else

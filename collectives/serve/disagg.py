@@ -7,9 +7,10 @@ whose chips divide the pool, with ``dp`` replicas filling the rest (:func:`pool_
 pool's collectives are priced on its own chips (the decode pool's through a
 :class:`~.network.NetworkPricer` whose ranks start at ``P``).
 
-* **Prefill mesh**: of the pool's meshes whose chips hold a prompt's KV cache beside the weights,
-  the one with the least prefill step (TTFT before transfer and queueing, network included;
-  ties: the most TP groups, i.e. the most prompts per step).  It is chosen once per sweep.
+* **Prefill mesh**: per point, of the pool's meshes whose chips hold a prompt's KV cache per TP
+  group beside the weights (or the one ``prefill_mesh`` names), the one of least e2e (the most
+  requests per second at that concurrency; ties: the least TTFT), searched best-first with a free
+  transfer as the bound.
 * **Prefill step** ``t_pre``: one ISL-token prompt per prefill TP group, ``g_p`` groups at once
   (:func:`.model.step_terms`, ``prefill``), as the aggregated sweep prices it.
 * **KV transfer** ``t_kv``: each finished prompt's KV cache, ``kv_bytes_per_sequence(ISL)``
@@ -34,7 +35,8 @@ pool's collectives are priced on its own chips (the decode pool's through a
   family model, not the serve library's kernels.
 * **Throughput** (closed loop: ``C`` users, each sends its next request when the last finishes,
   as InferenceX's concurrency runs): the decode pool holds the ``C`` sequences in one batch (each
-  decode step ``t_dec``, no interleaved prefills), a request's no-wait time is
+  decode step ``t_dec``, no interleaved prefills; ``C`` spread over the pool's TP (and EP) groups, each
+  step priced at the busiest group's share on every group, ``ceil(C / groups) x groups`` sequences), a request's no-wait time is
   ``R0 = t_pre + t_kv + (OSL / a) x t_dec``; the prefill pool starts a round every
   ``max(t_pre, t_kv)`` (a round's transfer overlaps the next round's prefill), so it serves at most
   ``g_p / max(t_pre, t_kv)`` prompts/s.  Requests complete at ``X = min(C / R0, that capacity)``
@@ -73,7 +75,7 @@ class Pools:
     prefill: int
     decode: int
     protocol: str = "auto"     # the KV transfer's price protocol (``price``'s)
-    prefill_mesh: str | None = None   # the prefill pool's mesh (None: the least prefill step)
+    prefill_mesh: str | None = None   # the prefill pool's mesh (None: searched per point)
 
     def as_dict(self) -> dict[str, Any]:
         return {"prefill": self.prefill, "decode": self.decode, "protocol": self.protocol,
@@ -83,7 +85,7 @@ class Pools:
 def parse_disaggregate(spec: str | dict | Pools, chips: int) -> Pools:
     """``"prefill=P,decode=D"`` or ``{"prefill": P, "decode": D[, "protocol": .., "prefill_mesh": "tp=..,dp=.."]}``,
     checked against the fabric's chips (``protocol``: the KV transfer's, :data:`KV_PROTOCOLS`;
-    ``prefill_mesh``: the prefill pool's mesh, its chips the pool's, instead of the least prefill step)."""
+    ``prefill_mesh``: the prefill pool's mesh, its chips the pool's, instead of a search per point)."""
     if isinstance(spec, Pools):
         d = spec.as_dict()
     elif isinstance(spec, str):
@@ -183,6 +185,7 @@ class DisaggTerms:
     kv_algorithm: str
     decode_layer_slowdown: float  # that decode layer's collectives beside the transfer / alone (not charged)
     decode_step_s: float
+    decode_batch: int             # sequences the decode step is priced at (C rounded up to the pool's groups)
     prompt_capacity_per_s: float  # g_p / max(t_pre, t_kv)
     requests_per_s: float
     decode_requests_per_s: float  # C / R0: what the decode side alone would sustain
@@ -196,6 +199,7 @@ class DisaggTerms:
                 "kv_bytes_per_round": self.kv_bytes_per_round, "kv_transfer_ms": self.kv_transfer_s * 1e3,
                 "kv_transfer_alone_ms": self.kv_transfer_alone_s * 1e3, "kv_algorithm": self.kv_algorithm,
                 "decode_layer_slowdown": self.decode_layer_slowdown, "decode_step_ms": self.decode_step_s * 1e3,
+                "decode_batch": self.decode_batch,
                 "prompt_capacity_per_s": self.prompt_capacity_per_s, "requests_per_s": self.requests_per_s,
                 "decode_requests_per_s": self.decode_requests_per_s, "queue_ms": self.queue_s * 1e3,
                 "bound": self.bound}
@@ -246,26 +250,14 @@ class KVPricer:
         return self._cache[key]
 
 
-def choose_prefill_mesh(ctx, meshes: list[dict[str, int]], isl: int) -> dict[str, int]:
-    """The prefill pool's mesh: the least prefill step whose chips hold one prompt's KV per TP group."""
-    best, errors = None, []
-    for m in meshes:
-        groups = math.prod(m.values()) // m.get("tp", 1)
-        if kv_capacity(ctx.arch, ctx.acc, ctx.consts, m, isl) < groups:
-            errors.append(f"prefill mesh {','.join(f'{k}={v}' for k, v in m.items())} cannot hold a prompt's "
-                          f"KV cache beside the weights")
-            continue
-        try:
-            t = ctx.prefill(m, True).time_s
-        except BadInput as exc:
-            errors.append(str(exc))
-            continue
-        if best is None or (t, -groups) < best[0]:
-            best = ((t, -groups), m)
-    if best is None:
-        raise BadInput(f"no prefill mesh fits the {ctx.pools.prefill:,}-chip prefill pool: "
-                       f"{errors[0] if errors else 'no tp x ep mesh divides it'}")
-    return best[1]
+def fitting_prefill_meshes(arch, acc, consts, meshes: list[dict[str, int]], isl: int, pool: int) -> list[dict[str, int]]:
+    """The prefill pool's meshes whose chips hold one prompt's KV cache per TP group beside the weights."""
+    fit = [m for m in meshes if kv_capacity(arch, acc, consts, m, isl) >= math.prod(m.values()) // m.get("tp", 1)]
+    if not fit:
+        raise BadInput(f"no prefill mesh fits the {pool:,}-chip prefill pool: "
+                       + ("no tp x ep mesh divides it" if not meshes else
+                          "none holds a prompt's KV cache per TP group beside the weights"))
+    return fit
 
 
 def _ctx_base():
@@ -285,39 +277,53 @@ class DisaggCtx(_ctx_base()):
         if prefill_mesh is None and pools.prefill_mesh is not None:
             from ..jobs.step import check_mesh
             prefill_mesh = check_mesh(pools.prefill_mesh, arch.model, command="serve")
-            if kv_capacity(arch, acc, consts, prefill_mesh, isl) < pools.prefill // prefill_mesh.get("tp", 1):
-                raise BadInput(f"prefill mesh {pools.prefill_mesh} cannot hold a prompt's KV cache per TP group "
-                               f"beside the weights")
-        if prefill_mesh is None:
-            prefill_mesh = choose_prefill_mesh(self, pool_meshes(candidates or [], pools.prefill), isl)
-        self.prefill_mesh = dict(prefill_mesh)
+        meshes = [dict(prefill_mesh)] if prefill_mesh is not None else pool_meshes(candidates or [], pools.prefill)
+        self.prefill_meshes = fitting_prefill_meshes(arch, acc, consts, meshes, isl, pools.prefill)
 
     @property
     def solves(self) -> int:
         return self.pricer.solves + self.decode_pricer.solves + self.kv.solves
 
     def point(self, mesh, C, network: bool = True, prefill_network: bool | None = None):
+        """The point on decode ``mesh`` at concurrency ``C`` with the prefill mesh of least e2e (ties: least TTFT)."""
         from .model import step_terms
         from .sweep import ServePoint
-        dec = step_terms(self.arch, self.acc, self.consts, mesh, phase="decode", sequences=C,
+        D, tp, ep = math.prod(mesh.values()), mesh.get("tp", 1), mesh.get("ep", 1)
+        unit = math.lcm(D // tp, D // ep if ep > 1 else 1)
+        batch = -(-C // unit) * unit      # the busiest TP group's load on every group (C need not split evenly)
+        dec = step_terms(self.arch, self.acc, self.consts, mesh, phase="decode", sequences=batch,
                          context=self.isl + self.osl / 2, pricer=self.decode_pricer if network else None,
                          library=self.library, overlap=self.overlap, mtp=self.mtp)
         pn = network if prefill_network is None else prefill_network
-        pre = self.prefill(self.prefill_mesh, pn)
-        g_p = self.pools.prefill // self.prefill_mesh.get("tp", 1)
-        if pn:
-            kv_s, kv_alone, kv_alg, kv_round, slow = self.kv.price(self.prefill_mesh, mesh, dec.tokens)
-        else:        # the roofline bound: a free transfer (an upper bound on throughput)
-            kv_s, kv_alone, kv_alg, kv_round, slow = 0.0, 0.0, "none", float(
-                kv_traffic(self.arch, self.isl, self.prefill_mesh, mesh).sum()), 1.0
         decode_s = self.osl / self.accepted * dec.time_s
-        r0 = pre.time_s + kv_s + decode_s
-        capacity = g_p / max(pre.time_s, kv_s)
-        dec_rate = C / r0
-        rate = min(dec_rate, capacity)
-        e2e = C / rate
-        queue = max(0.0, e2e - r0)
-        ttft = pre.time_s + kv_s + queue
+        # best-first over the prefill meshes: a free transfer bounds each one's e2e from below
+        cands = []
+        for pm in self.prefill_meshes:
+            pre = self.prefill(pm, pn)
+            g_p = self.pools.prefill // pm.get("tp", 1)
+            cands.append((max(pre.time_s + decode_s, C * pre.time_s / g_p), pre.time_s, pm, pre, g_p))
+        cands.sort(key=lambda x: (x[0], x[1]))
+        best = None
+        for lb, _, pm, pre, g_p in cands:
+            if best is not None and lb > best[0][0] * (1 + 1e-12):
+                break
+            if pn:
+                kv_s, kv_alone, kv_alg, kv_round, slow = self.kv.price(pm, mesh, dec.tokens)
+            else:        # the roofline bound: a free transfer (an upper bound on throughput)
+                kv_s, kv_alone, kv_alg, kv_round, slow = 0.0, 0.0, "none", float(
+                    kv_traffic(self.arch, self.isl, pm, mesh).sum()), 1.0
+            r0 = pre.time_s + kv_s + decode_s
+            capacity = g_p / max(pre.time_s, kv_s)
+            dec_rate = C / r0
+            rate = min(dec_rate, capacity)
+            e2e = C / rate
+            queue = max(0.0, e2e - r0)
+            ttft = pre.time_s + kv_s + queue
+            cand = ((e2e, ttft), pm, pre, g_p, kv_s, kv_alone, kv_alg, kv_round, slow, r0, capacity, dec_rate, rate,
+                    queue)
+            if best is None or cand[0] < best[0]:
+                best = cand
+        (e2e, ttft), pm, pre, g_p, kv_s, kv_alone, kv_alg, kv_round, slow, r0, capacity, dec_rate, rate, queue = best
         tpot = decode_s / self.osl
         tps = rate * (self.isl + self.osl)
         chips = self.pools.prefill + self.pools.decode
@@ -328,12 +334,13 @@ class DisaggCtx(_ctx_base()):
         else:
             side, bound = "prefill", f"prefill-{pre.bound}"
         terms = DisaggTerms(prefill_chips=self.pools.prefill, decode_chips=self.pools.decode,
-                            prefill_mesh=",".join(f"{k}={v}" for k, v in self.prefill_mesh.items()),
+                            prefill_mesh=",".join(f"{k}={v}" for k, v in pm.items()),
                             prefill_groups=g_p, prefill_step_s=pre.time_s,
                             kv_bytes_per_prompt=self.arch.kv_bytes_per_sequence(self.isl), kv_bytes_per_round=kv_round,
                             kv_transfer_s=kv_s, kv_transfer_alone_s=kv_alone, kv_algorithm=kv_alg,
-                            decode_layer_slowdown=slow, decode_step_s=dec.time_s, prompt_capacity_per_s=capacity,
-                            requests_per_s=rate, decode_requests_per_s=dec_rate, queue_s=queue, bound=side)
+                            decode_layer_slowdown=slow, decode_step_s=dec.time_s, decode_batch=batch,
+                            prompt_capacity_per_s=capacity, requests_per_s=rate, decode_requests_per_s=dec_rate,
+                            queue_s=queue, bound=side)
         usd = self.acc.usd_per_chip_hour
         per_chip = tps / chips
         return ServePoint(concurrency=C, mesh=dict(mesh), chips=chips,

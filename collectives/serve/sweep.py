@@ -146,6 +146,12 @@ class ServeResult:
                  f"{p.tokens_per_s_per_chip:,.0f}", f"{p.tokens_per_s_per_kw:,.0f}",
                  "-" if p.usd_per_mtok is None else f"{p.usd_per_mtok:,.3f}", p.bound, p.library]
                 for p in self.points]
+        if self.points[0].disagg is not None:
+            head += ["prefill", "TTFT: prefill ms", "KV ms", "queue ms", "pools bound"]
+            for r, p in zip(rows, self.points):
+                d = p.disagg
+                r += [d.prefill_mesh, f"{d.prefill_step_s * 1e3:,.2f}", f"{d.kv_transfer_s * 1e3:,.3f}",
+                      f"{d.queue_s * 1e3:,.1f}", d.bound]
         w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
         lines = [self.summary(), "  ".join(h.rjust(x) for h, x in zip(head, w)),
                  "  ".join("-" * x for x in w)]
@@ -434,8 +440,8 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
     notes.append(f"KV cache bounds concurrency at {kv_limit:,} sequences of {isl + osl:,} tokens "
                  f"({consts.hbm_usable:.0%} of {acc.hbm_bytes / 1e9:,.0f} GB HBM per chip, less the weights)")
     if pools is not None:
-        notes.append(f"disaggregated serving: prefill on chips 0..{pools.prefill - 1} (mesh "
-                     f"{points[0].disagg.prefill_mesh}), decode on chips {pools.prefill}..{pools.prefill + pools.decode - 1}; "
+        notes.append(f"disaggregated serving: prefill on chips 0..{pools.prefill - 1} (its mesh per point: the least "
+                     f"e2e), decode on chips {pools.prefill}..{pools.prefill + pools.decode - 1}; "
                      f"each prompt's KV cache ({points[0].disagg.kv_bytes_per_prompt / 1e6:,.1f} MB) priced over the "
                      f"fabric beside one decode layer's collectives; TTFT = prefill + KV transfer + queueing "
                      f"(closed loop); per chip / kW over both pools' {pools.prefill + pools.decode:,} chips")
@@ -534,11 +540,15 @@ def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailRes
         ctx = DisaggCtx(H, arch, acc, chip_constants(acc.name), parse_disaggregate(kwargs["disaggregate"],
                         len(chip_ranks(G))), before.isl, before.osl, before.mtp, before.library, before.overlap,
                         prefill_mesh=parse_mesh(d0.prefill_mesh))
+
+        def again(p):
+            ctx.prefill_meshes = [parse_mesh(p.disagg.prefill_mesh)]    # each point keeps its prefill mesh
+            return ctx.point(p.mesh, p.concurrency)
     else:
         ctx = _Ctx(arch, acc, chip_constants(acc.name), NetworkPricer(H, model), before.isl, before.osl, before.mtp,
                    before.library, before.overlap)
     with pinned(H):
-        after = tuple(ctx.point(p.mesh, p.concurrency) for p in before.points)
+        after = tuple(again(p) if d0 is not None else ctx.point(p.mesh, p.concurrency) for p in before.points)
     return FailResult(fabric=before.fabric, model=before.model, failures=tuple(a["spec"] for a in applied),
                       before=before, after=after)
 

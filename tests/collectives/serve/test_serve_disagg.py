@@ -126,3 +126,16 @@ def test_cli_disaggregate_json():
     bad = CliRunner().invoke(main, ["serve", "--model", "gpt-oss-120b", "--fabric", "jalapeno-rack",
                                     "--disaggregate", "prefill=100,decode=100"])
     assert bad.exit_code != 0 and "the fabric has 128" in bad.output
+
+
+def test_prefill_mesh_search_takes_the_least_e2e():
+    G = ring()
+    free = {k: v for k, v in POOLS.items() if k != "prefill_mesh"}
+    for C in (2, 4096):
+        p = run(G, C=C, disaggregate=free).points[0]
+        forced = [run(G, C=C, disaggregate=free | {"prefill_mesh": pm}).points[0] for pm in ("tp=2", "tp=1,dp=2")]
+        assert p.e2e_s == pytest.approx(min(f.e2e_s for f in forced), rel=1e-12)
+        assert p.disagg.prefill_mesh in ("tp=2", "tp=1,dp=2")
+    # the decode batch is C rounded up to the decode pool's TP groups (tp=1 here: two replicas)
+    q = serve(G, toy(), mesh="tp=1", concurrency=3, isl=ISL, osl=OSL, accelerator=CHIP, disaggregate=POOLS).points[0]
+    assert q.mesh == {"tp": 1, "dp": 2} and q.disagg.decode_batch == 4 and q.decode.sequences == 4
