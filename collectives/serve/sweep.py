@@ -363,8 +363,10 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
         if menu != "search":
             raise BadInput(f"--menu {menu} prices the published decode workers aggregated; drop --disaggregate "
                            f"or use --menu search")
-        meshes = pool_meshes([_check_mesh(dict(mesh), model, pools.decode)] if isinstance(mesh, dict)
-                             else candidate_meshes(model, pools.decode), pools.decode)
+        if isinstance(mesh, dict):
+            check_mesh(mesh, model, command="serve")
+        meshes = pool_meshes([dict(mesh)] if isinstance(mesh, dict) else candidate_meshes(model, pools.decode),
+                             pools.decode)
         if not meshes:
             raise BadInput(f"mesh {','.join(f'{k}={v}' for k, v in mesh.items())} does not divide the "
                            f"{pools.decode:,}-chip decode pool; use a mesh whose chips divide it")

@@ -139,3 +139,10 @@ def test_prefill_mesh_search_takes_the_least_e2e():
     # the decode batch is C rounded up to the decode pool's TP groups (tp=1 here: two replicas)
     q = serve(G, toy(), mesh="tp=1", concurrency=3, isl=ISL, osl=OSL, accelerator=CHIP, disaggregate=POOLS).points[0]
     assert q.mesh == {"tp": 1, "dp": 2} and q.disagg.decode_batch == 4 and q.decode.sequences == 4
+
+
+def test_disaggregate_refuses_menu_and_a_mesh_that_does_not_divide_the_pool():
+    with pytest.raises(BadInput, match="does not divide the 2-chip decode pool"):
+        serve(ring(), toy(), mesh="tp=4", concurrency=2, isl=ISL, osl=OSL, accelerator=CHIP, disaggregate=POOLS)
+    with pytest.raises(BadInput, match="drop --disaggregate"):
+        serve(ring(), "gpt-oss-120b", menu="inferencex", accelerator=CHIP, disaggregate=POOLS)
