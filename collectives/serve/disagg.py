@@ -211,6 +211,8 @@ class KVPricer:
     def __init__(self, G, arch: Arch, pools: Pools, isl: int):
         self.G, self.arch, self.pools, self.isl = G, arch, pools, isl
         self._cache: dict = {}
+        self._alone: dict = {}
+        self._solo: dict = {}
         self.solves = 0
 
     def price(self, prefill_mesh: dict[str, int], decode_mesh: dict[str, int], tokens: int,
@@ -223,8 +225,11 @@ class KVPricer:
         P = self.pools.prefill
         group = (tuple(range(P + self.pools.decode)),)
         kw = {"protocol": self.pools.protocol}
-        alone = price(self.G, "all-to-all", groups=group, traffic=M, algorithm="direct", **kw)
-        self.solves += 1
+        akey = key[:2]                   # the transfer alone does not depend on the decode batch
+        if akey not in self._alone:
+            self._alone[akey] = price(self.G, "all-to-all", groups=group, traffic=M, algorithm="direct", **kw)
+            self.solves += 1
+        alone = self._alone[akey]
         m = self.arch.model
         kind = "moe" if m.moe_layers >= m.dense_layers else "dense"
         planned = layer_jobs(self.G, m, kind, mesh=decode_mesh, tokens=int(tokens))
@@ -239,9 +244,12 @@ class KVPricer:
             shared = kvj.finish_s - kvj.start_s
             dec = [j for j in res.jobs if j.name != "kv-transfer"]
             dec_mix = max(j.finish_s for j in dec) - min(j.start_s for j in dec)
-            solo = mix(self.G, jobs[1:], **kw)
-            self.solves += 1
-            slowdown = dec_mix / solo.makespan_s if solo.makespan_s > 0 else 1.0
+            skey = key[1:]               # the decode layer alone does not depend on the prefill mesh
+            if skey not in self._solo:
+                self._solo[skey] = mix(self.G, jobs[1:], **kw).makespan_s
+                self.solves += 1
+            solo = self._solo[skey]
+            slowdown = dec_mix / solo if solo > 0 else 1.0
             # the mix prices the transfer's solo case exactly as price() does; beside traffic it can only be later
             shared = max(shared, float(alone.time_s))
         else:                    # tp = 1, ep = 1 decode: the layer has no collective to share links with

@@ -146,3 +146,12 @@ def test_disaggregate_refuses_menu_and_a_mesh_that_does_not_divide_the_pool():
         serve(ring(), toy(), mesh="tp=4", concurrency=2, isl=ISL, osl=OSL, accelerator=CHIP, disaggregate=POOLS)
     with pytest.raises(BadInput, match="drop --disaggregate"):
         serve(ring(), "gpt-oss-120b", menu="inferencex", accelerator=CHIP, disaggregate=POOLS)
+
+
+def test_transfer_shares_links_with_the_decode_all_reduce():
+    # the decode pool's TP all-reduce runs on link 2--3, which the transfer's 1->2->3 half also crosses:
+    # priced together (mix), the transfer ends later the bigger the decode batch's all-reduce
+    small, big = (run(ring(), C=C).points[0].disagg for C in (2, 4096))
+    assert small.kv_transfer_alone_s == big.kv_transfer_alone_s
+    assert big.kv_transfer_s > small.kv_transfer_s > small.kv_transfer_alone_s
+    assert big.decode_layer_slowdown > 1.0
