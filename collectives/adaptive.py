@@ -33,7 +33,7 @@ def refuse_size(what: str, n: int, limit: int, why: str = "") -> BadInput:
         reasons = reasons[:1]
     extra = f" ({'; '.join(reasons)})" if reasons else ""
     return BadInput(f"--split adaptive: {what} {n:,} exceeds {limit:,} and no symmetry fold applies{extra}; "
-                    f"use --split equal (fixed ECMP shares) or a smaller group")
+                    f"use --split equal (fixed ECMP shares) or a smaller group", param="split")
 
 
 def step_adaptive(ph, ctx, guard):

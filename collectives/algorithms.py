@@ -332,11 +332,11 @@ def _ring_linked(collective: str, G: np.ndarray, S: float, view: FabricView) -> 
     """
     if not view.linked:
         raise BadInput("ring-linked needs chips linked to each other directly (this fabric joins them "
-                       "through switches); use ring")
+                       "through switches); use ring", param="algorithm")
     g, n = G.shape
     if n > RING_LINKED_MAX_MEMBERS:
         raise BadInput(f"ring-linked orders groups of up to {RING_LINKED_MAX_MEMBERS} chips, not {n:,}; "
-                       f"use ring, torus-rings or torus-concurrent")
+                       f"use ring, torus-rings or torus-concurrent", param="algorithm")
     budget = RING_SEARCH_EXPANSIONS_PER_MEMBER * n + 64
 
     def links_along(row: np.ndarray, order: list[int], closed: bool) -> bool:
@@ -353,7 +353,7 @@ def _ring_linked(collective: str, G: np.ndarray, S: float, view: FabricView) -> 
                 order, closed = _linked_walk(members, view.linked, False, budget), False
             if order is None:
                 raise BadInput(f"ring-linked found no walk over direct links through the {n} members of "
-                               f"a group (or gave up after {budget:,} steps); use ring")
+                               f"a group (or gave up after {budget:,} steps); use ring", param="algorithm")
         rows.append(members[order])
         kinds.add(closed)
     how = "a cycle of direct links" if kinds == {True} else "direct links, closed through the fabric"
@@ -376,7 +376,8 @@ def _direct(collective: str, G: np.ndarray, S: float, view: FabricView, traffic=
 def _halving_doubling(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
     n = G.shape[1]
     if n & (n - 1):
-        raise BadInput(f"halving-doubling needs a power-of-two group size, not {n}; try ring or direct")
+        raise BadInput(f"halving-doubling needs a power-of-two group size, not {n}; try ring or direct",
+                       param="algorithm")
     out = []
     idx = np.arange(n)
     k, size = n // 2, S / 2
@@ -398,7 +399,8 @@ def _domains(G: np.ndarray, view: FabricView, name: str = "hierarchical") -> tup
     ``name``: the algorithm asking, named in the errors.
     """
     if view.domain is None:
-        raise BadInput(f"{name} needs racks or nodes (a 'rack' attribute on chips); this fabric has none")
+        raise BadInput(f"{name} needs racks or nodes (a 'rack' attribute on chips); this fabric has none",
+                       param="algorithm")
     g, n = G.shape
     out = []
     for members in G:
@@ -407,12 +409,13 @@ def _domains(G: np.ndarray, view: FabricView, name: str = "hierarchical") -> tup
         order = np.lexsort((members, dom))
         arranged = members[order].reshape(len(uniq), -1) if n % len(uniq) == 0 else None
         if arranged is None or not all((view.domain[row] == row_d).all() for row, row_d in zip(arranged, uniq)):
-            raise BadInput(f"{name} needs every group spread evenly over its racks (nodes)")
+            raise BadInput(f"{name} needs every group spread evenly over its racks (nodes)", param="algorithm")
         out.append(arranged)
     A = np.stack(out)
     d, m = A.shape[1], A.shape[2]
     if d < 2 or m < 2:
-        raise BadInput(f"{name} needs groups spanning 2+ racks (nodes) with 2+ chips in each (got {d} x {m})")
+        raise BadInput(f"{name} needs groups spanning 2+ racks (nodes) with 2+ chips in each (got {d} x {m})",
+                       param="algorithm")
     return A, d, m
 
 
@@ -476,17 +479,19 @@ def _tree_phases(collective: str, G: np.ndarray, S: float, view: FabricView, in_
     tiers' step latencies.
     """
     if collective != "all-reduce":
-        raise BadInput("tree and nvls-tree price all-reduce (NCCL runs its trees for all-reduce only)")
+        raise BadInput("tree and nvls-tree price all-reduce (NCCL runs its trees for all-reduce only)",
+                       param="algorithm")
     A, d, m = _domains(G, view, "nvls-tree" if in_network else "tree")
     g = A.shape[0]
     intra = A.reshape(g * d, m)
     inter = A.transpose(0, 2, 1).reshape(g * m, d)
     if in_network:
         if not view.reduces or not view.reducers:
-            raise BadInput("nvls-tree needs switches that reduce in the network inside each domain")
+            raise BadInput("nvls-tree needs switches that reduce in the network inside each domain", param="algorithm")
         for members in intra:
             if not frozenset.intersection(*(view.reducers[int(r)] for r in members)):
-                raise BadInput("nvls-tree needs each domain's chips linked to the same reducing switches")
+                raise BadInput("nvls-tree needs each domain's chips linked to the same reducing switches",
+                               param="algorithm")
         a = np.arange(m)
         first = Phase("inside domains: NVLS reduce-scatter + all-gather", intra, float(S), np.arange(g * d), 1,
                       in_network=True, pairs=np.stack([a, a]), stage=0)
@@ -554,7 +559,7 @@ def _rail_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> l
 # ----------------------------------------------------------------------------- torus rings
 def _torus_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
     if view.coords is None:
-        raise BadInput("torus-rings needs chips with x, y, z coordinates (a torus fabric)")
+        raise BadInput("torus-rings needs chips with x, y, z coordinates (a torus fabric)", param="algorithm")
     g, n = G.shape
     C = view.coords[G]                                   # (g, n, 3)
     data = S
@@ -562,11 +567,11 @@ def _torus_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> 
     for axis in range(3):
         ext = [len(np.unique(C[k, :, axis])) for k in range(g)]
         if len(set(ext)) != 1:
-            raise BadInput("torus-rings needs every group to be a box of the same shape")
+            raise BadInput("torus-rings needs every group to be a box of the same shape", param="algorithm")
         lines_by_dim.append(ext[0])
     if int(np.prod(lines_by_dim)) != n:
         raise BadInput(f"torus-rings needs each group to be a full box of chips; a group of {n} spans "
-                       f"{'x'.join(map(str, lines_by_dim))}")
+                       f"{'x'.join(map(str, lines_by_dim))}", param="algorithm")
     # per dimension, a bidirectional ring: half the data each way, so both directions
     # of every ring link carry traffic (the way TPU collectives use the torus)
     rs_phases = []
@@ -595,7 +600,8 @@ def _torus_rings(collective: str, G: np.ndarray, S: float, view: FabricView) -> 
     if collective in ("reduce-scatter", "all-gather"):
         # S is the whole buffer: reduce-scatter of S ends with S/n per rank
         return rs_phases
-    raise BadInput("torus-rings prices all-reduce, reduce-scatter and all-gather; use direct for all-to-all")
+    raise BadInput("torus-rings prices all-reduce, reduce-scatter and all-gather; use direct for all-to-all",
+                   param="algorithm")
 
 
 def _box(G: np.ndarray, view: FabricView, name: str) -> tuple[np.ndarray, tuple[int, int, int]]:
@@ -605,7 +611,7 @@ def _box(G: np.ndarray, view: FabricView, name: str) -> tuple[np.ndarray, tuple[
     iz-th z coordinate the group holds, so one member pattern fits every group alike.
     """
     if view.coords is None:
-        raise BadInput(f"{name} needs chips with x, y, z coordinates (a torus fabric)")
+        raise BadInput(f"{name} needs chips with x, y, z coordinates (a torus fabric)", param="algorithm")
     g, n = G.shape
     C = view.coords[G]                                   # (g, n, 3)
     pos = np.empty_like(C)
@@ -615,10 +621,11 @@ def _box(G: np.ndarray, view: FabricView, name: str) -> tuple[np.ndarray, tuple[
             vals, pos[k, :, axis] = np.unique(C[k, :, axis], return_inverse=True)
             ext[k, axis] = len(vals)
     if (ext != ext[0]).any():
-        raise BadInput(f"{name} needs every group to be a box of the same shape")
+        raise BadInput(f"{name} needs every group to be a box of the same shape", param="algorithm")
     kx, ky, kz = (int(e) for e in ext[0])
     if kx * ky * kz != n:
-        raise BadInput(f"{name} needs each group to be a full box of chips; a group of {n} spans {kx}x{ky}x{kz}")
+        raise BadInput(f"{name} needs each group to be a full box of chips; a group of {n} spans {kx}x{ky}x{kz}",
+                       param="algorithm")
     local = (pos[:, :, 0] * ky + pos[:, :, 1]) * kz + pos[:, :, 2]       # (g, n), a permutation per group
     rows = np.empty_like(G)
     np.put_along_axis(rows, local, G, axis=1)
@@ -643,13 +650,13 @@ def _torus_concurrent(collective: str, G: np.ndarray, S: float, view: FabricView
     """
     if collective not in ("all-reduce", "reduce-scatter", "all-gather"):
         raise BadInput("torus-concurrent prices all-reduce, reduce-scatter and all-gather; "
-                       "use direct for all-to-all")
+                       "use direct for all-to-all", param="algorithm")
     rows, ext = _box(G, view, "torus-concurrent")
     axes = [a for a in range(3) if ext[a] >= 2]
     A = len(axes)
     if A < 2:
         raise BadInput(f"torus-concurrent needs a box with 2 or more axes of extent >= 2 "
-                       f"(got {'x'.join(map(str, ext))}); use torus-rings")
+                       f"(got {'x'.join(map(str, ext))}); use torus-rings", param="algorithm")
     g, n = rows.shape
     k = np.array([ext[a] for a in axes], dtype=np.float64)
     w = k / (k - 1)
@@ -692,13 +699,15 @@ def _torus_concurrent(collective: str, G: np.ndarray, S: float, view: FabricView
 # ----------------------------------------------------------------------------- in-network (NVLS)
 def _nvls(collective: str, G: np.ndarray, S: float, view: FabricView) -> list[Phase]:
     if not view.reduces:
-        raise BadInput("nvls needs switches that reduce in the network (e.g. nvl72's NVLink switches)")
+        raise BadInput("nvls needs switches that reduce in the network (e.g. nvl72's NVLink switches)",
+                       param="algorithm")
     g, n = G.shape
     if view.reducers:
         for members in G:
             if not frozenset.intersection(*(view.reducers[int(r)] for r in members)):
                 raise BadInput("nvls needs every member of a group linked to the same reducing switches; this "
-                               "group spans switch domains (e.g. two NVLink domains): use ring or rail-rings")
+                               "group spans switch domains (e.g. two NVLink domains): use ring or rail-rings",
+                               param="algorithm")
     # each rank pushes its S bytes into the switches, which reduce and multicast S back:
     # priced in pricing from the chips' links to the switches (src == dst marks the rank)
     a = np.arange(n)
@@ -885,7 +894,7 @@ def phases(collective: str, algorithm: str, groups: Sequence[Sequence[int]], siz
     if algorithm not in algos:
         from ..topo.errors import close_matches
         raise BadInput(f"unknown algorithm {algorithm!r} for {collective}{close_matches(algorithm, algos)}; "
-                       f"choose one of: auto, {', '.join(algos)}")
+                       f"choose one of: auto, {', '.join(algos)}", param="algorithm")
     if not size_bytes > 0:
         raise BadInput(f"size {size_bytes!r} must be a positive number of bytes")
     G = _groups_array(groups)

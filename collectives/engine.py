@@ -195,17 +195,18 @@ class PriceOptions:
     def check(self) -> None:
         if self.efficiency is not None and not (isinstance(self.efficiency, (int, float)) and
                                                 0 < self.efficiency <= 1):
-            raise BadInput(f"efficiency {self.efficiency} must be in (0, 1]")
+            raise BadInput(f"efficiency {self.efficiency} must be in (0, 1]", param="efficiency")
         for name in ("step_overhead_ns", "message_overhead_ns"):
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
                 raise BadInput(f"{name} {v!r} must be a number >= 0")
         if self.split not in SPLIT_CHOICES:
-            raise BadInput(f"split {self.split!r}; choose one of: {', '.join(SPLIT_CHOICES)}")
+            raise BadInput(f"split {self.split!r}; choose one of: {', '.join(SPLIT_CHOICES)}", param="split")
         if self.tiers not in ("rule", "any"):
             raise BadInput(f"tiers {self.tiers!r}; choose rule or any")
         if self.protocol not in PROTOCOL_CHOICES:
-            raise BadInput(f"protocol {self.protocol!r}; choose one of: {', '.join(PROTOCOL_CHOICES)}")
+            raise BadInput(f"protocol {self.protocol!r}; choose one of: {', '.join(PROTOCOL_CHOICES)}",
+                           param="protocol")
         if self.calibration is not None and not callable(getattr(self.calibration, "lookup", None)):
             raise BadInput("calibration must be a Calibration (see fabricsim.collectives.cost.calibration)")
 
@@ -367,7 +368,7 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
         runs = sorted({p for a in cands for p in model.family.protocols_for(a)})
         raise BadInput(f"protocol {opts.protocol!r} is not available for {', '.join(cands)} on the "
                        f"{model.family.name} family, which runs {', '.join(runs) or 'no protocol'} there; "
-                       f"choose auto, ideal{''.join(', ' + p for p in runs)}")
+                       f"choose auto, ideal{''.join(', ' + p for p in runs)}", param="protocol")
     best = min(trials, key=lambda k: (trials[k][1].time_s, k))
     solved, timed = trials[best]
     alts: dict = {}

@@ -54,12 +54,13 @@ def parse_placement(spec: str) -> tuple[str, int | None]:
     """``packed`` | ``spread`` | ``random`` | ``random:SEED`` | ``slice`` | ``auto`` -> (strategy, seed)."""
     name, sep, seed = spec.partition(":")
     if name not in PLACEMENTS:
-        raise BadInput(f"unknown placement {spec!r}; choose one of: packed, spread, random[:seed], slice, auto")
+        raise BadInput(f"unknown placement {spec!r}; choose one of: packed, spread, random[:seed], slice, auto",
+                       param="placement")
     if name != "random" and sep:
-        raise BadInput(f"placement {spec!r}: {name} takes no seed (only random:SEED does)")
+        raise BadInput(f"placement {spec!r}: {name} takes no seed (only random:SEED does)", param="placement")
     if sep and not seed.strip().isdigit():
         # numpy seeds are non-negative integers; "random:" with nothing after it is a typo
-        raise BadInput(f"random placement seed {seed!r} is not an integer >= 0 (e.g. random:7)")
+        raise BadInput(f"random placement seed {seed!r} is not an integer >= 0 (e.g. random:7)", param="placement")
     return name, (int(seed) if seed else (0 if name == "random" else None))
 
 
@@ -79,18 +80,19 @@ def by_size(G: nx.Graph, group_size: int, placement: str = "packed", *,
     """
     n = _n_chips(G)
     if group_size < 2:
-        raise BadInput(f"group size {group_size} must be at least 2")
+        raise BadInput(f"group size {group_size} must be at least 2", param="group_size")
     if group_size > n:
         raise BadInput(f"group size {group_size} is larger than the {n:,} chips of "
-                       f"{G.graph.get('name', 'this fabric')!r}")
+                       f"{G.graph.get('name', 'this fabric')!r}", param="group_size")
     if count is not None and not 1 <= count <= n // max(group_size, 1):
         raise BadInput(f"count {count} groups of {group_size} do not fit the {n:,} chips of "
-                       f"{G.graph.get('name', 'this fabric')!r}; at most {n // max(group_size, 1)}")
+                       f"{G.graph.get('name', 'this fabric')!r}; at most {n // max(group_size, 1)}", param="count")
     if count is None and n % group_size:
         raise BadInput(f"group size {group_size} does not divide the {n:,} chips of "
                        f"{G.graph.get('name', 'this fabric')!r}; divisors near it: "
                        f"{', '.join(map(str, _near_divisors(n, group_size)))}; or price one group of "
-                       f"{group_size} with --count 1 (count=1 in the library; up to {n // group_size} fit)")
+                       f"{group_size} with --count 1 (count=1 in the library; up to {n // group_size} fit)",
+                       param="group_size")
     strategy, seed = parse_placement(placement)
     if strategy == "auto":
         raise BadInput("placement auto prices its candidates (packed, slice) and keeps the cheapest: "
@@ -145,9 +147,9 @@ def by_mesh(G: nx.Graph, mesh: dict[str, int], over: str) -> tuple[tuple[int, ..
     total = math.prod(mesh.values())   # Python ints: numpy's int64 product wraps on huge entries
     if total != n:
         raise BadInput(f"mesh {','.join(f'{k}={v}' for k, v in mesh.items())} covers {total:,} chips but "
-                       f"{G.graph.get('name', 'the fabric')!r} has {n:,}")
+                       f"{G.graph.get('name', 'the fabric')!r} has {n:,}", param="mesh")
     if over not in mesh:
-        raise BadInput(f"--over {over!r} is not a mesh dimension; choose one of: {', '.join(mesh)}")
+        raise BadInput(f"--over {over!r} is not a mesh dimension; choose one of: {', '.join(mesh)}", param="over")
     names = [k for k in MESH_ORDER if k in mesh] + [k for k in mesh if k not in MESH_ORDER]
     # rank = sum_i coord_i * stride_i, first name fastest; reshape in C order needs slowest first
     shape = [mesh[k] for k in reversed(names)]

@@ -18,7 +18,8 @@ import networkx as nx
 
 from ..topo.errors import BadInput, close_matches
 
-__all__ = ["Fabric", "FABRICS", "register", "build", "parse_params", "param_specs", "convert_value", "close_matches"]
+__all__ = ["Fabric", "FABRICS", "register", "build", "parse_params", "param_specs", "convert_value", "close_matches",
+           "describe"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ def param_specs(name: str) -> dict[str, inspect.Parameter]:
     return dict(inspect.signature(fn, eval_str=True).parameters)
 
 
-def _describe(ann) -> str:
+def describe(ann) -> str:
+    """What a builder parameter of annotation ``ann`` accepts, in words (``params`` prints it)."""
     if typing.get_origin(ann) is typing.Literal:
         return "one of " + ", ".join(map(str, typing.get_args(ann)))
     if typing.get_origin(ann) is tuple:
@@ -105,7 +107,7 @@ def convert_value(key: str, raw: Any, ann) -> Any:
         if ann in (int, str):
             return ann(raw)
     except ValueError:
-        raise BadInput(f"{key}={raw!r} is not valid: expected {_describe(ann)}") from None
+        raise BadInput(f"{key}={raw!r} is not valid: expected {describe(ann)}") from None
     return raw
 
 

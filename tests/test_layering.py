@@ -20,9 +20,7 @@ PACKAGES = ("topo", "collectives", "fabrics", "cli")
 
 # (module, "package.module:name") of each private crossing kept for now; shrink it, never grow it
 # (each in a file another helper owned when the list was written: whatif/, routing/, fabrics/)
-ALLOWED: set[tuple[str, str]] = {
-    ("cli", "fabrics.registry:_describe"),
-}
+ALLOWED: set[tuple[str, str]] = set()
 
 
 def _private(name: str) -> bool:
@@ -30,7 +28,8 @@ def _private(name: str) -> bool:
 
 
 def _modules():
-    yield "cli", ROOT / "cli.py"
+    for cli in ("cli",):                                 # the command line (the owner's one top-level module)
+        yield cli, ROOT / f"{cli}.py"
     for pkg in PACKAGES[:-1]:
         for path in sorted((ROOT / pkg).rglob("*.py")):
             yield ".".join(path.relative_to(ROOT).with_suffix("").parts), path

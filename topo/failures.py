@@ -665,7 +665,7 @@ def _class_domains(G: nx.Graph, cls: str) -> list[Domain]:
     fc = failure_class(cls)
     if fc is None:
         raise BadInput(f"unknown failure class {cls!r}{close_matches(cls, FIXED_CLASSES)}; "
-                       f"choose one of: {', '.join(domain_classes(G))}")
+                       f"choose one of: {', '.join(domain_classes(G))}", param="failure_class")
     return fc.domains(G, cls)
 
 
@@ -708,7 +708,7 @@ def _check_class(G: nx.Graph, cls: str, have: list[str] | None = None) -> None:
     if cls not in have:
         name = G.graph.get("name", "this fabric")
         raise BadInput(f"failure class {cls!r} is not one {name!r} has{close_matches(cls, have)}; "
-                       f"choose one of: {', '.join(have)}")
+                       f"choose one of: {', '.join(have)}", param="failure_class")
 
 
 def parse_spec(text: str | FailureSpec) -> FailureSpec:

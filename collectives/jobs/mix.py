@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...topo.errors import BadInput
+from ...topo.units import parse_size
 from ..engine import _finite          # JSON has no inf/nan: null for them, as the price report
 
 __all__ = ["Job", "JobResult", "MixResult", "mix", "load_jobs", "jobs_from_dict", "JOB_KEYS"]
@@ -528,8 +529,6 @@ def _result(G, jobs, plans, start, finish, table, cap, events) -> MixResult:
 # ----------------------------------------------------------------------------- spec files
 JOB_KEYS = ("name", "collective", "size", "traffic", "moe", "group_size", "count", "placement", "mesh", "over",
             "groups", "algorithm", "after")
-_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
 def load_jobs(path, G: nx.Graph) -> list[Job]:
@@ -634,25 +633,8 @@ def jobs_from_dict(data: dict, G: nx.Graph, *, base=None, where: str = "mix") ->
 
 
 def _size(v) -> float:
-    import re
-    if isinstance(v, bool):
-        raise BadInput(f"size {v!r} is not a number of bytes")
-    if isinstance(v, (int, float)):
-        value = float(v)
-    elif isinstance(v, str):
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", v)
-        unit = m[2].lower() if m else ""
-        if m and m[2].endswith("b"):
-            # as the CLI's --size: a lower-case b is bits, which no buffer is given in
-            raise BadInput(f"size {v!r}: a lower-case b is bits; sizes are bytes, spelled with B (e.g. 64MiB)")
-        if not m or (unit and unit not in _UNITS):
-            raise BadInput(f"size {v!r} is not a size; use bytes or a number with B, KiB, MiB, GiB, KB, MB, GB")
-        value = float(m[1]) * _UNITS.get(unit, 1)
-    else:
-        raise BadInput(f"size {v!r} is not a number of bytes")
-    if not (math.isfinite(value) and value >= 1):
-        raise BadInput(f"size {v!r} must be a finite number of bytes >= 1 B")
-    return value
+    """A job's ``size`` -> bytes, by the one size rule (:func:`fabricsim.topo.units.parse_size`)."""
+    return parse_size(v)
 
 
 def _job_groups(t: dict, G, PL, base) -> tuple:

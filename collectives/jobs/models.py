@@ -162,5 +162,5 @@ def load_model(spec: str | Path) -> Model:
         return _read(Path(text))
     if text not in model_names():
         raise BadInput(f"unknown model {text!r}{close_matches(text, model_names())}; choose one of: "
-                       f"{', '.join(model_names())}, or a .toml file")
+                       f"{', '.join(model_names())}, or a .toml file", param="model")
     return _read(CATALOG_DIR / f"{text}.toml")

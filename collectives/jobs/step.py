@@ -208,17 +208,17 @@ def step_scope_note(compute_us: float | None) -> str:
 def step_tokens(phase: str, batch: int, seq: int | None) -> int:
     """Tokens one step processes: decode = batch, prefill = batch x seq."""
     if phase not in PHASES:
-        raise BadInput(f"unknown phase {phase!r}; choose one of: {', '.join(PHASES)}")
+        raise BadInput(f"unknown phase {phase!r}; choose one of: {', '.join(PHASES)}", param="phase")
     for name, v in (("batch", batch), ("seq", seq)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
-            raise BadInput(f"{name} {v!r} must be a positive integer")
+            raise BadInput(f"{name} {v!r} must be a positive integer", param=name)
     if phase == "decode":
         if seq not in (None, 1):
             raise BadInput(f"seq {seq} applies to prefill; a decode step makes one token per sequence "
-                           f"(drop --seq or use --phase prefill)")
+                           f"(drop --seq or use --phase prefill)", param="seq")
         return int(batch)
     if seq is None:
-        raise BadInput("prefill needs --seq L (prompt tokens per sequence)")
+        raise BadInput("prefill needs --seq L (prompt tokens per sequence)", param="seq")
     return int(batch) * int(seq)
 
 
@@ -230,7 +230,7 @@ def mesh_groups(G: nx.Graph, mesh: dict[str, int], over: str) -> tuple[tuple[int
         return by_mesh(G, mesh, over)
     if total > n:
         raise BadInput(f"mesh {mesh_text(mesh)} needs {total:,} chips but {G.graph.get('name', 'the fabric')!r} "
-                       f"has {n:,}")
+                       f"has {n:,}", param="mesh")
     names = [k for k in MESH_ORDER if k in mesh] + [k for k in mesh if k not in MESH_ORDER]
     grid = np.arange(total).reshape([mesh[k] for k in reversed(names)])
     axis = len(names) - 1 - names.index(over)
@@ -280,14 +280,15 @@ def check_mesh(mesh: dict[str, int] | str, model: Model, *, command: str = "step
     bad = [k for k in mesh if k not in MESH_DIMS]
     if bad:
         raise BadInput(f"mesh dimension {bad[0]!r} is not modelled by {command}; use {', '.join(MESH_DIMS)} "
-                       f"(pipeline and context parallelism are not modelled)")
+                       f"(pipeline and context parallelism are not modelled)", param="mesh")
     tp, ep = mesh.get("tp", 1), mesh.get("ep", 1)
     if model.heads % tp:
-        raise BadInput(f"tp={tp} must divide {model.name}'s {model.heads} attention heads")
+        raise BadInput(f"tp={tp} must divide {model.name}'s {model.heads} attention heads", param="mesh")
     if ep > 1 and not model.moe_layers:
-        raise BadInput(f"ep={ep} but {model.name} has no MoE layers; use tp and dp")
+        raise BadInput(f"ep={ep} but {model.name} has no MoE layers; use tp and dp", param="mesh")
     if ep > model.experts > 0:
-        raise BadInput(f"ep={ep} exceeds {model.name}'s {model.experts} routed experts (a rank would hold none)")
+        raise BadInput(f"ep={ep} exceeds {model.name}'s {model.experts} routed experts (a rank would hold none)",
+                       param="mesh")
     return mesh
 
 
@@ -321,7 +322,7 @@ def layer_jobs(G: nx.Graph, model: Model, kind: str, *, mesh: dict[str, int], to
         per_group = tokens / len(groups)
         if per_group != int(per_group):
             raise BadInput(f"{tokens:,} tokens do not split evenly over the {len(groups):,} TP groups of mesh "
-                           f"{mesh_text(mesh)}; use a batch that is a multiple of {len(groups):,}")
+                           f"{mesh_text(mesh)}; use a batch that is a multiple of {len(groups):,}", param="batch")
         # S as nccl-tests defines it: the all-reduce's per-rank buffer, the all-gather's whole
         # (gathered) buffer; either way every rank of every group ends holding S bytes
         size = per_group * model.hidden * act
@@ -341,7 +342,7 @@ def layer_jobs(G: nx.Graph, model: Model, kind: str, *, mesh: dict[str, int], to
     per_group = tokens / len(groups)
     if per_group != int(per_group) or per_group < 1:
         raise BadInput(f"{tokens:,} tokens do not split evenly over the {len(groups):,} EP groups of mesh "
-                       f"{mesh_text(mesh)}; use a batch that is a multiple of {len(groups):,}")
+                       f"{mesh_text(mesh)}; use a batch that is a multiple of {len(groups):,}", param="batch")
     start = last
     for name, dtype, deps in (("dispatch", dispatch_dtype, start), ("combine", combine_dtype, ("dispatch",))):
         # shared experts are replicated on every chip: their copies never leave it, so
@@ -403,12 +404,12 @@ def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: 
     tokens = step_tokens(phase, batch, seq)
     mesh = check_mesh(mesh, model)
     if compute_us is not None and not (math.isfinite(compute_us) and compute_us >= 0):
-        raise BadInput(f"compute {compute_us!r} us per layer must be a finite number >= 0")
+        raise BadInput(f"compute {compute_us!r} us per layer must be a finite number >= 0", param="compute_us")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise BadInput(f"seed {seed!r} must be an integer >= 0")
+        raise BadInput(f"seed {seed!r} must be an integer >= 0", param="seed")
     for name, dt in (("dispatch", dispatch_dtype), ("combine", combine_dtype)):
         if dt not in DTYPE_BYTES:
-            raise BadInput(f"{name} dtype {dt!r}; choose one of: {', '.join(DTYPE_BYTES)}")
+            raise BadInput(f"{name} dtype {dt!r}; choose one of: {', '.join(DTYPE_BYTES)}", param=f"{name}_dtype")
     chips = int(np.prod(list(mesh.values())))
     n = len(chip_ranks(G))
     fabric = str(G.graph.get("name", "fabric"))

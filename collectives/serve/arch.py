@@ -185,7 +185,7 @@ def arch_of(model: Model | str) -> Arch:
     if model.name not in d or model.name == "chip":
         known = sorted(k for k in d if k != "chip")
         raise BadInput(f"serve has no compute/memory figures for model {model.name!r}; "
-                       f"choose one of: {', '.join(known)}")
+                       f"choose one of: {', '.join(known)}", param="model")
     a = dict(d[model.name])
     extra = sorted(set(a) - _ARCH_KEYS)
     if extra:

@@ -36,7 +36,8 @@ pool's collectives are priced on its own chips (the decode pool's through a
 * **Throughput** (closed loop: ``C`` users, each sends its next request when the last finishes,
   as InferenceX's concurrency runs): the decode pool holds the ``C`` sequences in one batch (each
   decode step ``t_dec``, no interleaved prefills; ``C`` spread over the pool's TP (and EP) groups, each
-  step priced at the busiest group's share on every group, ``ceil(C / groups) x groups`` sequences), a request's no-wait time is
+  step priced at the busiest group's share on every group, ``ceil(C / groups) x groups`` sequences),
+  a request's no-wait time is
   ``R0 = t_pre + t_kv + (OSL / a) x t_dec``; the prefill pool starts a round every
   ``max(t_pre, t_kv)`` (a round's transfer overlaps the next round's prefill), so it serves at most
   ``g_p / max(t_pre, t_kv)`` prompts/s.  Requests complete at ``X = min(C / R0, that capacity)``
@@ -93,36 +94,39 @@ def parse_disaggregate(spec: str | dict | Pools, chips: int) -> Pools:
         for part in spec.split(","):
             k, sep, v = part.partition("=")
             if not sep or k.strip() not in ("prefill", "decode"):
-                raise BadInput(f"--disaggregate {spec!r}: write prefill=P,decode=D (chip counts)")
+                raise BadInput(f"--disaggregate {spec!r}: write prefill=P,decode=D (chip counts)", param="disaggregate")
             try:
                 d[k.strip()] = int(v)
             except ValueError:
-                raise BadInput(f"--disaggregate {spec!r}: {k.strip()}={v!r} must be a chip count") from None
+                raise BadInput(f"--disaggregate {spec!r}: {k.strip()}={v!r} must be a chip count",
+                               param="disaggregate") from None
     elif isinstance(spec, dict):
         d = dict(spec)
     else:
-        raise BadInput(f"disaggregate {spec!r}: give prefill=P,decode=D or a dict with those keys")
+        raise BadInput(f"disaggregate {spec!r}: give prefill=P,decode=D or a dict with those keys",
+                       param="disaggregate")
     extra = sorted(set(d) - {"prefill", "decode", "protocol", "prefill_mesh"})
     if extra or "prefill" not in d or "decode" not in d:
         raise BadInput(f"disaggregate {spec!r}: needs the keys prefill and decode (optionally protocol, "
-                       f"prefill_mesh)")
+                       f"prefill_mesh)", param="disaggregate")
     for k in ("prefill", "decode"):
         v = d[k]
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise BadInput(f"disaggregate {k}={v!r} must be a positive chip count")
+            raise BadInput(f"disaggregate {k}={v!r} must be a positive chip count", param="disaggregate")
     protocol = d.get("protocol", "auto")
     if protocol not in KV_PROTOCOLS:
-        raise BadInput(f"disaggregate protocol {protocol!r}; choose one of: {', '.join(KV_PROTOCOLS)}")
+        raise BadInput(f"disaggregate protocol {protocol!r}; choose one of: {', '.join(KV_PROTOCOLS)}",
+                       param="disaggregate")
     if d["prefill"] + d["decode"] > chips:
         raise BadInput(f"disaggregate prefill={d['prefill']:,},decode={d['decode']:,} needs "
-                       f"{d['prefill'] + d['decode']:,} chips; the fabric has {chips:,}")
+                       f"{d['prefill'] + d['decode']:,} chips; the fabric has {chips:,}", param="disaggregate")
     pm = d.get("prefill_mesh")
     if pm is not None:
         from ..placement import parse_mesh
         pmd = parse_mesh(pm) if isinstance(pm, str) else dict(pm)
         if math.prod(pmd.values()) != d["prefill"]:
             raise BadInput(f"disaggregate prefill_mesh {pm!r} covers {math.prod(pmd.values()):,} chips; the prefill "
-                           f"pool has {d['prefill']:,}")
+                           f"pool has {d['prefill']:,}", param="disaggregate")
         pm = ",".join(f"{k}={v}" for k, v in pmd.items())
     return Pools(d["prefill"], d["decode"], protocol, pm)
 
@@ -258,13 +262,14 @@ class KVPricer:
         return self._cache[key]
 
 
-def fitting_prefill_meshes(arch, acc, consts, meshes: list[dict[str, int]], isl: int, pool: int) -> list[dict[str, int]]:
+def fitting_prefill_meshes(arch, acc, consts, meshes: list[dict[str, int]], isl: int,
+                           pool: int) -> list[dict[str, int]]:
     """The prefill pool's meshes whose chips hold one prompt's KV cache per TP group beside the weights."""
     fit = [m for m in meshes if kv_capacity(arch, acc, consts, m, isl) >= math.prod(m.values()) // m.get("tp", 1)]
     if not fit:
         raise BadInput(f"no prefill mesh fits the {pool:,}-chip prefill pool: "
                        + ("no tp x ep mesh divides it" if not meshes else
-                          "none holds a prompt's KV cache per TP group beside the weights"))
+                          "none holds a prompt's KV cache per TP group beside the weights"), param="disaggregate")
     return fit
 
 

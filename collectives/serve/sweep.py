@@ -199,7 +199,7 @@ def _check_mesh(mesh: dict[str, int], model: Model, chips: int) -> dict[str, int
     mesh = check_mesh(mesh, model, command="serve")
     if math.prod(mesh.values()) > chips:
         raise BadInput(f"mesh {','.join(f'{k}={v}' for k, v in mesh.items())} needs "
-                       f"{math.prod(mesh.values()):,} chips; the fabric has {chips:,}")
+                       f"{math.prod(mesh.values()):,} chips; the fabric has {chips:,}", param="mesh")
     return mesh
 
 
@@ -330,26 +330,27 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
     consts = chip_constants(acc.name)
     for name, v in (("isl", isl), ("osl", osl)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise BadInput(f"--{name} {v!r} must be a positive integer")
+            raise BadInput(f"--{name} {v!r} must be a positive integer", param=name)
     if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int)
                                     or concurrency < 1):
-        raise BadInput(f"--concurrency {concurrency!r} must be a positive integer")
+        raise BadInput(f"--concurrency {concurrency!r} must be a positive integer", param="concurrency")
     if isinstance(mtp, bool) or not isinstance(mtp, int) or mtp < 0:
-        raise BadInput(f"--mtp {mtp!r} must be an integer >= 0")
+        raise BadInput(f"--mtp {mtp!r} must be an integer >= 0", param="mtp")
     if library not in LIBRARY_CHOICES:
-        raise BadInput(f"--library {library!r}; choose one of: {', '.join(LIBRARY_CHOICES)}")
+        raise BadInput(f"--library {library!r}; choose one of: {', '.join(LIBRARY_CHOICES)}", param="library")
     if overlap not in OVERLAPS:
-        raise BadInput(f"--overlap {overlap!r}; choose one of: {', '.join(OVERLAPS)}")
+        raise BadInput(f"--overlap {overlap!r}; choose one of: {', '.join(OVERLAPS)}", param="overlap")
     if mtp and not arch.mtp_layers:
-        raise BadInput(f"--mtp {mtp}: {model.name} has no multi-token-prediction module; use --mtp 0")
+        raise BadInput(f"--mtp {mtp}: {model.name} has no multi-token-prediction module; use --mtp 0", param="mtp")
     if max_concurrency is not None and (isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int)
                                         or max_concurrency < 1):
-        raise BadInput(f"--max-concurrency {max_concurrency!r} must be a positive integer")
+        raise BadInput(f"--max-concurrency {max_concurrency!r} must be a positive integer",
+                       param="max_concurrency")
     if menu not in MENUS:
-        raise BadInput(f"--menu {menu!r}; choose one of: {', '.join(MENUS)}")
+        raise BadInput(f"--menu {menu!r}; choose one of: {', '.join(MENUS)}", param="menu")
     if menu != "search" and (isinstance(mesh, dict) or (mesh not in (None, "search")) or concurrency is not None):
         raise BadInput(f"--menu {menu} takes its meshes and concurrencies from the published runs; "
-                       f"drop --mesh and --concurrency (or use --menu search)")
+                       f"drop --mesh and --concurrency (or use --menu search)", param="menu")
     if not (math.isfinite(acc.hbm_bytes) and math.isfinite(acc.hbm_Bps) and math.isfinite(acc.tdp_w)):
         raise BadInput(f"accelerator {acc.name!r} lacks HBM capacity, HBM bandwidth or TDP; serve needs all three")
     n = len(chip_ranks(G))
@@ -362,14 +363,14 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
         pools = parse_disaggregate(disaggregate, n)
         if menu != "search":
             raise BadInput(f"--menu {menu} prices the published decode workers aggregated; drop --disaggregate "
-                           f"or use --menu search")
+                           f"or use --menu search", param="disaggregate")
         if isinstance(mesh, dict):
             check_mesh(mesh, model, command="serve")
         meshes = pool_meshes([dict(mesh)] if isinstance(mesh, dict) else candidate_meshes(model, pools.decode),
                              pools.decode)
         if not meshes:
             raise BadInput(f"mesh {','.join(f'{k}={v}' for k, v in mesh.items())} does not divide the "
-                           f"{pools.decode:,}-chip decode pool; use a mesh whose chips divide it")
+                           f"{pools.decode:,}-chip decode pool; use a mesh whose chips divide it", param="mesh")
     elif menu != "search":
         entry, runs = menu_runs(menu, model.name, acc.name, mtp)
         meshes = list({tuple(m.items()): _check_mesh(dict(m), model, n) for m, _ in runs}.values())
@@ -388,11 +389,11 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
     if kv_limit < 1:
         raise BadInput(f"{model.name} does not fit on {'mesh ' + ','.join(f'{k}={v}' for k, v in meshes[0].items()) if len(meshes) == 1 else 'any mesh of the fabric'}: "
                        f"its weights leave no HBM for one sequence's KV cache ({acc.name}: "
-                       f"{acc.hbm_bytes / 1e9:,.0f} GB)")
+                       f"{acc.hbm_bytes / 1e9:,.0f} GB)", param="mesh")
     if concurrency is not None:
         if concurrency > kv_limit:
             raise BadInput(f"--concurrency {concurrency:,} exceeds the KV-cache limit of {kv_limit:,} sequences "
-                           f"at ISL+OSL {isl + osl:,}")
+                           f"at ISL+OSL {isl + osl:,}", param="concurrency")
         levels = [concurrency]
     elif runs is not None:
         levels = sorted({c for m, c in runs if c <= limits[tuple(m.items())]})
@@ -400,7 +401,8 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
             levels = [c for c in levels if c <= max_concurrency]
         if not levels:
             raise BadInput(f"no run of the {menu} menu ({entry}) fits the KV cache"
-                           f"{'' if max_concurrency is None else f' at or below --max-concurrency {max_concurrency:,}'}")
+                           f"{'' if max_concurrency is None else f' at or below --max-concurrency {max_concurrency:,}'}",
+                           param="menu")
     else:
         levels = _pow2_upto(min(kv_limit, max_concurrency or kv_limit))
     points, frontier, notes = [], [], []
@@ -438,7 +440,7 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
             break
     if not points:
         raise BadInput(f"no concurrency of {levels[0]:,}..{levels[-1]:,} runs: {notes[0].split(': ', 1)[1]}"
-                       if notes else f"no concurrency of {levels[0]:,}..{levels[-1]:,} runs")
+                       if notes else f"no concurrency of {levels[0]:,}..{levels[-1]:,} runs", param="concurrency")
     notes.append(f"KV cache bounds concurrency at {kv_limit:,} sequences of {isl + osl:,} tokens "
                  f"({consts.hbm_usable:.0%} of {acc.hbm_bytes / 1e9:,.0f} GB HBM per chip, less the weights)")
     if pools is not None:
@@ -523,11 +525,11 @@ def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailRes
     from ...topo.failures import apply_failures
     specs = [failures] if isinstance(failures, str) else list(failures)
     if not specs:
-        raise BadInput("no failure given; e.g. --fail node:r00/lsw0")
+        raise BadInput("no failure given; e.g. --fail node:r00/lsw0", param="fails")
     H, applied = apply_failures(G, specs)
     if len(chip_ranks(H)) != len(chip_ranks(G)):
         raise BadInput(f"--fail {', '.join(specs)} removes chips; serve --fail prices network failures "
-                       f"(switches, links, lanes) on an unchanged mesh")
+                       f"(switches, links, lanes) on an unchanged mesh", param="fails")
     before = serve(G, model, **kwargs)
     from .arch import Arch
     if isinstance(model, Arch):

@@ -503,9 +503,10 @@ def atlas(fabric: str | nx.Graph, params: dict | None, *, collective: str, size_
     """
     _check_price_kwargs(price_kwargs)
     if not isinstance(max_orbits, int) or isinstance(max_orbits, bool) or max_orbits < 1:
-        raise BadInput(f"max_orbits {max_orbits!r} must be a positive integer")
+        raise BadInput(f"max_orbits {max_orbits!r} must be a positive integer", param="max_orbits")
     if budget_s is not None and not (isinstance(budget_s, (int, float)) and budget_s > 0 and math.isfinite(budget_s)):
-        raise BadInput(f"budget_s {budget_s!r} must be a positive number of seconds (or None: no time bound)")
+        raise BadInput(f"budget_s {budget_s!r} must be a positive number of seconds (or None: no time bound)",
+                       param="budget_s")
     if groups is not None and group_size is not None:
         raise BadInput("give group_size (with placement) or groups, not both")
     say = progress or (lambda msg: None)
@@ -515,7 +516,7 @@ def atlas(fabric: str | nx.Graph, params: dict | None, *, collective: str, size_
     have = domain_classes(G)
     wanted = have if classes is None else list(dict.fromkeys(classes))
     if not wanted:
-        raise BadInput(f"no failure class named; choose from: {', '.join(have)}")
+        raise BadInput(f"no failure class named; choose from: {', '.join(have)}", param="classes")
     if classes is not None:
         domains(G, wanted)           # an unknown class: BadInput naming the valid ones
     gspec = ("explicit", tuple(tuple(int(r) for r in g) for g in groups)) if groups is not None else \
@@ -750,7 +751,8 @@ def availability(a: Atlas, rates: Rates | None = None, *, samples: int | None = 
     """
     rates = rates or load_rates()
     if samples is not None and (not isinstance(samples, int) or isinstance(samples, bool) or samples < 2):
-        raise BadInput(f"samples {samples!r} must be an integer >= 2 (the standard error needs two years)")
+        raise BadInput(f"samples {samples!r} must be an integer >= 2 (the standard error needs two years)",
+                       param="samples")
     rows, used = [], []
     for c in a.classes:
         r = rates.of(c.failure_class)

@@ -78,12 +78,12 @@ def _key(v: float) -> str:
 def check_recovery(recovery: str, spares: int) -> None:
     """Refuse an unknown recovery, a bad spare count, or spares without a restart (one line)."""
     if recovery not in RECOVERIES:
-        raise BadInput(f"unknown recovery {recovery!r}; choose one of: {', '.join(RECOVERIES)}")
+        raise BadInput(f"unknown recovery {recovery!r}; choose one of: {', '.join(RECOVERIES)}", param="recovery")
     if not isinstance(spares, int) or isinstance(spares, bool) or spares < 0:
-        raise BadInput(f"spares {spares!r} must be an integer >= 0")
+        raise BadInput(f"spares {spares!r} must be an integer >= 0", param="spares")
     if spares and recovery != "restart":
         raise BadInput(f"spares {spares}: spare chips are used only by recovery 'restart' (reroute keeps the job "
-                       f"on its chips)")
+                       f"on its chips)", param="spares")
 
 
 def _rule_groups(pool: Sequence[int], group_size: int, placement: str, count: int) -> tuple:
@@ -125,15 +125,15 @@ def job_groups(G: nx.Graph, group_size: int, placement: str = "packed", spares: 
     ranks = chip_ranks(G)
     if spares >= len(ranks):
         raise BadInput(f"spares {spares} leave no chip for the job: {G.graph.get('name', 'the fabric')!r} has "
-                       f"{len(ranks):,} chips")
+                       f"{len(ranks):,} chips", param="spares")
     pool = ranks[: len(ranks) - spares]
     if group_size < 2 or group_size > len(pool):
         raise BadInput(f"group size {group_size} does not fit the {len(pool):,} chips left beside {spares} "
-                       f"spare(s) (2 .. {len(pool):,})")
+                       f"spare(s) (2 .. {len(pool):,})", param="group_size")
     most = len(pool) // group_size
     if count is not None and not 1 <= count <= most:
         raise BadInput(f"count {count} groups of {group_size} do not fit the {len(pool):,} chips left beside "
-                       f"{spares} spare(s); at most {most}")
+                       f"{spares} spare(s); at most {most}", param="count")
     return _rule_groups(pool.tolist(), group_size, placement, most if count is None else count)
 
 
@@ -188,14 +188,15 @@ def restart_job(G: nx.Graph, H: nx.Graph, collective: str, groups: Sequence[Sequ
     sizes = {len(g) for g in groups}
     if len(sizes) != 1:
         raise BadInput("restart re-places groups of one size; these groups have sizes "
-                       f"{', '.join(map(str, sorted(sizes)))}")
+                       f"{', '.join(map(str, sorted(sizes)))}", param="recovery")
     g_size, n_groups = sizes.pop(), len(groups)
     all_ranks = chip_ranks(G)
     pool0 = all_ranks[: len(all_ranks) - spares].tolist()
     if groups != _rule_groups(pool0, g_size, placement, n_groups):
         raise BadInput(f"restart re-places the job by its placement rule, and these {n_groups} group(s) of {g_size} "
                        f"are not the '{placement}' groups over chips 0..{len(pool0) - 1}; place the job with a "
-                       f"group size and placement (not a mesh or a groups file), or use recovery 'reroute'")
+                       f"group size and placement (not a mesh or a groups file), or use recovery 'reroute'",
+                       param="recovery")
     alive, dropped = survivors(H)
     spare_set = set(all_ranks[len(all_ranks) - spares:].tolist()) if spares else set()
     in_h = set(chip_ranks(H).tolist())
@@ -222,12 +223,12 @@ def restart_job(G: nx.Graph, H: nx.Graph, collective: str, groups: Sequence[Sequ
         new_size, new_n, shrunk = len(pool) // n_groups, n_groups, "ranks"
         if new_size < 2:
             raise BadInput(f"restart: {len(pool):,} chip(s) survive for {n_groups:,} {collective} group(s); "
-                           f"a group needs at least 2 ranks, so the job cannot restart")
+                           f"a group needs at least 2 ranks, so the job cannot restart", param="recovery")
     else:
         new_size, new_n, shrunk = g_size, len(pool) // g_size, "groups"
         if new_n < 1:
             raise BadInput(f"restart: {len(pool):,} chip(s) survive, fewer than one group of {g_size}; "
-                           f"the job cannot restart ({collective} groups keep their size)")
+                           f"the job cannot restart ({collective} groups keep their size)", param="recovery")
     new = _rule_groups(pool, new_size, placement, new_n)
     old_pos = [r for g in groups for r in g]
     new_pos = [r for g in new for r in g]

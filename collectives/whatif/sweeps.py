@@ -296,7 +296,7 @@ def _scenarios(ids: list[str], n: int, samples: int | None, seed: int) -> list[t
     if samples is None or samples >= total:
         if total > MAX_SCENARIOS:
             raise BadInput(f"{total:,} scenarios (C({k}, {n})) is more than {MAX_SCENARIOS:,}; "
-                           f"sample them (samples=K, --samples K)")
+                           f"sample them (samples=K, --samples K)", param="samples")
         return list(itertools.combinations(range(k), n))
     rng = np.random.default_rng(seed)
     if n == 1:
@@ -564,11 +564,11 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
     """
     _check_price_kwargs(price_kwargs)
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise BadInput(f"n {n!r} must be a positive integer (1: single failures, 2: pairs)")
+        raise BadInput(f"n {n!r} must be a positive integer (1: single failures, 2: pairs)", param="n")
     if samples is not None and (not isinstance(samples, int) or isinstance(samples, bool) or samples < 1):
-        raise BadInput(f"samples {samples!r} must be a positive integer")
+        raise BadInput(f"samples {samples!r} must be a positive integer", param="samples")
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 63:
-        raise BadInput(f"seed {seed!r} must be an integer from 0 to 2**63 - 1")
+        raise BadInput(f"seed {seed!r} must be an integer from 0 to 2**63 - 1", param="seed")
     if groups is not None and group_size is not None:
         raise BadInput("give group_size (with placement) or groups, not both")
     check_recovery(recovery, spares)
@@ -579,13 +579,14 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
         raise BadInput(f"budget_s {budget_s!r} must be a positive number of seconds, None (no bound) or 'auto'")
     if recovery == "restart" and groups is not None:
         raise BadInput("recovery 'restart' re-places the job by group_size and placement; explicit groups (a mesh, "
-                       "a groups file, a count) cannot be re-placed: use recovery 'reroute'")
+                       "a groups file, a count) cannot be re-placed: use recovery 'reroute'", param="recovery")
     fabric, shown = fabric_source(fabric)
     params_json = json.dumps(params or {}, sort_keys=True, default=list)
     G = _fabric(fabric, params_json)
     doms = domains(G, [failure_class])[failure_class]
     if len(doms) < n:
-        raise BadInput(f"{failure_class!r} has {len(doms)} domain(s) in {shown!r}; cannot fail {n} at once")
+        raise BadInput(f"{failure_class!r} has {len(doms)} domain(s) in {shown!r}; cannot fail {n} at once",
+                       param="failure_class")
     ids = [f"{failure_class}:{d.id}" for d in doms]
     if shared is not None:
         if n != 2:
@@ -598,13 +599,13 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
             combos = [combos[i] for i in sorted(rng.choice(len(combos), size=samples, replace=False).tolist())]
         if len(combos) > MAX_SCENARIOS:
             raise BadInput(f"{len(combos):,} shared pairs is more than {MAX_SCENARIOS:,}; sample them "
-                           f"(samples=K, --samples K)")
+                           f"(samples=K, --samples K)", param="samples")
     else:
         combos = _scenarios(ids, n, samples, seed)
     if recovery == "restart" and len(combos) > MAX_RESTART_SCENARIOS:
         raise BadInput(f"{len(combos):,} scenarios with recovery 'restart' is more than {MAX_RESTART_SCENARIOS}: a "
                        f"restart does not fold by symmetry, so each is priced on its own; sample them "
-                       f"(samples=K, --samples K)")
+                       f"(samples=K, --samples K)", param="samples")
     gspec = ("explicit", tuple(tuple(int(r) for r in g) for g in groups)) if groups is not None else \
         ("restart", group_size, placement, int(spares)) if recovery == "restart" else ("size", group_size, placement)
     _groups(fabric, params_json, gspec)          # cached before any worker is forked

@@ -125,7 +125,7 @@ def test_cli_disaggregate_json():
     assert d["prefill_chips"] == 8 and d["decode_chips"] == 8 and d["kv_transfer_ms"] > 0
     bad = CliRunner().invoke(main, ["serve", "--model", "gpt-oss-120b", "--fabric", "jalapeno-rack",
                                     "--disaggregate", "prefill=100,decode=100"])
-    assert bad.exit_code != 0 and "the fabric has 128" in bad.output
+    assert bad.exit_code != 0 and "the fabric has 128" in bad.output and "--disaggregate" in bad.output
 
 
 def test_prefill_mesh_search_takes_the_least_e2e():

@@ -1,0 +1,439 @@
+"""What the commands do between parsing and printing, as library functions a notebook calls too.
+
+The CLI parses options into these calls and formats what they return; placing the groups (by size,
+mesh or file, ``auto`` pricing packed against slice, a restart's groups with spares held out), the
+options' checks and the runs of ``price``, ``compare``, ``whatif``, ``sweep``, ``atlas``, ``calibrate``
+and ``step`` live here.  Every bad input is a :class:`~fabricsim.topo.errors.BadInput` whose ``param``
+names the parameter it is about (``"group_size"``, ``"mesh"``, ``"fails"`` ...), checked here once.
+
+Examples
+--------
+>>> from fabricsim.fabrics import build
+>>> from fabricsim.collectives.runs import GroupSpec, price_options, price_job
+>>> G = build("jalapeno-rack")
+>>> r = price_job(G, "all-reduce", price_options("all-reduce", size="64MiB"), GroupSpec(group_size=8))
+>>> r.groups, r.group_size
+(16, 8)
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..topo.errors import BadInput, FabricError, about, close_matches
+from ..topo.units import parse_size
+
+__all__ = ["MAX_TIME_S", "GroupSpec", "check_algorithm", "check_fails", "price_options", "finite", "price_job",
+           "price_traffic", "compare", "whatif_job", "sweep_job", "atlas_job", "mix_job", "chakra_to_mix", "design_job",
+           "calibrate_logs",
+           "step_jobs"]
+
+MAX_TIME_S = 1e15   # ~30 million years: past it (or inf/NaN) a priced time is an overflow, not a result (I)
+
+
+def check_algorithm(collective: str, algorithm: str) -> None:
+    """An algorithm the collective does not have is refused before any work (``param="algorithm"``)."""
+    from .algorithms import ALGORITHMS
+    algos = ALGORITHMS.get(collective, {})
+    if algorithm != "auto" and algorithm not in algos:
+        raise BadInput(f"unknown algorithm {algorithm!r} for {collective}{close_matches(algorithm, algos)}; "
+                       f"choose one of: auto, {', '.join(algos)}", param="algorithm")
+
+
+def price_options(collective: str | None = None, *, size=None, algorithm: str = "auto", protocol: str = "auto",
+                  calibration=None, split: str = "equal", tiers: str = "rule", efficiency: float | None = None,
+                  step_latency_us: float | None = None, bound_only: bool = False, per_flow: bool = False):
+    """The one :class:`~fabricsim.collectives.engine.PriceOptions` the pricing commands' options describe.
+
+    ``size`` is a size text or bytes (:func:`~fabricsim.topo.units.parse_size`), or None; ``calibration``
+    a calibration TOML file (``fabricsim calibrate`` writes one) or None; ``step_latency_us`` microseconds.
+    """
+    from .engine import PriceOptions
+    if collective is not None:
+        check_algorithm(collective, algorithm)
+    cal = None
+    if calibration:
+        from .cost.calibration import load_calibration
+        with about("calibration"):
+            cal = load_calibration(calibration)
+    options = PriceOptions(size_bytes=None if size is None else parse_size(size), algorithm=algorithm,
+                           protocol=protocol, calibration=cal, split=split, tiers=tiers,
+                           efficiency=None if efficiency is None else float(efficiency),
+                           step_overhead_ns=None if step_latency_us is None else float(step_latency_us) * 1000.0,
+                           bound_only=bound_only, symmetry=not per_flow)
+    options.check()
+    return options
+
+
+def finite(r):
+    """``r`` if its time is a result; a time that is inf, NaN or absurd raises ``FabricError`` saying why."""
+    if not (math.isfinite(r.time_s) and r.time_s <= MAX_TIME_S):
+        raise FabricError(
+            f"{r.collective} on {r.fabric}: the priced time is {r.time_s:.3g} s, not a result; a link rate, "
+            f"efficiency, latency or size in the fabric or options is too far out of range")
+    return r
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """How a job's groups are chosen: by size (placement, count), by a mesh and the dimension that
+    communicates (``over``), or from a groups file (``groups``, JSON).  Give one of group_size, mesh, groups."""
+
+    group_size: int | None = None
+    placement: str = "packed"
+    mesh: str | None = None
+    over: str | None = None
+    groups: str | None = None
+    count: int | None = None
+
+    def __post_init__(self):
+        if sum(x is not None for x in (self.group_size, self.mesh, self.groups)) > 1:
+            raise BadInput("give one of --group-size, --mesh or --groups", param="group_size")
+        if self.over is not None and self.mesh is None:
+            raise BadInput("--over DIM needs --mesh (e.g. --mesh tp=8,ep=16 --over ep)", param="over")
+        if self.mesh is not None and not self.over:
+            raise BadInput("--mesh needs --over DIM (which dimension's groups communicate)", param="over")
+        from .placement import parse_placement
+        parse_placement(self.placement)
+
+    @property
+    def auto(self) -> bool:
+        """``placement='auto'`` by size: packed and slice are priced and the cheaper kept."""
+        return self.placement == "auto" and self.mesh is None and self.groups is None
+
+    @property
+    def explicit(self) -> bool:
+        """Groups given as groups (a mesh, a file, a count), not by size and placement name."""
+        return self.mesh is not None or self.groups is not None or bool(self.count)
+
+    def size_on(self, G) -> int:
+        """The group size on ``G``: as given, else every chip."""
+        from .placement import chip_ranks
+        return len(chip_ranks(G)) if self.group_size is None else self.group_size
+
+    def groups_on(self, G) -> list:
+        """The groups on ``G`` (``auto`` is cut as packed here; :func:`price_job` prices its candidates)."""
+        from . import placement as P
+        if self.mesh is not None:
+            with about("mesh"):
+                return P.by_mesh(G, P.parse_mesh(self.mesh), self.over)
+        if self.groups is not None:
+            with about("groups"):
+                return P.from_file(G, self.groups)
+        with about("group_size"):
+            return P.by_size(G, self.size_on(G), "packed" if self.placement == "auto" else self.placement,
+                             count=self.count)
+
+
+def _auto_place(G, collective, spec: GroupSpec, options, traffic=None):
+    """Price packed and slice (where they differ), keep the cheaper; its result's notes say which."""
+    from .placement import auto_place
+    from .price import price
+    spec.groups_on(G)                                     # the usual size errors, as packed's
+    with about("group_size"):
+        choice = auto_place(G, spec.size_on(G), lambda g: price(G, collective, groups=g, traffic=traffic,
+                                                                   options=options), count=spec.count)
+    if not choice.note:
+        return choice
+    r = choice.result
+    return dataclasses.replace(choice, result=dataclasses.replace(r, notes=(*r.notes, choice.note)))
+
+
+def price_job(G, collective: str, options, spec: GroupSpec, traffic=None):
+    """Price ``collective`` on the groups ``spec`` places on ``G`` (``auto``: the cheaper placement), checked finite."""
+    from .price import price
+    groups = spec.groups_on(G)
+    with about("groups" if spec.groups is not None else "options"):
+        if spec.auto:
+            return finite(_auto_place(G, collective, spec, options, traffic).result)
+        return finite(price(G, collective, groups=groups, traffic=traffic, options=options))
+
+
+def price_traffic(G, collective: str, options, spec: GroupSpec, *, traffic=None, moe=None, progress=None):
+    """An all-to-all-v from a byte-matrix file (``traffic``) or a MoE layer (``moe`` spec): (report, totals).
+
+    The totals are bytes in all, over the network and local, and the imbalance (``price --json``'s
+    ``"traffic"``).  ``progress(msg)`` hears of a matrix with many distinct flow sizes (a long solve).
+    Give one of ``traffic`` and ``moe``, no size in ``options``, and ``collective`` all-to-all.
+    """
+    import numpy as np
+
+    from . import traffic as TR
+    what = "traffic" if traffic else "moe"
+    if bool(traffic) == bool(moe):
+        raise BadInput("give --traffic or --moe, not both" if traffic else "give --traffic FILE or --moe SPEC",
+                       param=what)
+    if options.size_bytes is not None:
+        raise BadInput(f"--{what} gives the bytes; leave out --size", param="size")
+    if collective != "all-to-all":
+        raise BadInput(f"--{what} is an all-to-all-v; {collective} takes --size", param=what)
+    groups = spec.groups_on(G)
+    with about("traffic" if traffic else "moe"):
+        if traffic:
+            T = TR.load_matrix(traffic, len(groups[0]), len(groups))
+            summary = {"source": str(traffic),
+                       **TR.summarize(T if T.ndim == 3 else np.broadcast_to(T, (len(groups),) + T.shape))}
+        else:
+            t = TR.moe_traffic(TR.MoESpec.parse(moe), len(groups[0]))
+            T = t.matrix
+            # every EP group routes its own tokens alike: totals over the groups
+            summary = {"source": "moe", **TR.summarize(np.broadcast_to(T, (len(groups),) + T.shape)),
+                       "groups": len(groups), "per_group": t.as_dict()}
+            summary["imbalance"] = t.imbalance
+        distinct, flows = TR.distinct_flow_sizes(T)
+        if progress and distinct > 64 and flows > 4096:
+            progress(f"traffic: {distinct:,} distinct flow sizes over {flows:,} flows per group; the solver "
+                     f"retires them event by event (nothing is quantised), which can take minutes")
+        return price_job(G, "all-to-all", options, spec, traffic=T), summary
+
+
+def compare(graphs: Sequence, collective: str, options, spec: GroupSpec, *, progress=None) -> list:
+    """The same collective, options and placement on several graphs: one report each, in order.
+
+    Every graph's groups are placed before any is priced, so a group size that does not divide some
+    fabric's chips stops the run first with an error naming it.
+    """
+    for G in graphs:
+        spec.groups_on(G)
+    out = []
+    for G in graphs:
+        if progress:
+            progress(f"pricing on {G.graph.get('name', '?')} ...")
+        out.append(price_job(G, collective, options, spec))
+    return out
+
+
+def check_fails(fails: Sequence[str]) -> None:
+    """``node:a,node:b`` is two failures in one spec: refused, saying to give each on its own (``param="fails"``)."""
+    import re
+
+    from ..topo.failures import failure_class
+    for text in fails:
+        for prefix in re.findall(r",\s*([A-Za-z][\w-]*):", text):
+            if failure_class(prefix) is not None:     # the registry knows the class: a second failure
+                parts = ' '.join(f'--fail {p.strip()}' for p in text.split(',') if p.strip())
+                raise BadInput(f"{text!r} holds several failures; repeat --fail for each ({parts})", param="fails")
+
+
+def _recovery_groups(G, spec: GroupSpec, recovery: str, spares: int):
+    """The job's groups: the spec's, or for a restart with spares the placement's with the spares held out."""
+    from .whatif.scenario import job_groups
+    if spares and recovery != "restart":
+        raise BadInput(f"--spares {spares} needs --recovery restart (reroute keeps the job on its chips)",
+                       param="spares")
+    if recovery == "restart" and (spec.mesh is not None or spec.groups is not None):
+        raise BadInput("restart re-places the job by --group-size and --placement; a --mesh or --groups job cannot "
+                       "be re-placed (use --recovery reroute)", param="recovery")
+    if not spares:
+        return spec.groups_on(G)
+    from .placement import chip_ranks
+    size = len(chip_ranks(G)) - spares if spec.group_size is None else spec.group_size
+    with about("group_size"):
+        return job_groups(G, size, spec.placement, spares, spec.count)
+
+
+def _auto_chosen(G, collective, spec: GroupSpec, options, size_bytes, progress=None):
+    """``auto`` on the intact fabric: (the spec with the cheaper placement named, the choice) or (spec, None)."""
+    if not spec.auto:
+        return spec, None
+    chose = _auto_place(G, collective, spec, options.replace(size_bytes=size_bytes))
+    if progress and chose.note:
+        progress(chose.note)
+    return dataclasses.replace(spec, placement=chose.placement), chose
+
+
+def whatif_job(G, fails: Sequence[str], collective: str, options, spec: GroupSpec, *, recovery: str = "reroute",
+               spares: int = 0, explain: bool = False):
+    """:func:`~fabricsim.collectives.whatif.whatif` on ``spec``'s groups (``auto``: cheapest intact placement)."""
+    from .whatif import whatif
+    check_fails(fails)
+    size_bytes = options.size_bytes
+    spec, chose = _auto_chosen(G, collective, spec, options, size_bytes)
+    groups = _recovery_groups(G, spec, recovery, spares)
+    with about("fails"):
+        w = whatif(G, list(fails), collective, groups=groups, size_bytes=size_bytes, explain=explain,
+                   recovery=recovery, spares=spares, placement=spec.placement, **options.price_kwargs())
+    if chose is not None and chose.note:
+        w = dataclasses.replace(w, notes=(*w.notes, chose.note))
+    finite(w.baseline)
+    return w
+
+
+@contextlib.contextmanager
+def _made(runner, make_runner):
+    """``runner``, or one ``make_runner()`` makes now and closes after."""
+    if make_runner is None:
+        yield runner
+        return
+    made = make_runner()
+    try:
+        yield made
+    finally:
+        getattr(made, "close", lambda: None)()
+
+
+def _restart_check(spec: GroupSpec, recovery: str, spares: int) -> None:
+    if spares and recovery != "restart":
+        raise BadInput(f"--spares {spares} needs --recovery restart (reroute keeps the job on its chips)",
+                       param="spares")
+    if recovery == "restart" and (spec.explicit or spec.over is not None):
+        raise BadInput("restart re-places the job by --group-size and --placement; a --mesh, --groups or --count "
+                       "job cannot be re-placed (use --recovery reroute)", param="recovery")
+
+
+def _failure_class_domains(G, classes, param):
+    from ..topo.failures import domains
+    with about(param):
+        return domains(G, classes)
+
+
+def sweep_job(fabric: str, sets: dict, G, failure_class: str, collective: str, options, spec: GroupSpec, *,
+              n: int = 1, samples: int | None = None, seed: int = 0, fold: bool = True, recovery: str = "reroute",
+              spares: int = 0, budget_s=None, runner=None, make_runner=None, progress=None, note=None):
+    """:func:`~fabricsim.collectives.whatif.sweep` of ``fabric`` (built as ``G``) for ``spec``'s job.
+
+    ``progress`` is the sweep's per-scenario callback; ``note(msg)`` hears what was chosen on the way.
+    ``make_runner()``, if given, makes the runner once the inputs are checked (it is closed at the end).
+    ``budget_s``: wall seconds the sweep may be estimated to take (None: the sweep's default, ``"auto"``).
+    """
+    from .whatif import sweep
+    k = len(_failure_class_domains(G, [failure_class], "failure_class")[failure_class])
+    if note and samples is not None and samples >= math.comb(k, n):
+        note(f"--samples {samples} >= the {math.comb(k, n):,} scenarios: all of them run")
+    _restart_check(spec, recovery, spares)
+    groups = spec.groups_on(G) if spec.explicit or spec.over is not None else None
+    size_bytes = options.size_bytes
+    if spec.auto:      # the placement cheapest on the intact fabric is swept, by name (workers cut it)
+        chosen, chose = _auto_chosen(G, collective, spec, options, size_bytes, note)
+        if groups is None:
+            spec = chosen
+        else:
+            groups = chose.groups
+    with _made(runner, make_runner) as runner, about("options"):
+        return sweep(fabric, sets, failure_class, n=n, samples=samples, seed=seed, collective=collective,
+                     size_bytes=size_bytes, group_size=None if groups else spec.group_size,
+                     placement=spec.placement, groups=groups, runner=runner, progress=progress, fold=fold,
+                     recovery=recovery, spares=spares, budget_s="auto" if budget_s is None else float(budget_s),
+                     **options.price_kwargs())
+
+
+def atlas_job(fabric: str, sets: dict, G, collective: str, options, spec: GroupSpec, *, classes=None,
+              runner=None, make_runner=None, max_orbits: int = 512, budget_s: float = 120.0, n2_shared: bool = False,
+              progress=None):
+    """:func:`~fabricsim.collectives.whatif.atlas.atlas` of ``fabric`` (built as ``G``) for ``spec``'s job
+    (``make_runner`` as :func:`sweep_job`'s)."""
+    from .whatif.atlas import atlas
+    if classes is not None:
+        _failure_class_domains(G, classes or [""], "classes")
+    size_bytes = options.size_bytes
+    spec, _ = _auto_chosen(G, collective, spec, options, size_bytes, progress)
+    groups = spec.groups_on(G) if spec.explicit or spec.over is not None else None
+    with _made(runner, make_runner) as runner, about("options"):
+        return atlas(fabric, sets, collective=collective, size_bytes=size_bytes,
+                     group_size=None if groups else spec.group_size, placement=spec.placement, groups=groups,
+                     classes=classes, runner=runner, max_orbits=max_orbits, budget_s=float(budget_s),
+                     progress=progress, n2_shared=n2_shared, **options.price_kwargs())
+
+
+def mix_job(G, spec=None, *, chakra=None, split: str = "equal", tiers: str = "rule", efficiency: float | None = None,
+            step_latency_us: float | None = None, progress=None):
+    """:func:`~fabricsim.collectives.jobs.mix` of the jobs in a ``spec`` file ([[job]] tables) or of the Chakra
+    traces in the directory ``chakra`` (one of them) on ``G``; ``progress`` hears the traces' notes too."""
+    from .jobs import load_jobs, mix
+    if (spec is None) == (chakra is None):
+        raise BadInput("give a SPEC file or --chakra DIR (one of them)", param="spec")
+    if chakra is not None:
+        from .jobs.chakra import load_chakra
+        with about("chakra"):
+            w = load_chakra(chakra)
+        for note in w.notes if progress else ():
+            progress(f"chakra: {note}")
+    with about("spec"):
+        jobs = load_jobs(spec, G) if chakra is None else list(w.jobs)
+        return mix(G, jobs, split=split, tiers=tiers, efficiency=efficiency, progress=progress,
+                   step_overhead_ns=None if step_latency_us is None else step_latency_us * 1000.0)
+
+
+def chakra_to_mix(trace_dir, path):
+    """Turn the Chakra traces in ``trace_dir`` into a mix TOML at ``path`` (notes as comments); the workload."""
+    from pathlib import Path
+
+    from .jobs.chakra import jobs_toml, load_chakra
+    with about("trace_dir"):
+        w = load_chakra(trace_dir)
+    Path(path).write_text(f"# from the Chakra traces in {trace_dir}, written by fabricsim\n"
+                          + "".join(f"# {n}\n" for n in w.notes) + "\n" + jobs_toml(w.jobs), encoding="utf-8")
+    return w
+
+
+def design_job(space, *, build, builders, make_runner=None, progress=None, **kw):
+    """Load a design space file and search it (:func:`~fabricsim.collectives.design.design`); ``build`` and
+    ``builders`` come from the fabric catalog (``fabrics.build``, ``fabrics.registry.builder_params()``), the
+    rest of ``kw`` (prune, search, evaluations, seed, budget_s, results_file) is ``design``'s.  -> (space, result)."""
+    from .design import design, load_space
+    sp = load_space(space, builders=builders)
+    if progress:
+        progress(f"design: {sp.size:,} design(s) of {sp.builder} ...")
+    with _made(None, make_runner) as runner:
+        return sp, design(sp, build=build, runner=runner, progress=progress, **kw)
+
+
+def calibrate_logs(G, logs: Sequence[str], *, collective: str | None = None, group_size: int | None = None,
+                   mesh: str | None = None, over: str | None = None):
+    """Fit the cost model to nccl-tests logs measured on ``G`` (:func:`~fabricsim.collectives.cost.calibrate`)."""
+    from .cost.calibrate import calibrate
+    from .cost.nccl_tests import parse_log
+    groups = None
+    if group_size or mesh:
+        groups = GroupSpec(group_size=group_size, mesh=mesh, over=over).groups_on(G)
+    with about("collective" if collective else "logs"):
+        runs = [r for path in logs for r in parse_log(path, collective=collective)]
+    with about("logs"):
+        return calibrate(G, runs, groups=groups)
+
+
+def step_jobs(graphs: dict, model, mesh: str, *, phase: str = "decode", batch: int = 1, seq: int | None = None,
+              compute_us: float | None = None, dispatch_dtype: str = "fp8", combine_dtype: str = "bf16",
+              skew: str = "balanced", seed: int = 0, progress: Callable[[str], None] | None = None) -> list:
+    """One model step (:func:`~fabricsim.collectives.jobs.step.step`) on each of ``graphs`` ({label: graph}).
+
+    The model, mesh, tokens and router are checked, and the mesh against every fabric, before any is
+    priced.  ``progress`` hears each fabric's work where it is long (several fabrics, or over 512 chips).
+    """
+    import time
+
+    from .jobs.models import load_model
+    from .jobs.step import check_mesh, step, step_tokens
+    from .placement import chip_ranks, parse_mesh
+    from .traffic.moe import parse_skew
+    with about("model"):
+        m = load_model(model)
+    with about("mesh"):
+        mesh_d = check_mesh(parse_mesh(mesh), m)
+    with about("batch"):
+        step_tokens(phase, batch, seq)
+    with about("skew"):
+        parse_skew(skew)
+    need = math.prod(mesh_d.values())
+    for name, G in graphs.items():
+        if need > len(chip_ranks(G)):
+            raise BadInput(f"mesh {mesh} needs {need:,} chips but {name!r} has {len(chip_ranks(G)):,}", param="mesh")
+    results = []
+    for name, G in graphs.items():
+        say = ((lambda msg, name=name: progress(f"{name}: {msg}"))
+               if progress and (len(graphs) > 1 or len(chip_ranks(G)) > 512) else None)
+        t0 = time.perf_counter()
+        with about("skew" if skew not in ("balanced", "uniform") else "options"):   # a weights file's errors
+            try:
+                results.append(step(G, m, mesh=mesh_d, phase=phase, batch=batch, seq=seq, compute_us=compute_us,
+                                    dispatch_dtype=dispatch_dtype, combine_dtype=combine_dtype, skew=skew,
+                                    seed=seed, progress=say))
+            except BadInput as exc:     # which fabric, when there are several
+                raise BadInput(f"{name}: {exc}", param=exc.param) from None
+        if progress and time.perf_counter() - t0 > 2:
+            progress(f"{name}: priced in {time.perf_counter() - t0:.1f} s")
+    return results
+
