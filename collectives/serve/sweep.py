@@ -26,6 +26,10 @@ at the lowest concurrency of the sweep (TPOT rises with concurrency).  The sweep
 past the peak tokens/s per kW (``max_concurrency`` caps it).  Network prices are cached by (mesh,
 tokens, library), and routing's products by the pinned graph (:mod:`fabricsim.topo.graphcache`).
 
+``disaggregate={"prefill": P, "decode": D}`` splits the chips into a prefill pool and a decode pool
+and moves each prompt's KV cache between them over the fabric (:mod:`.disagg`: its own TTFT, TPOT
+and throughput model replaces the interleaving above).
+
 ``menu="inferencex"`` replaces the search with the published runs (:mod:`.menu`): each
 concurrency level is a run's sequences per decode worker, priced on that run's mesh only, and
 every level is kept (no early stop); ``min_tbt_ms`` is then at the menu's lowest concurrency.
