@@ -918,12 +918,14 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
 @click.option("--library", default="auto", show_default=True,
               help="Communication library: auto, nccl, trtllm, deepep-ll.")
 @click.option("--overlap", default="none", show_default=True, help="none or two-microbatch.")
+@click.option("--disaggregate", "disaggregate", metavar="prefill=P,decode=D", help="Prefill on the first P chips, "
+              "decode on the next D, each prompt's KV cache moved over the fabric (collectives/serve/disagg.py).")
 @click.option("--fail", "fails", multiple=True, metavar="SPEC", help="Re-price every point with this failure "
               "(repeatable; whatif's grammar, e.g. node:r00/lsw0): tokens/s per kW and TPOT before and after.")
 @plot_option("Write the tokens/s/kW vs tokens/s/user frontier per fabric to a .png, .svg or .pdf.")
 @json_option("Print JSON (an array with --fabrics).")
 def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max_concurrency, menu, mtp, library,
-              overlap, fails, plot, as_json):
+              overlap, disaggregate, fails, plot, as_json):
     """Token economics of serving MODEL on a fabric: TPOT, TTFT, tokens/s per user, chip and kW, $/Mtok.
 
     Each step is priced per layer from the chip's roofline (compute, HBM), the network
@@ -943,7 +945,8 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
     # one fabric: --set KEY=VALUE; --fabrics: --set FABRIC:KEY=VALUE (as compare)
     graphs = [load_fabric(fabric, sets)] if fabric else [G for _, G, _ in load_fabrics(fabric_list, sets)]
     kw = dict(isl=isl, osl=osl, mesh=None if mesh == "search" else mesh, concurrency=concurrency, mtp=mtp,
-              library=library, overlap=overlap, progress=_progress, max_concurrency=max_concurrency, menu=menu)
+              library=library, overlap=overlap, progress=_progress, max_concurrency=max_concurrency, menu=menu,
+              disaggregate=disaggregate)
     with about("model"):
         results = [serve_failed(G, model, fails, **kw) if fails else serve(G, model, **kw) for G in graphs]
     if plot and not fails:

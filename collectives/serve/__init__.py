@@ -5,9 +5,11 @@ from .arch import Arch, ChipConstants, arch_of, chip_constants
 from .model import (OVERLAPS, LayerTerms, StepTerms, acceptance_length, expected_distinct, kv_capacity,
                     step_terms, weights_per_chip_bytes)
 from .network import LIBRARY_CHOICES, Library, NetworkPricer, library
+from .disagg import DisaggTerms, Pools, kv_traffic, parse_disaggregate
 from .sweep import FailResult, ServePoint, ServeResult, candidate_meshes, plot_frontier, serve, serve_failed
 
 __all__ = ["Arch", "ChipConstants", "arch_of", "chip_constants", "OVERLAPS", "LayerTerms", "StepTerms",
            "acceptance_length", "expected_distinct", "kv_capacity", "step_terms", "weights_per_chip_bytes",
            "LIBRARY_CHOICES", "Library", "NetworkPricer", "library", "ServePoint", "ServeResult",
-           "candidate_meshes", "plot_frontier", "serve", "FailResult", "serve_failed"]
+           "candidate_meshes", "plot_frontier", "serve", "FailResult", "serve_failed", "DisaggTerms", "Pools",
+           "kv_traffic", "parse_disaggregate"]

@@ -31,7 +31,7 @@ modelled: they use different groups of the mesh).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -155,11 +155,14 @@ class NetworkPricer:
     """Prices layers' networks on one graph, caching by (mesh, layer kind, tokens, library).
 
     A sweep asks for the same (mesh, tokens) many times (every concurrency a mesh is tried
-    at, both overlap halves); each distinct one is solved once.
+    at, both overlap halves); each distinct one is solved once.  ``offset`` lays the mesh on
+    ranks ``offset .. offset + chips - 1`` (a disaggregated decode pool, :mod:`.disagg`).
     """
 
-    def __init__(self, G: nx.Graph, model: Model, *, dispatch_dtype: str = "fp8", combine_dtype: str = "bf16"):
+    def __init__(self, G: nx.Graph, model: Model, *, dispatch_dtype: str = "fp8", combine_dtype: str = "bf16",
+                 offset: int = 0):
         self.G, self.model = G, model
+        self.offset = int(offset)     # the mesh's first chip rank (a disaggregated pool's; 0: ranks 0 ..)
         self.dispatch_dtype, self.combine_dtype = dispatch_dtype, combine_dtype
         self._layers: dict[tuple, NetLayer] = {}
         self._jobs: dict[tuple, tuple[float, str]] = {}
@@ -177,6 +180,8 @@ class NetworkPricer:
     def _price_layer(self, kind, mesh, tokens, choice) -> NetLayer:
         planned = layer_jobs(self.G, self.model, kind, mesh=mesh, tokens=tokens,
                              dispatch_dtype=self.dispatch_dtype, combine_dtype=self.combine_dtype)
+        if self.offset:
+            planned = [replace(p, groups=tuple(tuple(r + self.offset for r in g) for g in p.groups)) for p in planned]
         finish: dict[str, float] = {}
         cols = []
         for p in planned:            # layer_jobs lists jobs in dependency order

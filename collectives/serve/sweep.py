@@ -26,6 +26,10 @@ at the lowest concurrency of the sweep (TPOT rises with concurrency).  The sweep
 past the peak tokens/s per kW (``max_concurrency`` caps it).  Network prices are cached by (mesh,
 tokens, library), and routing's products by the pinned graph (:mod:`fabricsim.topo.graphcache`).
 
+``disaggregate={"prefill": P, "decode": D}`` splits the chips into a prefill pool and a decode pool
+and moves each prompt's KV cache between them over the fabric (:mod:`.disagg`: its own TTFT, TPOT
+and throughput model replaces the interleaving above).
+
 ``menu="inferencex"`` replaces the search with the published runs (:mod:`.menu`): each
 concurrency level is a run's sequences per decode worker, priced on that run's mesh only, and
 every level is kept (no early stop); ``min_tbt_ms`` is then at the menu's lowest concurrency.
@@ -76,6 +80,7 @@ class ServePoint:
     accepted: float                   # tokens per sequence per decode step
     decode: StepTerms = field(repr=False)
     prefill: StepTerms = field(repr=False)
+    disagg: Any = field(default=None, repr=False)   # DisaggTerms when the pools are split (.disagg)
 
     @property
     def mesh_text(self) -> str:
@@ -95,7 +100,7 @@ class ServePoint:
                 "tokens_per_s_per_user": self.tokens_per_s_per_user,
                 "tokens_per_s_per_chip": self.tokens_per_s_per_chip,
                 "tokens_per_s_per_kw": self.tokens_per_s_per_kw, "usd_per_mtok": self.usd_per_mtok,
-                "bound": self.bound}
+                "bound": self.bound} | ({"disaggregate": self.disagg.as_dict()} if self.disagg is not None else {})
 
 
 @dataclass(frozen=True)
@@ -145,6 +150,12 @@ class ServeResult:
                  f"{p.tokens_per_s_per_chip:,.0f}", f"{p.tokens_per_s_per_kw:,.0f}",
                  "-" if p.usd_per_mtok is None else f"{p.usd_per_mtok:,.3f}", p.bound, p.library]
                 for p in self.points]
+        if self.points[0].disagg is not None:
+            head += ["prefill", "TTFT: prefill ms", "KV ms", "queue ms", "pools bound"]
+            for r, p in zip(rows, self.points):
+                d = p.disagg
+                r += [d.prefill_mesh, f"{d.prefill_step_s * 1e3:,.2f}", f"{d.kv_transfer_s * 1e3:,.3f}",
+                      f"{d.queue_s * 1e3:,.1f}", d.bound]
         w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
         lines = [self.summary(), "  ".join(h.rjust(x) for h, x in zip(head, w)),
                  "  ".join("-" * x for x in w)]
@@ -273,7 +284,8 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
           mesh: dict[str, int] | str | None = None, concurrency: int | None = None, mtp: int = 0,
           library: str = "auto", overlap: str = "none", accelerator: Accelerator | None = None,
           pricer: NetworkPricer | None = None, progress: Callable[[str], None] | None = None,
-          max_concurrency: int | None = None, menu: str = "search") -> ServeResult:
+          max_concurrency: int | None = None, menu: str = "search",
+          disaggregate: dict | str | None = None) -> ServeResult:
     """Sweep concurrency (or price one) on ``G``; search the mesh when none is given.
 
     Parameters
@@ -291,6 +303,10 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
     menu : ``search`` (default: every TP x EP mesh, concurrencies 1, 2, 4, ...) or ``inferencex``
         (the decode meshes and concurrencies InferenceX ran for this model and chip,
         :mod:`.menu`; no ``mesh`` / ``concurrency`` with it).
+    disaggregate : ``{"prefill": P, "decode": D}`` (or ``"prefill=P,decode=D"``): prefill on the first
+        ``P`` chips in rank order, decode on the next ``D``, the KV cache moved between them over the
+        fabric (:mod:`.disagg`); ``mesh`` is then the decode pool's (``dp`` fills the pool).
+        ``None``: aggregated serving.
 
     Examples
     --------
@@ -303,13 +319,17 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
     with pinned(G):        # the sweep never edits G: routing's link table, routes and folds are cached for it
         return _serve(G, model, isl=isl, osl=osl, mesh=mesh, concurrency=concurrency, mtp=mtp, library=library,
                       overlap=overlap, accelerator=accelerator, pricer=pricer, progress=progress,
-                      max_concurrency=max_concurrency, menu=menu)
+                      max_concurrency=max_concurrency, menu=menu, disaggregate=disaggregate)
 
 
 def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, accelerator, pricer,
-           progress, max_concurrency, menu) -> ServeResult:
-    model = load_model(model) if isinstance(model, str) else model
-    arch = arch_of(model)
+           progress, max_concurrency, menu, disaggregate=None) -> ServeResult:
+    from .arch import Arch
+    if isinstance(model, Arch):     # a model's figures given directly (a toy, or one arch.toml lacks)
+        arch, model = model, model.model
+    else:
+        model = load_model(model) if isinstance(model, str) else model
+        arch = arch_of(model)
     acc = accelerator or accelerator_of(G)
     consts = chip_constants(acc.name)
     for name, v in (("isl", isl), ("osl", osl)):
@@ -341,14 +361,33 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
     if isinstance(mesh, str) and mesh != "search":
         mesh = parse_mesh(mesh)
     runs: list[tuple[dict, int]] | None = None
-    if menu != "search":
+    pools = None
+    if disaggregate is not None:
+        from .disagg import DisaggCtx, parse_disaggregate, pool_meshes
+        pools = parse_disaggregate(disaggregate, n)
+        if menu != "search":
+            raise BadInput(f"--menu {menu} prices the published decode workers aggregated; drop --disaggregate "
+                           f"or use --menu search", param="disaggregate")
+        if isinstance(mesh, dict):
+            check_mesh(mesh, model, command="serve")
+        meshes = pool_meshes([dict(mesh)] if isinstance(mesh, dict) else candidate_meshes(model, pools.decode),
+                             pools.decode)
+        if not meshes:
+            raise BadInput(f"mesh {','.join(f'{k}={v}' for k, v in mesh.items())} does not divide the "
+                           f"{pools.decode:,}-chip decode pool; use a mesh whose chips divide it", param="mesh")
+    elif menu != "search":
         entry, runs = menu_runs(menu, model.name, acc.name, mtp)
         meshes = list({tuple(m.items()): _check_mesh(dict(m), model, n) for m, _ in runs}.values())
     else:
         meshes = ([_check_mesh(dict(mesh), model, n)] if isinstance(mesh, dict)
                   else candidate_meshes(model, n))
-    pricer = pricer or NetworkPricer(G, model)
-    ctx = _Ctx(arch, acc, consts, pricer, isl, osl, mtp, library, overlap)
+    if pools is not None:
+        ctx = DisaggCtx(G, arch, acc, consts, pools, isl, osl, mtp, library, overlap,
+                        candidates=candidate_meshes(model, pools.prefill))
+        pricer = ctx.pricer
+    else:
+        pricer = pricer or NetworkPricer(G, model)
+        ctx = _Ctx(arch, acc, consts, pricer, isl, osl, mtp, library, overlap)
     limits = {tuple(m.items()): kv_capacity(arch, acc, consts, m, isl + osl) for m in meshes}
     kv_limit = max(limits.values(), default=0)
     if kv_limit < 1:
@@ -398,7 +437,7 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
         if fast is not None and (best_tbt is None or fast.tpot_s < best_tbt.tpot_s):
             best_tbt = fast
         if progress and time.perf_counter() - t0 > 2:
-            progress(f"concurrency {C:,}: {best.summary()} ({pricer.solves} network solves)")
+            progress(f"concurrency {C:,}: {best.summary()} ({getattr(ctx, 'solves', pricer.solves)} network solves)")
         if runs is None and falling >= STOP_AFTER_FALLING and C < levels[-1]:
             notes.append(f"sweep stopped at concurrency {C:,}: tokens/s per kW fell {STOP_AFTER_FALLING} levels "
                          f"in a row past its peak (KV cache would allow {kv_limit:,}; --concurrency N prices any)")
@@ -408,9 +447,16 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
                        if notes else f"no concurrency of {levels[0]:,}..{levels[-1]:,} runs", param="concurrency")
     notes.append(f"KV cache bounds concurrency at {kv_limit:,} sequences of {isl + osl:,} tokens "
                  f"({consts.hbm_usable:.0%} of {acc.hbm_bytes / 1e9:,.0f} GB HBM per chip, less the weights)")
-    notes.append("aggregated serving: the users' prefills (one prompt per TP group per round) interleave with "
-                 "the batch's decode steps (e2e = rounds x TTFT + OSL x step / accepted); no queueing, "
-                 "no disaggregation")
+    if pools is not None:
+        notes.append(f"disaggregated serving: prefill on chips 0..{pools.prefill - 1} (its mesh per point: the least "
+                     f"e2e), decode on chips {pools.prefill}..{pools.prefill + pools.decode - 1}; "
+                     f"each prompt's KV cache ({points[0].disagg.kv_bytes_per_prompt / 1e6:,.1f} MB) priced over the "
+                     f"fabric beside one decode layer's collectives; TTFT = prefill + KV transfer + queueing "
+                     f"(closed loop); per chip / kW over both pools' {pools.prefill + pools.decode:,} chips")
+    else:
+        notes.append("aggregated serving: the users' prefills (one prompt per TP group per round) interleave with "
+                     "the batch's decode steps (e2e = rounds x TTFT + OSL x step / accepted); no queueing, "
+                     "no disaggregation")
     if runs is not None:
         notes.append(f"menu {menu}: the decode meshes and concurrencies of {entry} (collectives/serve/inferencex.toml), "
                      f"per decode worker; prefill priced on the decode chips (InferenceX disaggregates it)")
@@ -422,7 +468,7 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
                        isl=isl, osl=osl, mtp=mtp, overlap=overlap, library=library, points=tuple(points),
                        min_tbt_s=min(p.tpot_s for p in points + ([best_tbt] if best_tbt else [])),
                        min_tbt_point=min(points + ([best_tbt] if best_tbt else []), key=lambda p: p.tpot_s), frontier=tuple(frontier), kv_limit=kv_limit,
-                       solves=pricer.solves, notes=tuple(dict.fromkeys(notes)))
+                       solves=getattr(ctx, "solves", pricer.solves), notes=tuple(dict.fromkeys(notes)))
 
 
 @dataclass(frozen=True)
@@ -489,13 +535,28 @@ def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailRes
         raise BadInput(f"--fail {', '.join(specs)} removes chips; serve --fail prices network failures "
                        f"(switches, links, lanes) on an unchanged mesh", param="fails")
     before = serve(G, model, **kwargs)
-    model = load_model(model) if isinstance(model, str) else model
+    from .arch import Arch
+    if isinstance(model, Arch):
+        arch, model = model, model.model
+    else:
+        model = load_model(model) if isinstance(model, str) else model
+        arch = arch_of(model)
     acc = kwargs.get("accelerator") or accelerator_of(G)
-    arch = arch_of(model)
-    ctx = _Ctx(arch, acc, chip_constants(acc.name), NetworkPricer(H, model), before.isl, before.osl, before.mtp,
-               before.library, before.overlap)
+    d0 = before.points[0].disagg
+    if d0 is not None:        # the same pools and prefill mesh, re-priced on the degraded fabric
+        from .disagg import DisaggCtx, parse_disaggregate
+        ctx = DisaggCtx(H, arch, acc, chip_constants(acc.name), parse_disaggregate(kwargs["disaggregate"],
+                        len(chip_ranks(G))), before.isl, before.osl, before.mtp, before.library, before.overlap,
+                        prefill_mesh=parse_mesh(d0.prefill_mesh))
+
+        def again(p):
+            ctx.prefill_meshes = [parse_mesh(p.disagg.prefill_mesh)]    # each point keeps its prefill mesh
+            return ctx.point(p.mesh, p.concurrency)
+    else:
+        ctx = _Ctx(arch, acc, chip_constants(acc.name), NetworkPricer(H, model), before.isl, before.osl, before.mtp,
+                   before.library, before.overlap)
     with pinned(H):
-        after = tuple(ctx.point(p.mesh, p.concurrency) for p in before.points)
+        after = tuple(again(p) if d0 is not None else ctx.point(p.mesh, p.concurrency) for p in before.points)
     return FailResult(fabric=before.fabric, model=before.model, failures=tuple(a["spec"] for a in applied),
                       before=before, after=after)
 
