@@ -513,3 +513,14 @@ def test_any_timings_fit_with_finite_constants_or_refuse_in_one_line(times, star
         return
     for fit in result.fits:
         assert all(math.isfinite(v) for v in fit.params.values())
+
+
+def test_nccl_ring_across_nodes_is_rail_rings_and_inside_a_node_is_ring(nvl72):
+    # NCCL binds its ring channels to NICs across nodes (fabricsim's rail-rings); inside one NVLink
+    # domain its Ring is the flat ring. A 2 x 8 MI325X log forced to Ring (tests/data/nccl/README.md)
+    G = build("rail-cluster", gpu="mi325x", nodes=2)
+    fit, = calibrate_logs(G, [DATA / "mi325x_2x8gpu_aac_roce_ring.log"]).fits
+    assert fit.section == "all-reduce.rail-rings"
+    assert max(abs(p.default_error_pct) for p in fit.points) < 15       # the flat ring was +629% rms
+    tray, = calibrate_logs(nvl72, [AZURE_LOG]).fits
+    assert tray.section == "all-reduce.ring"
