@@ -226,6 +226,8 @@ def read_infragraph(path: str | os.PathLike) -> nx.Graph:
     ours = types_raw is not None
 
     def typed(place: str, key: str, value, where: str):
+        if not isinstance(key, str):        # a YAML key such as ~ or 3 (hypothesis found a cut file giving None)
+            raise BadInput(f"{path}: {where}: attribute name {key!r} is not text")
         t = types.get(place, {}).get(key) or _CONTRACT_TYPES.get(key, "str")
         return _decode(value, t, f"{path}: {where}: {key}")
 
@@ -260,7 +262,7 @@ def read_infragraph(path: str | os.PathLike) -> nx.Graph:
                            f"node's id")
         name_of[n] = nid
         attrs = {k: typed("node", k, v, f"node {n}") for k, v in d.items()
-                 if k not in _SERVICE_NODE and not k.startswith(f"{INFRAGRAPH_ANNOTATION}.")}
+                 if k not in _SERVICE_NODE and not str(k).startswith(f"{INFRAGRAPH_ANNOTATION}.")}
         attrs.setdefault(KIND, KEEP[d["type"]])
         if attrs[KIND] != KEEP[d["type"]]:
             raise BadInput(f"{path}: node {n}: kind {attrs[KIND]!r} but an InfraGraph {d['type']} component")

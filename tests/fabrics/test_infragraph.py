@@ -290,3 +290,15 @@ def test_malformed_yaml_names_the_line(tmp_path):
     p = _bad(tmp_path, "infrastructure:\n  name: [x\n", suffix=".yaml")
     with pytest.raises(BadInput, match=r"bad\.yaml: line 3, column 1: malformed YAML"):
         read_infragraph(p)
+
+
+def test_damaged_file_found_by_the_property_is_one_line(tmp_path):
+    # hypothesis (cut=1840, junk='0') spliced a character that left an attribute name that is not text
+    p = tmp_path / "h.json"
+    p.write_text(_VALID[:1840] + "0" + _VALID[1840:])
+    try:
+        G = read_infragraph(p)
+    except BadInput as exc:
+        assert str(p) in str(exc) and "\n" not in str(exc)
+    else:
+        assert validate(G) == []
