@@ -556,8 +556,9 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
                    "communicator-group JSON); needs fabricsim[chakra].")
 @fabric_option
 @set_option
-@click.option("--split", type=click.Choice(["equal", "capacity"]), default="equal", show_default=True,
-              help="ECMP split over next hops: equal, or weighted by surviving capacity.")
+@click.option("--split", type=click.Choice(["equal", "capacity"]), default=None,
+              help="ECMP split over next hops: equal, or weighted by surviving capacity. Default: the fabric's "
+                   "declared switching, adaptive read as equal (mix shares links with the fixed-split solver).")
 @click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
               help="rule: the fabric's tier rules; any: every shortest path.")
 @click.option("--efficiency", type=Number(1e-6, 1.0), default=None, help="Fraction of line rate the links deliver "

@@ -253,9 +253,11 @@ def price_option_group(size_required: bool = True):
           "family's constants); ideal = protocol effects off (raw line rate, closed forms)."),
         o("--explain", is_flag=True, help="Say which fast path priced each phase (symmetry classes, per-flow ...) and "
           "why the others were refused."),
-        o("--split", type=click.Choice(["equal", "capacity", "adaptive"]), default="equal", show_default=True,
+        o("--split", type=click.Choice(["equal", "capacity", "adaptive"]), default=None,
           help="Routing split: ECMP equal over next hops, weighted by surviving capacity, or adaptive (each flow "
-          "spreads over all its equal-cost paths; multipath max-min fair rates, exact LP)."),
+          "spreads over all its equal-cost paths; multipath max-min fair rates, exact LP). Default: what the "
+          "fabric's switches do (its declared switching: adaptive on Jalapeno, NVL72 / rail clusters; equal "
+          "elsewhere); where adaptive cannot run it falls back to equal with a note."),
         o("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True, help="rule: the fabric's "
           "tier rules (Jalapeño: same rack local, other racks global); any: every shortest path."),
         o("--efficiency", type=Number(1e-6, 1.0), default=None, help="Calibration: fraction of line rate the links "
