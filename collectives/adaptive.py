@@ -150,7 +150,7 @@ def _step_certified(ph, ctx, guard, node_of_rank):
         S = routes.shares(rows)
         if S.nnz > 4 * CERT_MAX_SUPPORT:
             return None
-        st = engine._step_flows(ph, eq)
+        st = engine._step_flows(ph, eq, routes)
         for layers in (False, True)[:1 + (S.nnz <= CERT_MAX_SUPPORT)]:   # the ends first (cheap), then every hop layer
             cuts = _Cuts(S, lt.src, lt.dst, np.arange(len(lt)), node_of_rank[src[rows]], node_of_rank[dst[rows]],
                          layers=layers)

@@ -715,17 +715,18 @@ def _reached(ph: Phase, sel, src, dst, routes) -> tuple:
     return ok, reach, bad, list(zip(src[bad[:5]].tolist(), dst[bad[:5]].tolist()))
 
 
-def _step_flows(ph: Phase, ctx: _Ctx) -> _Step:
-    """Every flow routed and solved."""
+def _step_flows(ph: Phase, ctx: _Ctx, routes=None) -> _Step:
+    """Every flow routed (unless ``routes`` of its pairs with ``ctx.split`` are given) and solved."""
     from ..topo import routing, solver
     sel, src, dst = _flow_pairs(ph)
-    try:
-        _guard_before_routing(solver, len(src), len(ctx.cap), ctx.bound_only, ctx.memory_limit_bytes)
-    except TooLarge as exc:
-        if ctx.symmetry:
-            raise
-        raise TooLarge(f"{exc}; or leave out --per-flow, so symmetry classes can solve it") from None
-    routes = routing.route(ctx.G, src, dst, split=ctx.split, tiers=ctx.tiers, links=ctx.table)
+    if routes is None:
+        try:
+            _guard_before_routing(solver, len(src), len(ctx.cap), ctx.bound_only, ctx.memory_limit_bytes)
+        except TooLarge as exc:
+            if ctx.symmetry:
+                raise
+            raise TooLarge(f"{exc}; or leave out --per-flow, so symmetry classes can solve it") from None
+        routes = routing.route(ctx.G, src, dst, split=ctx.split, tiers=ctx.tiers, links=ctx.table)
     ok, reach, bad, examples = _reached(ph, sel, src, dst, routes)
     P = routes.flow_piece[np.flatnonzero(ok)]
     Q = routes.piece_link
