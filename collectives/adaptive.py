@@ -15,6 +15,8 @@ program over classes and link orbits.  Without a fold, the flows are listed: at 
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..topo.errors import BadInput
@@ -42,7 +44,64 @@ def refuse_size(what: str, n: int, limit: int, why: str = "") -> AdaptiveRefused
                            f"use --split equal (fixed ECMP shares) or a smaller group", param="split")
 
 
+# Steps solved before, per graph (dropped with it): key -> (step, bytes scale, capacity scale).
+# Multipath max-min rates scale with capacity and times with bytes / capacity, so a phase of
+# the same flows on capacities in the same proportions (a size sweep, a calibration fit's
+# efficiencies) is the stored step rescaled, not another program.
+_STEPS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# steps kept per graph (I: a calibration fit's algorithms x phases, with room)
+STEPS_KEPT = 256
+
+
+def _step_key(ph, ctx) -> tuple:
+    """(key, bytes scale, capacity scale): what the step depends on, with sizes and capacities
+    normalised by their largest (proportions to 12 digits)."""
+    import hashlib
+    h = hashlib.blake2b(digest_size=16)
+    lt = ctx.table
+    cap = np.asarray(ctx.cap, np.float64)
+    c_scale = float(np.max(cap[np.isfinite(cap)], initial=1.0)) or 1.0
+    sizes = np.asarray(ph.pair_bytes if ph.pair_bytes is not None else [ph.flow_bytes], np.float64)
+    s_scale = float(sizes.max(initial=0.0)) or 1.0
+    for a in (lt.src, lt.dst, np.round(cap / c_scale, 12), ph.rows, ph.row_group,
+              np.zeros(0) if ph.pairs is None else ph.pairs, np.round(sizes / s_scale, 12)):
+        a = np.ascontiguousarray(a)
+        h.update(str(a.shape).encode() + a.dtype.str.encode())
+        h.update(a.tobytes())
+    h.update(repr(sorted((k, str(v)) for k, v in ctx.G.graph.items())).encode())
+    return ((h.hexdigest(), ctx.n_groups, ctx.tiers, ctx.bound_only, ctx.symmetry, CERTIFY, multipath_limits()),
+            s_scale, c_scale)
+
+
+def multipath_limits() -> tuple:
+    from ..topo import multipath
+    return multipath.MAX_FLOWS, multipath.MAX_ARCS, CERT_MAX_SUPPORT
+
+
 def step_adaptive(ph, ctx, guard):
+    """Price one step of ``ph`` with adaptive routing: an engine ``_Step`` (a stored one rescaled
+    where the same flows were solved on capacities in the same proportions)."""
+    import dataclasses
+    key, s1, c1 = _step_key(ph, ctx)
+    try:
+        per = _STEPS.setdefault(ctx.G, {})
+    except TypeError:                        # a graph that takes no weak reference: no store
+        per = {}
+    hit = per.get(key)
+    if hit is None:
+        st = _step_adaptive(ph, ctx, guard)
+        per[key] = (dataclasses.replace(st), s1, c1)
+        while len(per) > STEPS_KEPT:
+            per.pop(next(iter(per)))
+        return st
+    st, s0, c0 = hit
+    b, t = s1 / s0, (s1 / s0) / (c1 / c0)
+    return dataclasses.replace(st, time_s=st.time_s * t, bound_s=st.bound_s * t,
+                               link_bytes=np.asarray(st.link_bytes) * b, group_finish_s=st.group_finish_s * t,
+                               examples=list(st.examples))
+
+
+def _step_adaptive(ph, ctx, guard):
     """Price one step of ``ph`` with adaptive routing: an engine ``_Step``."""
     from ..topo import multipath, routing
     from ..topo.routing.core import node_arrays

@@ -184,3 +184,23 @@ def test_pod_rail_failure_under_the_default_split_is_eight_sevenths():
     w = whatif(build("jalapeno-pod"), ["rail:3"], "all-to-all", groups=[list(range(2048))], size_bytes=2**30,
                algorithm="direct")
     assert w.bandwidth_slowdown == pytest.approx(8 / 7, rel=5e-3)
+
+
+def test_a_stored_step_rescaled_equals_a_fresh_solve():
+    """A size sweep or another efficiency reuses the solved step, rescaled: the same as solving anew."""
+    G = build("jalapeno-pod", racks=2, trays=1)
+    H, _ = apply_failures(G, ["rail:3"])
+    kw = dict(groups=[list(range(16))], algorithm="direct", protocol="ideal", split="adaptive")
+    adaptive._STEPS.clear()
+    price(H, "all-to-all", size_bytes=2**20, efficiency=0.5, **kw)
+    assert len(adaptive._STEPS[H]) == 1
+    again = price(H, "all-to-all", size_bytes=3 * 2**24, efficiency=0.8, **kw)
+    assert len(adaptive._STEPS[H]) == 1                  # no new program
+    adaptive._STEPS.clear()
+    fresh = price(H, "all-to-all", size_bytes=3 * 2**24, efficiency=0.8, **kw)
+    assert again.time_s == pytest.approx(fresh.time_s, rel=1e-12)
+    assert again.bound_s == pytest.approx(fresh.bound_s, rel=1e-12)
+    assert np.allclose(again.link_bytes, fresh.link_bytes, rtol=1e-12, atol=0)
+    H.remove_edge(*next(iter(H.edges)))                   # a changed graph is not the stored one
+    price(H, "all-to-all", size_bytes=2**20, **kw)
+    assert len(adaptive._STEPS[H]) == 2
