@@ -258,9 +258,11 @@ def price_option_group(size_required: bool = True):
           "family's constants); ideal = protocol effects off (raw line rate, closed forms)."),
         o("--explain", is_flag=True, help="Say which fast path priced each phase (symmetry classes, per-flow ...) and "
           "why the others were refused."),
-        o("--split", type=click.Choice(["equal", "capacity", "adaptive"]), default="equal", show_default=True,
+        o("--split", type=click.Choice(["equal", "capacity", "adaptive"]), default=None,
           help="Routing split: ECMP equal over next hops, weighted by surviving capacity, or adaptive (each flow "
-          "spreads over all its equal-cost paths; multipath max-min fair rates, exact LP)."),
+          "spreads over all its equal-cost paths; multipath max-min fair rates, exact LP). Default: what the "
+          "fabric's switches do (its declared switching: adaptive on Jalapeno, NVL72 / rail clusters; equal "
+          "elsewhere); where adaptive cannot run it falls back to equal with a note."),
         o("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True, help="rule: the fabric's "
           "tier rules (Jalapeño: same rack local, other racks global); any: every shortest path."),
         o("--efficiency", type=Number(1e-6, 1.0), default=None, help="Calibration: fraction of line rate the links "
@@ -965,8 +967,9 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
                    "communicator-group JSON); needs fabricsim[chakra].")
 @fabric_option
 @set_option
-@click.option("--split", type=click.Choice(["equal", "capacity"]), default="equal", show_default=True,
-              help="ECMP split over next hops: equal, or weighted by surviving capacity.")
+@click.option("--split", type=click.Choice(["equal", "capacity"]), default=None,
+              help="ECMP split over next hops: equal, or weighted by surviving capacity. Default: the fabric's "
+                   "declared switching, adaptive read as equal (mix shares links with the fixed-split solver).")
 @click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
               help="rule: the fabric's tier rules; any: every shortest path.")
 @click.option("--efficiency", type=Number(1e-6, 1.0), default=None, help="Fraction of line rate the links deliver "

@@ -15,34 +15,102 @@ program over classes and link orbits.  Without a fold, the flows are listed: at 
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..topo.errors import BadInput
 
-__all__ = ["step_adaptive", "refuse_size"]
+__all__ = ["step_adaptive", "refuse_size", "AdaptiveRefused"]
+
+
+class AdaptiveRefused(BadInput):
+    """A phase too big for the multipath program: a given ``--split adaptive`` refuses with it; the
+    fabric's default adaptive falls back to ``equal`` (:func:`fabricsim.collectives.engine.solve`)."""
 
 NOTE = ("adaptive routing: each flow spreads over every path of its equal-cost route set; rates are the "
-        "multipath max-min fair allocation (exact, a linear program per fill level)")
+        "multipath max-min fair allocation (exact: where saturated cuts prove the equal shares already reach it, "
+        "those; else a linear program per fill level)")
 
 
-def refuse_size(what: str, n: int, limit: int, why: str = "") -> BadInput:
+def refuse_size(what: str, n: int, limit: int, why: str = "") -> AdaptiveRefused:
     """The one-line refusal of a phase too big for the multipath program."""
     # one reason each (two folds may refuse for the same cause, in other words)
     reasons = list(dict.fromkeys(r.strip() for r in why.split(";") if r.strip()))
     if len(reasons) > 1 and len({r.split(":")[0] for r in reasons}) == 1:
         reasons = reasons[:1]
     extra = f" ({'; '.join(reasons)})" if reasons else ""
-    return BadInput(f"--split adaptive: {what} {n:,} exceeds {limit:,} and no symmetry fold applies{extra}; "
-                    f"use --split equal (fixed ECMP shares) or a smaller group", param="split")
+    return AdaptiveRefused(f"--split adaptive: {what} {n:,} exceeds {limit:,} and no symmetry fold applies{extra}; "
+                           f"use --split equal (fixed ECMP shares) or a smaller group", param="split")
+
+
+# Steps solved before, per graph (dropped with it): key -> (step, bytes scale, capacity scale).
+# Multipath max-min rates scale with capacity and times with bytes / capacity, so a phase of
+# the same flows on capacities in the same proportions (a size sweep, a calibration fit's
+# efficiencies) is the stored step rescaled, not another program.
+_STEPS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# steps kept per graph (I: a calibration fit's algorithms x phases, with room)
+STEPS_KEPT = 256
+
+
+def _step_key(ph, ctx) -> tuple:
+    """(key, bytes scale, capacity scale): what the step depends on, with sizes and capacities
+    normalised by their largest (proportions to 12 digits)."""
+    import hashlib
+    h = hashlib.blake2b(digest_size=16)
+    lt = ctx.table
+    cap = np.asarray(ctx.cap, np.float64)
+    c_scale = float(np.max(cap[np.isfinite(cap)], initial=1.0)) or 1.0
+    sizes = np.asarray(ph.pair_bytes if ph.pair_bytes is not None else [ph.flow_bytes], np.float64)
+    s_scale = float(sizes.max(initial=0.0)) or 1.0
+    for a in (lt.src, lt.dst, np.round(cap / c_scale, 12), ph.rows, ph.row_group,
+              np.zeros(0) if ph.pairs is None else ph.pairs, np.round(sizes / s_scale, 12)):
+        a = np.ascontiguousarray(a)
+        h.update(str(a.shape).encode() + a.dtype.str.encode())
+        h.update(a.tobytes())
+    h.update(repr(sorted((k, str(v)) for k, v in ctx.G.graph.items())).encode())
+    return ((h.hexdigest(), ctx.n_groups, ctx.tiers, ctx.bound_only, ctx.symmetry, CERTIFY, multipath_limits()),
+            s_scale, c_scale)
+
+
+def multipath_limits() -> tuple:
+    from ..topo import multipath
+    return multipath.MAX_FLOWS, multipath.MAX_ARCS, CERT_MAX_SUPPORT
 
 
 def step_adaptive(ph, ctx, guard):
+    """Price one step of ``ph`` with adaptive routing: an engine ``_Step`` (a stored one rescaled
+    where the same flows were solved on capacities in the same proportions)."""
+    import dataclasses
+    key, s1, c1 = _step_key(ph, ctx)
+    try:
+        per = _STEPS.setdefault(ctx.G, {})
+    except TypeError:                        # a graph that takes no weak reference: no store
+        per = {}
+    hit = per.get(key)
+    if hit is None:
+        st = _step_adaptive(ph, ctx, guard)
+        per[key] = (dataclasses.replace(st), s1, c1)
+        while len(per) > STEPS_KEPT:
+            per.pop(next(iter(per)))
+        return st
+    st, s0, c0 = hit
+    b, t = s1 / s0, (s1 / s0) / (c1 / c0)
+    return dataclasses.replace(st, time_s=st.time_s * t, bound_s=st.bound_s * t,
+                               link_bytes=np.asarray(st.link_bytes) * b, group_finish_s=st.group_finish_s * t,
+                               examples=list(st.examples))
+
+
+def _step_adaptive(ph, ctx, guard):
     """Price one step of ``ph`` with adaptive routing: an engine ``_Step``."""
     from ..topo import multipath, routing
     from ..topo.routing.core import node_arrays
     from . import engine
     lt = ctx.table
     node_of_rank = node_arrays(ctx.G, lt).node_of_rank
+    st = _step_certified(ph, ctx, guard, node_of_rank) if CERTIFY else None
+    if st is not None:
+        return st
     auto = automorphism_fold(ctx.G, ph, lt, ctx.cap, ctx.tiers) if ctx.symmetry else (None, "")
     if auto[0] is not None:
         return _step_automorphisms(ph, ctx, *auto)
@@ -100,6 +168,60 @@ def step_adaptive(ph, ctx, guard):
     st = engine._Step(step_bw, step_bound, lb, lat_ns, events, g_fin, len(bad), examples,
                       relayed=int(np.asarray(routes.relayed)[ok].sum()), reach=reach)
     st.refused = tuple(refused)
+    return st
+
+
+def _step_certified(ph, ctx, guard, node_of_rank):
+    """The phase priced with ``equal`` where :func:`certify_equal` proves those rates multipath
+    max-min fair (no linear program), else None."""
+    import dataclasses
+    from ..topo import multipath, routing, solver
+    from . import engine
+    eq = dataclasses.replace(ctx, split="equal")
+    lt = ctx.table
+    f, refused = engine._fold(ctx.G, ph, lt, "equal", ctx.tiers, ctx.symmetry, guard)
+    if f is not None and f.quotient is None:
+        s = engine._fold_stabilizer(ctx.G, ph, lt, "equal", guard)
+        if s is not None:
+            f = s
+    if f is not None and f.quotient is not None:
+        q = f.quotient
+        P, Q, capO = q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(ctx.cap)
+        cuts = _Cuts(q.routes.shares(), lt.src, lt.dst, q.link_orbit, node_of_rank[q.rep_src],
+                     node_of_rank[q.rep_dst])
+        st = engine._step_classes(ph, q, eq)
+        ok, why = certify_equal(cuts, P, Q, capO, q.multiplicity, np.full(q.n_classes, ph.flow_bytes), st.bound_s,
+                                ctx.bound_only)
+        if not ok:
+            return None
+        st.path, st.quotient_size = f.method, int(q.n_classes)
+        st.refused = tuple((m, r) for m, r in refused if r)
+    else:
+        sel, src, dst = engine._flow_pairs(ph)
+        if len(src) > multipath.MAX_FLOWS * 10:
+            return None
+        engine._guard_before_routing(solver, len(src), len(ctx.cap), ctx.bound_only, ctx.memory_limit_bytes)
+        routes = routing.route(ctx.G, src, dst, split="equal", tiers=ctx.tiers, links=lt)
+        ok_, reach, _, _ = engine._reached(ph, sel, src, dst, routes)
+        rows = np.flatnonzero(ok_)
+        if not len(rows):
+            return None
+        S = routes.shares(rows)
+        if S.nnz > 4 * CERT_MAX_SUPPORT:
+            return None
+        st = engine._step_flows(ph, eq, routes)
+        for layers in (False, True)[:1 + (S.nnz <= CERT_MAX_SUPPORT)]:   # the ends first (cheap), then every hop layer
+            cuts = _Cuts(S, lt.src, lt.dst, np.arange(len(lt)), node_of_rank[src[rows]], node_of_rank[dst[rows]],
+                         layers=layers)
+            ok, why = certify_equal(cuts, routes.flow_piece[rows], routes.piece_link, ctx.cap, np.ones(len(rows)),
+                                    ph.size_bytes[reach], st.bound_s, ctx.bound_only)
+            if ok:
+                break
+        if not ok:
+            return None
+        st.refused = tuple(refused)
+    st.note = ((st.note + "; ") if st.note else "") + (
+        f"adaptive = equal here, proved by saturated cuts ({cuts.n_cuts:,} checked): no linear program")
     return st
 
 
@@ -289,3 +411,183 @@ def automorphism_fold(G, ph, lt, cap: np.ndarray, tiers: str = "rule"):
     info = dict(cls=cls, A=A, B=B, row_t=row_t, routes=routes, link_orbit=link_orbit, orbit_size=orbit_size,
                 n_generators=len(gens), n_twins=T)
     return paths, info
+
+
+# ---------------------------------------------------------------------------------------
+# The certificate: where the equal split's max-min rates are already multipath max-min fair
+# ---------------------------------------------------------------------------------------
+# Try the certificate before any linear program (tests turn it off to compare with the LP)
+CERTIFY = True
+# Support entries (flow x link) the certificate may search by hop layer when no symmetry fold
+# applies (I: ~100 bytes each in numpy temporaries; 4 M keep it under half a GiB and a few
+# seconds); the sources' and destinations' links alone are tried up to 4x as many
+CERT_MAX_SUPPORT = 4_000_000
+# Relative tolerance of "saturated" and "equal rates" in the certificate: the fixed-split
+# solver's rates are exact up to roundoff (its own rel_tol is 1e-9)
+CERT_TOL = 1e-9
+
+
+def _sorted_unique(x: np.ndarray) -> np.ndarray:
+    x = np.sort(x)
+    return x[np.r_[True, x[1:] != x[:-1]]] if len(x) else x
+
+
+class _Cuts:
+    """Cuts of a phase's flow classes from their route supports, and the classes forced across each.
+
+    A class's support (the links its ``equal`` route uses) is layered by hop distance from
+    its source: the links leaving the nodes at distance ``d`` (``d`` below the destination's
+    distance) meet every path of the support, so each layer is a cut the class is forced
+    across.  A cut is the set of link orbits of such a layer (all links of each orbit);
+    classes whose layers give the same set share it.  Only those classes are listed as
+    forced across it: a subset of the classes forced across it, which is enough for
+    :func:`certify_equal` (if the listed ones fill the cut, no other class can cross it).
+
+    Attributes
+    ----------
+    cut_orbits : list of numpy.ndarray
+        The orbits of each cut.
+    pair_cut, pair_cls : numpy.ndarray of int64
+        (cut, class) pairs: the class is forced across the cut.
+    """
+
+    def __init__(self, S, link_src, link_dst, link_orbit, src_node, dst_node, layers: bool = True):
+        import scipy.sparse as sp
+        S = sp.csr_array(S)
+        S.eliminate_zeros()
+        C = S.shape[0]
+        link_orbit = np.asarray(link_orbit, np.int64)
+        e_cls = np.repeat(np.arange(C), np.diff(S.indptr))
+        links = S.indices.astype(np.int64)
+        tails = np.asarray(link_src, np.int64)[links]
+        heads = np.asarray(link_dst, np.int64)[links]
+        src, dst = np.asarray(src_node, np.int64), np.asarray(dst_node, np.int64)
+        if layers:
+            dt, keep, n_lay = self._depths(C, e_cls, tails, heads, src, dst)
+        else:
+            # the source's out-links and the destination's in-links only (no search: cheap)
+            out, into = tails == src[e_cls], heads == dst[e_cls]
+            keep, dt, n_lay = out | into, np.where(out, 0, 1), 2
+        O = int(link_orbit.max(initial=0)) + 1
+        layer = e_cls[keep] * n_lay + dt[keep]                   # (class, depth)
+        key = _sorted_unique(layer * O + link_orbit[links[keep]])     # by layer, then orbit
+        lay, orb = key // O, key % O
+        grp = np.flatnonzero(np.r_[True, lay[1:] != lay[:-1]])
+        bounds = np.r_[grp, len(key)].tolist()
+        ids: dict[bytes, int] = {}
+        cut_of = np.fromiter((ids.setdefault(orb[a:b].tobytes(), len(ids)) for a, b in zip(bounds[:-1], bounds[1:])),
+                             np.int64, count=len(grp))
+        self.cut_orbits = [np.frombuffer(k, np.int64) for k in ids]
+        pairs = _sorted_unique(cut_of * C + lay[grp] // n_lay)
+        self.pair_cut, self.pair_cls = pairs // C, pairs % C
+
+    @staticmethod
+    def _depths(C, e_cls, tails, heads, src, dst):
+        """(hop depth of each support link's tail, which links lie before the destination's depth, depths)."""
+        N = int(max(tails.max(initial=0), heads.max(initial=0), src.max(initial=0), dst.max(initial=0))) + 1
+        # one node per (class, fabric node); sorting, not np.unique (numpy's hash-based unique
+        # is several times slower on these keys)
+        cn = np.arange(C) * N
+        keys = _sorted_unique(np.concatenate([e_cls * N + heads, cn + src, cn + dst]))
+        t, h = np.searchsorted(keys, e_cls * N + tails), np.searchsorted(keys, e_cls * N + heads)
+        s_, d_ = np.searchsorted(keys, cn + src), np.searchsorted(keys, cn + dst)
+        depth = np.full(len(keys), np.iinfo(np.int64).max, np.int64)
+        depth[s_] = 0
+        d = 0
+        while True:                                  # breadth-first, all classes at once
+            grow = (depth[t] == d) & (depth[h] > d + 1)
+            if not grow.any():
+                break
+            depth[h[grow]] = d + 1
+            d += 1
+        dt = depth[t]
+        return dt, dt < depth[d_][e_cls], d + 1      # layers before the destination: cuts
+
+    @property
+    def n_cuts(self) -> int:
+        return len(self.cut_orbits)
+
+
+def certify_equal(cuts: _Cuts, P, Q, capO, mult, size_bytes, bound_s: float, bound_only: bool):
+    """Whether the equal split's max-min rates are the multipath max-min fair ones at every event.
+
+    The certificate (exact): a cut ``K`` is *tight* at an event when the classes forced
+    across it carry its whole capacity there (``sum m_c r_c = cap(K)``).  A class is
+    certified when some tight cut it is forced across carries no faster class.  If every
+    running class is certified, the rates are multipath max-min fair: by induction over
+    the rate levels, the max-min fair vector ``x`` is lexicographically at least ``r``
+    (``r`` is one split), so every class not yet proved has ``x >= `` the current level;
+    a tight cut bounds its forced classes' sum by ``cap(K)``, which ``r`` already uses up,
+    so none of them exceeds ``r``.  As the rates agree at every event, so do the finish
+    times; the bound agrees when some cut's forced bytes over its capacity reach the
+    fixed split's link-load bound (a lower bound for any split).
+
+    Returns
+    -------
+    (bool, str)
+        Certified, and a one-line reason when not.
+    """
+    from ..topo import solver
+    capO = np.asarray(capO, np.float64)
+    size = np.asarray(size_bytes, np.float64)
+    mult = np.asarray(mult, np.float64)
+    K = cuts.n_cuts
+    capK = np.array([capO[k].sum() for k in cuts.cut_orbits])
+    pc, pf = cuts.pair_cut, cuts.pair_cls
+    finite = np.isfinite(capK) & (capK > 0)
+    fb = np.bincount(pc, weights=mult[pf] * size[pf], minlength=K)
+    lb = float(np.max(fb[finite] / capK[finite], initial=0.0))
+    if lb < bound_s * (1 - CERT_TOL):
+        return False, "no cut reaches the fixed split's link-load bound"
+    if bound_only:
+        return True, ""
+    left = size.copy()
+    alive = left > 0
+    events = 0
+    while alive.any():
+        idx = np.flatnonzero(alive)
+        r = np.zeros(len(size))
+        r[idx] = solver.maxmin_rates(P[idx], Q, capO, multiplicity=mult[idx]).rate_Bps
+        on = alive[pf]
+        load = np.bincount(pc[on], weights=(mult * r)[pf[on]], minlength=K)
+        tight = finite & (load >= capK * (1 - CERT_TOL))
+        top = np.zeros(K)
+        np.maximum.at(top, pc[on], r[pf[on]])
+        good = on & tight[pc] & (r[pf] >= top[pc] * (1 - CERT_TOL))
+        ok = np.zeros(len(size), bool)
+        ok[pf[good]] = True
+        if not ok[idx].all():
+            return False, f"{int((~ok[idx]).sum()):,} flow classes have no saturated cut at event {events + 1}"
+        dt = left[idx] / r[idx]
+        step = float(dt.min())
+        done = idx[dt <= step * (1 + CERT_TOL)]
+        left[idx] -= r[idx] * step
+        left[done] = 0.0
+        alive[done] = False
+        events += 1
+    return True, ""
+    left = size.copy()
+    alive = left > 0
+    events = 0
+    while alive.any():
+        idx = np.flatnonzero(alive)
+        r = np.zeros(len(size))
+        r[idx] = solver.maxmin_rates(P[idx], Q, capO, multiplicity=mult[idx]).rate_Bps
+        ok = np.zeros(len(size), bool)
+        mr = mult * r
+        for i, f in enumerate(cuts.forced):
+            f = f[alive[f]]
+            if not finite[i] or not len(f) or mr[f].sum() < capK[i] * (1 - CERT_TOL):
+                continue
+            top = r[f].max()
+            ok[f[r[f] >= top * (1 - CERT_TOL)]] = True
+        if not ok[idx].all():
+            return False, f"{int((~ok[idx]).sum()):,} flow classes have no saturated cut at event {events + 1}"
+        dt = left[idx] / r[idx]
+        step = float(dt.min())
+        done = idx[dt <= step * (1 + CERT_TOL)]
+        left[idx] -= r[idx] * step
+        left[done] = 0.0
+        alive[done] = False
+        events += 1
+    return True, ""

@@ -92,6 +92,8 @@ class CostReport:
     method: dict = field(default_factory=dict, compare=False)
     base_latency_s: float = 0.0          # per call, before the first step (launch + base latency)
     channels: int | None = None          # channels NCCL runs this call on (its size's); None: ideal model
+    split: str = "equal"                 # the routing split that ran: equal | capacity | adaptive
+    split_source: str = "given"          # why: "given", or "fabric default (...)" (topo.routing.switching)
 
     def summary(self) -> str:
         """One line: what was priced, how, and what it costs (what a notebook shows)."""
@@ -144,7 +146,7 @@ class CostReport:
     def as_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in (
             "collective", "algorithm", "protocol", "channels", "fabric", "group_size", "groups", "size_bytes", "time_s",
-            "bandwidth_time_s", "latency_s", "bound_s", "algbw_GBps", "busbw_GBps")}
+            "bandwidth_time_s", "latency_s", "bound_s", "algbw_GBps", "busbw_GBps", "split", "split_source")}
         d["phases"] = [p.as_dict() for p in self.phases]
         d.update(bottlenecks=list(self.bottlenecks), unreachable_pairs=self.unreachable_pairs,
                  broken_groups=self.broken_groups, partial=self.partial, mode=self.mode,
@@ -176,7 +178,7 @@ class PriceOptions:
     algorithm: str = "auto"
     protocol: str = "auto"
     calibration: Any = None              # collectives.cost.calibration.Calibration (lookup(c, a, p) -> dict)
-    split: str = "equal"
+    split: str | None = None             # None: the fabric's declared one (topo.routing.switching.default_split)
     tiers: str = "rule"
     efficiency: float | None = None
     step_overhead_ns: float | None = None
@@ -200,7 +202,7 @@ class PriceOptions:
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
                 raise BadInput(f"{name} {v!r} must be a number >= 0")
-        if self.split not in SPLIT_CHOICES:
+        if self.split is not None and self.split not in SPLIT_CHOICES:
             raise BadInput(f"split {self.split!r}; choose one of: {', '.join(SPLIT_CHOICES)}", param="split")
         if self.tiers not in ("rule", "any"):
             raise BadInput(f"tiers {self.tiers!r}; choose rule or any")
@@ -267,6 +269,12 @@ class PhasePlan:
     traffic: Any = field(repr=False, compare=False, default=None)
     reference: Any = field(repr=False, compare=False, default=None)
     by_rank: Any = field(repr=False, compare=False, default=None)
+    split_source: str = "given"          # why opts.split: "given" or "fabric default (...)"
+
+    @property
+    def split_default(self) -> bool:
+        """The split is the fabric's default (not given): where adaptive cannot run, equal replaces it."""
+        return self.split_source != "given"
 
     @property
     def group_size(self) -> int:
@@ -280,6 +288,11 @@ def plan(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pr
     if collective not in ALGORITHMS:
         phases(collective, "ring", groups, size_bytes, view_of(G))  # raises the named error
     opts.check()
+    split_source = "given"
+    if opts.split is None:
+        from ..topo.routing.switching import default_split
+        split, split_source = default_split(G)
+        opts = opts.replace(split=split)
     if traffic is not None:
         # all-to-all-v (issue 15): S is the mean per-rank send buffer, diagonal included,
         # so a uniform matrix of S/n per pair is the uniform all-to-all of S
@@ -321,7 +334,7 @@ def plan(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pr
     else:
         cands = [opts.algorithm]
     return PhasePlan(collective, tuple(groups), tuple(live), tuple(ok_idx), broken_info, float(size_bytes), opts,
-                     tuple(cands), G, view, model, traffic, ctx_ref, by_rank)
+                     tuple(cands), G, view, model, traffic, ctx_ref, by_rank, split_source)
 
 
 def _auto_skips(algorithm: str, n: int) -> bool:
@@ -331,9 +344,25 @@ def _auto_skips(algorithm: str, n: int) -> bool:
 
 
 def solve(p: PhasePlan, algorithm: str) -> "SolvedPhases":
-    """Route and solve ``algorithm``'s phases for every live group of ``p`` at once (every protocol reuses it)."""
-    return _solve(p.G, p.collective, algorithm, list(p.live), p.size_bytes, p.view, p.by_rank, p.opts, p.reference,
-                  p.traffic, p.model.link_efficiency())
+    """Route and solve ``algorithm``'s phases for every live group of ``p`` at once (every protocol reuses it).
+
+    A default ``adaptive`` split (the fabric's, not given) that cannot run here (a phase too
+    big for the multipath program) is replaced by ``equal`` for the algorithm, and a note
+    says so; a given ``adaptive`` refuses with its :class:`BadInput`.
+    """
+    from .adaptive import AdaptiveRefused
+    try:
+        return _solve(p.G, p.collective, algorithm, list(p.live), p.size_bytes, p.view, p.by_rank, p.opts,
+                      p.reference, p.traffic, p.model.link_efficiency())
+    except AdaptiveRefused as exc:
+        if not p.split_default:
+            raise
+        why = str(exc).removeprefix("--split adaptive: ").split("; use --split equal")[0]
+        s = _solve(p.G, p.collective, algorithm, list(p.live), p.size_bytes, p.view, p.by_rank,
+                   p.opts.replace(split="equal"), p.reference, p.traffic, p.model.link_efficiency())
+        note = (f"split: the fabric's default adaptive could not run {algorithm} ({why}); priced with equal "
+                f"(fixed ECMP shares) instead")
+        return dataclasses.replace(s, notes=(note,) + s.notes, split="equal")
 
 
 def cost(p: PhasePlan, solved: "SolvedPhases", algorithm: str, protocol: str) -> PhaseTimes:
@@ -346,6 +375,7 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
     """Price ``collective`` for every group of ``groups`` at once on ``G`` (see :func:`price`):
     :func:`plan`, then :func:`solve` and :func:`cost` each candidate, keep the cheapest."""
     p = plan(G, collective, groups, opts, traffic=traffic, reference=reference)
+    pl = p                                   # (p is reused as a protocol name below)
     groups, size_bytes, model, broken_info = p.groups, p.size_bytes, p.model, p.broken
     kept = set(p.group_ids)
     broken = [i for i in range(len(groups)) if i not in kept]
@@ -357,7 +387,8 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
                           nan, nan, nan, nan, nan, nan, (), (), {"count": 0, "examples": []}, broken_info,
                           True, "none", ("every group lost a chip: nothing to price",),
                           protocol=opts.protocol, method={"path": "none", "quotient_size": 0, "flows": 0,
-                                                          "refused": []})
+                                                          "refused": []}, split=p.opts.split,
+                          split_source=p.split_source)
     cands = p.candidates
     trials = {}
     for a in cands:
@@ -385,6 +416,11 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
         per_proto = sorted(((t.time_s, p) for (a, p), (_, t) in trials.items() if a == best[0]))
         notes += ("protocol auto picked " + best[1] + ": " +
                   ", ".join(f"{p} {t * 1e6:,.1f} us" for t, p in per_proto),)
+    split_source = pl.split_source
+    if pl.split_default and solved.split != pl.opts.split:
+        split_source += f"; {pl.opts.split} could not run, {solved.split} instead"
+    elif pl.split_default and solved.split != "equal":
+        notes += (f"split {solved.split}: {pl.split_source}",)
     notes = notes + tuple(solved.notes) + tuple(timed.notes) + model.families.notes()
     t = timed.time_s
     algbw = size_bytes / t / 1e9 if t > 0 else float("inf")
@@ -403,7 +439,8 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
         partial=partial, mode="link-load bound" if opts.bound_only else "flow-level", notes=notes,
         group_time_s=timed.group_time_s, group_ids=tuple(ok_idx), alternatives=alts,
         link_bytes=solved.link_bytes, link_utilization=solved.link_utilization, protocol=best[1],
-        method=solved.method, base_latency_s=timed.base_s, channels=timed.channels)
+        method=solved.method, base_latency_s=timed.base_s, channels=timed.channels, split=solved.split,
+        split_source=split_source)
 
 
 # ----------------------------------------------------------------------------- the step model
@@ -426,6 +463,7 @@ class SolvedPhases:
     cross_share: tuple = ()      # per phase: share of its bytes between domains (racks, nodes); None unknown
     per_link_efficiency: bool = False   # the solve's capacities carry each tier's delivered fraction
     links: tuple = ()            # per phase: the links its flows use (indices into the link table)
+    split: str = "equal"         # the split the phases were solved with
 
 
 def _capacity(raw: np.ndarray, tier_of: np.ndarray, solve_eff: float, tier_eff: dict | None) -> np.ndarray:
@@ -523,7 +561,7 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
     return SolvedPhases(tuple(plist), tuple(steps), tuple(messages), solve_eff, len(groups), tuple(bottlenecks),
                    {"count": n_unreachable, "examples": _examples(unreachable_pairs, by_rank)},
                    tuple(notes), _frozen(link_bytes), _frozen(util), _method(plist, steps, opts),
-                   tuple(crossed), tuple(shares), bool(tier_eff), tuple(used_links))
+                   tuple(crossed), tuple(shares), bool(tier_eff), tuple(used_links), opts.split)
 
 
 # which fold is the most telling when phases differ: the costliest path wins the headline
@@ -677,17 +715,18 @@ def _reached(ph: Phase, sel, src, dst, routes) -> tuple:
     return ok, reach, bad, list(zip(src[bad[:5]].tolist(), dst[bad[:5]].tolist()))
 
 
-def _step_flows(ph: Phase, ctx: _Ctx) -> _Step:
-    """Every flow routed and solved."""
+def _step_flows(ph: Phase, ctx: _Ctx, routes=None) -> _Step:
+    """Every flow routed (unless ``routes`` of its pairs with ``ctx.split`` are given) and solved."""
     from ..topo import routing, solver
     sel, src, dst = _flow_pairs(ph)
-    try:
-        _guard_before_routing(solver, len(src), len(ctx.cap), ctx.bound_only, ctx.memory_limit_bytes)
-    except TooLarge as exc:
-        if ctx.symmetry:
-            raise
-        raise TooLarge(f"{exc}; or leave out --per-flow, so symmetry classes can solve it") from None
-    routes = routing.route(ctx.G, src, dst, split=ctx.split, tiers=ctx.tiers, links=ctx.table)
+    if routes is None:
+        try:
+            _guard_before_routing(solver, len(src), len(ctx.cap), ctx.bound_only, ctx.memory_limit_bytes)
+        except TooLarge as exc:
+            if ctx.symmetry:
+                raise
+            raise TooLarge(f"{exc}; or leave out --per-flow, so symmetry classes can solve it") from None
+        routes = routing.route(ctx.G, src, dst, split=ctx.split, tiers=ctx.tiers, links=ctx.table)
     ok, reach, bad, examples = _reached(ph, sel, src, dst, routes)
     P = routes.flow_piece[np.flatnonzero(ok)]
     Q = routes.piece_link

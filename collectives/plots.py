@@ -77,7 +77,7 @@ def _us(t: float) -> float:
 
 
 def link_utilization(G: nx.Graph, collective: str, *, groups: Sequence[Sequence[int]], size_bytes: float,
-                     algorithm: str, split: str = "equal", tiers: str = "rule",
+                     algorithm: str, split: str | None = None, tiers: str = "rule",
                      efficiency: float = 1.0) -> np.ndarray:
     """Utilization of every directed link of ``link_table(G)`` over the bandwidth time.
 

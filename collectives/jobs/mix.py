@@ -22,6 +22,7 @@ Model (the README repeats it):
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -321,10 +322,21 @@ def mix(G: nx.Graph, jobs: Sequence[Job], *, progress: Callable[[str], None] | N
                                    "memory_limit_bytes", "symmetry", "calibration", "protocol", "options"}
     if unknown:
         raise BadInput(f"mix: unknown option(s) {', '.join(sorted(unknown))}")
-    if price_kwargs.get("split", "equal") == "adaptive" or getattr(price_kwargs.get("options"), "split", "") == "adaptive":
+    split = price_kwargs.get("split")
+    split = getattr(price_kwargs.get("options"), "split", None) if split is None else split
+    split_note = None
+    if split == "adaptive":
         # mix shares links between jobs with the fixed-split solver; the multipath program
         # (collectives.adaptive) prices one collective at a time
         raise BadInput("mix: split 'adaptive' is not supported across jobs yet; choose equal or capacity")
+    if split is None:
+        from ...topo.routing.switching import default_split
+        split, why = default_split(G)
+        if split == "adaptive":
+            split = "equal"
+            split_note = (f"split equal: the fabric's default adaptive ({why}) is not modelled across jobs "
+                          f"(mix shares links with the fixed-split solver)")
+    price_kwargs = {**price_kwargs, "split": split}
     order = _order(jobs)
     view = view_of(G)
     cache: dict = {}
@@ -425,7 +437,8 @@ def mix(G: nx.Graph, jobs: Sequence[Job], *, progress: Callable[[str], None] | N
         if progress and time.perf_counter() - t_prog > PROGRESS_EVERY_S:
             t_prog = time.perf_counter()
             progress(f"mix: {events:,} shared solves, t = {now * 1e6:,.2f} us, {len(running)} jobs running")
-    return _result(G, jobs, plans, start, finish, table, cap, events)
+    r = _result(G, jobs, plans, start, finish, table, cap, events)
+    return r if split_note is None else dataclasses.replace(r, notes=(split_note,) + r.notes)
 
 
 def _begin_step(run: _Run, t: float) -> None:

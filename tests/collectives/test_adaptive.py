@@ -181,19 +181,27 @@ def test_finish_times_resolve_when_flows_finish():
     assert r.events == 2 and r.bound_s == pytest.approx(2.0)
 
 
-def test_intact_pod_adaptive_equals_equal():
+def test_intact_pod_adaptive_equals_equal(monkeypatch):
+    """The certificate proves the equal shares multipath max-min fair (no LP); the LP agrees."""
+    from fabricsim.collectives import adaptive
     G = build("jalapeno-pod", racks=2, trays=2)
     kw = dict(groups=[list(range(32))], size_bytes=2**26, algorithm="direct", protocol="ideal")
     eq = price(G, "all-to-all", split="equal", **kw)
     ad = price(G, "all-to-all", split="adaptive", **kw)
     assert ad.time_s == pytest.approx(eq.time_s, rel=1e-9)
-    assert ad.method["path"] == "automorphisms"
+    assert ad.method["path"] == "twins" and any("proved by saturated cuts" in n for n in ad.notes)
+    monkeypatch.setattr(adaptive, "CERTIFY", False)
+    lp = price(G, "all-to-all", split="adaptive", **kw)
+    assert lp.method["path"] == "automorphisms"
+    assert lp.time_s == pytest.approx(eq.time_s, rel=1e-9)
 
 
 @pytest.mark.parametrize("fail", ["rail:3", "leaf-switch:r00/gsw1", "rail-switch:rail0/sw1"])
-def test_fold_equals_listed_flows(fail):
+def test_fold_equals_listed_flows(fail, monkeypatch):
     """The automorphism fold (a few classes) prices exactly as every flow listed (symmetry off)."""
+    from fabricsim.collectives import adaptive
     from fabricsim.topo.failures import apply_failures
+    monkeypatch.setattr(adaptive, "CERTIFY", False)          # the LP paths, not the certificate
     G = build("jalapeno-pod", racks=2, trays=2)
     H, _ = apply_failures(G, [fail])
     kw = dict(groups=[list(range(32))], size_bytes=2**26, algorithm="direct", protocol="ideal", split="adaptive")

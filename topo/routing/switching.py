@@ -1,16 +1,17 @@
 """What each catalog fabric's switches do with multipath traffic, with the source of the claim.
 
-The split a price uses is the ``split`` option (``equal`` by default everywhere, so every
-existing figure stands); this table records which split models the fabric's hardware,
-for users choosing one and for the lead to make it a fabric's default (issue 24 item 3).
-``behaviour``: ``static`` (per-flow ECMP hashing: ``equal``), ``weighted`` (weighted
-ECMP: ``capacity``) or ``adaptive`` (load-aware per-packet or per-flowlet path choice:
-``adaptive``).  Labels as elsewhere: F found (a published figure or statement), D
-derived, I inferred.
+The split a price uses when none is given (``split=None``, the CLI's default) is the one
+that models the fabric's hardware (issue 24 item 1): :func:`default_split`.  A fabric
+file may declare its own in its graph attributes (``switching = "static" | "weighted"
+| "adaptive"``); a catalog fabric's is this table's; anything else is ``static``
+(``equal``).  ``behaviour``: ``static`` (per-flow ECMP hashing: ``equal``), ``weighted``
+(weighted ECMP: ``capacity``) or ``adaptive`` (load-aware per-packet or per-flowlet path
+choice: ``adaptive``).  Labels as elsewhere: F found (a published figure or statement),
+D derived, I inferred.
 
 Public names
 ------------
-Switching, SWITCHING, switching_of
+Switching, SWITCHING, SPLIT_OF, switching_of, default_split
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-__all__ = ["Switching", "SWITCHING", "switching_of", "SPLIT_OF"]
+__all__ = ["Switching", "SWITCHING", "switching_of", "default_split", "SPLIT_OF"]
 
 # behaviour -> the split that models it
 SPLIT_OF = {"static": "equal", "weighted": "capacity", "adaptive": "adaptive"}
@@ -83,7 +84,15 @@ SWITCHING: dict[str, Switching] = {
 
 
 def switching_of(G_or_name) -> Switching | None:
-    """The declared behaviour of a catalog fabric (by name, or a graph's ``G.graph['name']``), or None.
+    """The declared behaviour of a fabric, or None (nothing declared: static).
+
+    A graph's own ``G.graph['switching']`` (a fabric file's declaration) comes first, then
+    the catalog entry of its ``G.graph['name']`` (or of the name given).
+
+    Raises
+    ------
+    BadInput
+        A declared behaviour that is not one of ``static``, ``weighted``, ``adaptive``.
 
     Examples
     --------
@@ -92,5 +101,33 @@ def switching_of(G_or_name) -> Switching | None:
     >>> switching_of("ironwood").behaviour
     'static'
     """
-    name = G_or_name.graph.get("name") if isinstance(G_or_name, nx.Graph) else G_or_name
+    if isinstance(G_or_name, nx.Graph):
+        declared = G_or_name.graph.get("switching")
+        name = G_or_name.graph.get("name")
+        if declared is not None:
+            if declared not in SPLIT_OF:
+                from ..errors import BadInput
+                raise BadInput(f"fabric {name or '?'}: switching = {declared!r}; choose one of: "
+                               f"{', '.join(SPLIT_OF)}")
+            return Switching(str(declared), "F", f"declared in the fabric file ({name or 'unnamed'})")
+    else:
+        name = G_or_name
     return SWITCHING.get(name)
+
+
+def default_split(G: nx.Graph) -> tuple[str, str]:
+    """``(split, why)``: the split a price on ``G`` takes when none is given.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> default_split(nx.Graph(name="my-fabric"))
+    ('equal', 'fabric default (nothing declared: static ECMP hashing)')
+    >>> G = nx.Graph(name="my-fabric", switching="adaptive")
+    >>> default_split(G)
+    ('adaptive', 'fabric default (adaptive, F: declared in the fabric file (my-fabric))')
+    """
+    sw = switching_of(G)
+    if sw is None:
+        return "equal", "fabric default (nothing declared: static ECMP hashing)"
+    return sw.split, f"fabric default ({sw.behaviour}, {sw.label}: {sw.source})"

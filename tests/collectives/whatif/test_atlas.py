@@ -82,7 +82,9 @@ def test_blast_radius_and_shape(pod):
     # every chip of the single 256-chip group is hit when the group slows; one group
     assert (rs.chips_affected_max, rs.groups_affected_max) == (256, 1)
     ln = pod.get("link")
-    assert ln.orbits == 3 and ln.slowdown_min == 1.0 < ln.slowdown_max
+    # the pod's default split is adaptive (Tomahawk 6 cognitive routing, topo.routing.switching): a
+    # degraded fabric's multipath rates come from the LP, within roundoff of the unhurt 1.0
+    assert ln.orbits == 3 and ln.slowdown_min == pytest.approx(1.0, rel=1e-12) and ln.slowdown_max > 1.0
     ch = pod.get("chip")
     assert ch.unpriced == ch.scenarios == 256 and ch.slowdown_max is None
 
