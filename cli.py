@@ -7,6 +7,7 @@ parameter and :data:`PARAMS` maps it to the command's option) comes first, then 
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -215,11 +216,18 @@ set_option = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
                            help="Override a fabric parameter (repeatable), e.g. --set racks=8.")
 fabric_option = click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
 collective_arg = click.argument("collective", type=CollectiveChoice())
+_SCHEDULER = click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run the scenarios on an existing Dask "
+                          "distributed scheduler (pip install 'fabricsim[dask]'); each worker builds the fabric once.")
 worker_options = option_group(
     click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-                 help="Local worker processes (ignored with --scheduler)."),
-    click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run the scenarios on an existing Dask distributed "
-                 "scheduler (pip install 'fabricsim[dask]'); each worker builds the fabric once."))
+                 help="Local worker processes (ignored with --scheduler)."), _SCHEDULER)
+# atlas is the long study: by default it uses this machine's cores, at most 4 (each worker holds its own copy of the
+# fabric and its routes: ~4 GiB on Ironwood); --workers 1 runs in one process
+ATLAS_WORKERS = max(1, min(os.cpu_count() or 1, 4))
+atlas_worker_options = option_group(
+    click.option("--workers", type=click.IntRange(min=1), default=ATLAS_WORKERS, show_default=True,
+                 help="Local worker processes solving orbit representatives at once (ignored with --scheduler); "
+                      "default: this machine's cores, at most 4."), _SCHEDULER)
 fabric_output = click.option("-o", "--output", "output", required=True, type=OutputPath((".json", ".graphml")),
                              help="Fabric file to write: .json (node-link) or .graphml; every command takes it as "
                                   "FABRIC.")
@@ -757,7 +765,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
               help="A class with more orbits to solve is reported with the reason, not run.")
 @click.option("--budget-s", type=Number(1e-3, 1e9, unit=" s"), default=120.0, show_default=True,
               help="Wall seconds per class: a class estimated (or found) to take longer is stopped and reported.")
-@worker_options
+@atlas_worker_options
 @click.option("--availability", "avail", is_flag=True, help="Also the year's expected degradation per class "
               "from failure rates (collectives/whatif/failure_rates.toml, or --rates).")
 @click.option("--rates", "rates_file", type=click.Path(dir_okay=False), help="TOML of [classes.NAME] rate_per_year "

@@ -113,7 +113,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", default=None, help=f"atlas: comma-separated from {', '.join(ROWS)} (default: all); "
                     f"speed: from {', '.join(SPEED)}, n2 (default: all)")
     ap.add_argument("--budget-s", default=None, help="passed to atlas --budget-s (default: the atlas's)")
-    ap.add_argument("--workers", default=None, help="passed to atlas --workers (default: the atlas's, 1)")
+    ap.add_argument("--workers", default=None, help="passed to atlas --workers (default: the atlas's own, this machine's cores up to 4)")
     a = ap.parse_args(argv)
     if a.case == "speed":
         return speed_case((a.rows or ",".join([*SPEED, "n2"])).split(","))
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
             wall, cpu, rss = _process(["atlas", *args, *extra, "--json"], path)
             with open(path) as fh:
                 js = json.load(fh)
-        print(f"{name}{f' ({a.workers} workers)' if a.workers else ''}: wall {wall:.1f} s, CPU {cpu:.1f} s, "
+        print(f"{name}{f' ({a.workers} workers)' if a.workers else ' (default workers)'}: wall {wall:.1f} s, CPU {cpu:.1f} s, "
               f"peak RSS {rss:.2f} GiB "
               f"(target <= 60 s){'' if wall <= 60 else '  OVER'}", flush=True)
         print(f"  {'class':<13} {'scenarios':>9} {'orbits':>6} {'worst':>9} {'s':>6}  note")
