@@ -187,11 +187,15 @@ def _step_certified(ph, ctx, guard, node_of_rank):
     if f is not None and f.quotient is not None:
         q = f.quotient
         P, Q, capO = q.routes.flow_piece, q.piece_orbit, q.orbit_capacity(ctx.cap)
-        cuts = _Cuts(q.routes.shares(), lt.src, lt.dst, q.link_orbit, node_of_rank[q.rep_src],
-                     node_of_rank[q.rep_dst])
         st = engine._step_classes(ph, q, eq)
-        ok, why = certify_equal(cuts, P, Q, capO, q.multiplicity, np.full(q.n_classes, ph.flow_bytes), st.bound_s,
-                                ctx.bound_only)
+        shares = q.routes.shares()
+        for layers in (False, True):        # the ends first (cheap: no search), then every hop layer
+            cuts = _Cuts(shares, lt.src, lt.dst, q.link_orbit, node_of_rank[q.rep_src], node_of_rank[q.rep_dst],
+                         layers=layers)
+            ok, why = certify_equal(cuts, P, Q, capO, q.multiplicity, np.full(q.n_classes, ph.flow_bytes),
+                                    st.bound_s, ctx.bound_only)
+            if ok:
+                break
         if not ok:
             return None
         st.path, st.quotient_size = f.method, int(q.n_classes)

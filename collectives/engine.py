@@ -373,7 +373,17 @@ def cost(p: PhasePlan, solved: "SolvedPhases", algorithm: str, protocol: str) ->
 def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: PriceOptions, *,
         traffic: np.ndarray | None = None, reference: nx.Graph | None = None) -> CostReport:
     """Price ``collective`` for every group of ``groups`` at once on ``G`` (see :func:`price`):
-    :func:`plan`, then :func:`solve` and :func:`cost` each candidate, keep the cheapest."""
+    :func:`plan`, then :func:`solve` and :func:`cost` each candidate, keep the cheapest.
+
+    ``G`` is pinned for the call (:func:`fabricsim.topo.graphcache.pinned`): the candidates, the
+    equal-split solve and the adaptive certificate share one link table and their routes."""
+    from ..topo.graphcache import pinned
+    with pinned(G):
+        return _run(G, collective, groups, opts, traffic=traffic, reference=reference)
+
+
+def _run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: PriceOptions, *,
+         traffic: np.ndarray | None = None, reference: nx.Graph | None = None) -> CostReport:
     p = plan(G, collective, groups, opts, traffic=traffic, reference=reference)
     pl = p                                   # (p is reused as a protocol name below)
     groups, size_bytes, model, broken_info = p.groups, p.size_bytes, p.model, p.broken
