@@ -570,28 +570,3 @@ def certify_equal(cuts: _Cuts, P, Q, capO, mult, size_bytes, bound_s: float, bou
         alive[done] = False
         events += 1
     return True, ""
-    left = size.copy()
-    alive = left > 0
-    events = 0
-    while alive.any():
-        idx = np.flatnonzero(alive)
-        r = np.zeros(len(size))
-        r[idx] = solver.maxmin_rates(P[idx], Q, capO, multiplicity=mult[idx]).rate_Bps
-        ok = np.zeros(len(size), bool)
-        mr = mult * r
-        for i, f in enumerate(cuts.forced):
-            f = f[alive[f]]
-            if not finite[i] or not len(f) or mr[f].sum() < capK[i] * (1 - CERT_TOL):
-                continue
-            top = r[f].max()
-            ok[f[r[f] >= top * (1 - CERT_TOL)]] = True
-        if not ok[idx].all():
-            return False, f"{int((~ok[idx]).sum()):,} flow classes have no saturated cut at event {events + 1}"
-        dt = left[idx] / r[idx]
-        step = float(dt.min())
-        done = idx[dt <= step * (1 + CERT_TOL)]
-        left[idx] -= r[idx] * step
-        left[done] = 0.0
-        alive[done] = False
-        events += 1
-    return True, ""
