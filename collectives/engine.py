@@ -382,6 +382,26 @@ def run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: Pri
         return _run(G, collective, groups, opts, traffic=traffic, reference=reference)
 
 
+def _cross_rack_note(G: nx.Graph, groups, cross_bytes: float, size_bytes: float, algorithm: str) -> str | None:
+    """The cross-rack share of the data, said only where a chip's tiers differ in bandwidth (a uniform
+    fabric such as a torus of cubes has no slower tier to name)."""
+    from ..topo.routing import link_table
+    ranks = {r for g in groups for r in g}
+    lt = link_table(G)                      # the call's own (the graph is pinned while it is priced)
+    chip = next((n for n, d in G.nodes(data=True) if d.get("rank") == min(ranks)), None)
+    out = lt.src == lt.node_index.get(chip, -1)
+    tiers: dict[str, float] = {}
+    for t, c in zip(lt.tier[out].tolist(), lt.capacity_gbps[out].tolist()):
+        tiers[t] = tiers.get(t, 0.0) + c / 8.0          # GB/s per direction, per tier
+    if len(tiers) < 2 or max(tiers.values()) <= min(tiers.values()) * (1 + 1e-9):
+        return None
+    slow, fast = min(tiers, key=tiers.get), max(tiers, key=tiers.get)
+    per_chip = cross_bytes / max(1, len(ranks))
+    return (f"each chip sends {per_chip / size_bytes:.4g} x S across racks on average ({algorithm}); no algorithm "
+            f"moves less than the cross-rack share of the data, and a chip's {slow} tier has "
+            f"{tiers[slow]:,.4g} GB/s against {tiers[fast]:,.4g} GB/s on its {fast} tier")
+
+
 def _run(G: nx.Graph, collective: str, groups: Sequence[Sequence[int]], opts: PriceOptions, *,
          traffic: np.ndarray | None = None, reference: nx.Graph | None = None) -> CostReport:
     p = plan(G, collective, groups, opts, traffic=traffic, reference=reference)
@@ -543,10 +563,9 @@ def _solve(G, collective, algorithm, groups, size_bytes, view, by_rank, opts: Pr
                      "nccl-tests results on GB200 NVL72 reach 835-847 GB/s busbw at 4-8 GiB, so calibrate "
                      "with --efficiency to match measurements")
     if view.domain is not None and cross_bytes > 0:
-        per_chip = cross_bytes / max(1, len({r for g in groups for r in g}))
-        notes.append(f"each chip sends {per_chip / size_bytes:.4g} x S across racks on average "
-                     f"({algorithm}); no algorithm moves less than the cross-rack share of the data, so "
-                     f"the slower tier paces every cross-rack collective")
+        note = _cross_rack_note(G, groups, cross_bytes, size_bytes, algorithm)
+        if note:
+            notes.append(note)
     if sym_notes:
         notes.append("symmetry (exact): " + "; ".join(sorted(sym_notes)))
     if opts.split == "adaptive":

@@ -235,3 +235,14 @@ def test_memory_guard_refuses_before_routing_and_names_the_bound():
     # solved as classes of interchangeable chips, the same all-to-all fits (one class is routed)
     r = price(G, "all-to-all", groups=by_size(G, 128), size_bytes=S, memory_limit_bytes=4 * 10 ** 6)
     assert r.phases[0].flows == 128 * 127
+
+
+def test_cross_rack_note_only_where_a_chip_has_a_slower_tier():
+    # issue 26 rough edge: the note named "the slower tier" on uniform tori of cubes too
+    iw = build("ironwood", dims=(8, 8, 8))
+    r = price(iw, "all-to-all", groups=by_size(iw, 512), size_bytes=2**26)
+    assert not any("across racks" in n for n in r.notes)
+    pod = build("jalapeno-pod", racks=2)
+    r = price(pod, "all-to-all", groups=by_size(pod, 256), size_bytes=2**26)
+    note, = [n for n in r.notes if "across racks" in n]
+    assert "global tier has 200 GB/s against 600 GB/s on its local tier" in note
