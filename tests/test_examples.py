@@ -143,6 +143,7 @@ def test_tp_allreduce(tmp_path):
     assert "measured 835-847 GB/s" in out
 
 
+@pytest.mark.slow    # over 5 s on the 2-core machine (pytest --durations, 2026-12-04)
 def test_ocs_failures(tmp_path):
     out = _run("ocs_failures", tmp_path)
     G = build("ironwood", dims=(8, 8, 16))

@@ -60,6 +60,7 @@ def test_directory_of_matrices(tmp_path):
     assert r["traffic"]["imbalance"] == pytest.approx(2 / 1.5)
 
 
+@pytest.mark.slow    # over 5 s on the 2-core machine (pytest --durations, 2026-12-04)
 def test_moe_bytes_total_and_json_equals_library():
     spec = "experts=256,top_k=8,tokens=1024,hidden=7168,dtype=fp8"
     r = _json("price", "all-to-all", "--fabric", "jalapeno-rack", "--algorithm", "direct", "--moe", spec)
@@ -74,6 +75,7 @@ def test_moe_bytes_total_and_json_equals_library():
     assert r["time_s"] == pytest.approx(lib.time_s, rel=1e-12)
 
 
+@pytest.mark.slow    # over 5 s on the 2-core machine (pytest --durations, 2026-12-04)
 def test_zipf_moe_is_imbalanced_and_slower_than_uniform():
     base = "experts=256,top_k=8,tokens=1024,hidden=7168,dtype=fp8"
     common = ("price", "all-to-all", "--fabric", "jalapeno-rack", "--algorithm", "direct", "--moe")

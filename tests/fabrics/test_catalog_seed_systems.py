@@ -259,6 +259,7 @@ def test_bad_parameters_are_one_line_refusals(name, params, message):
     assert "Traceback" not in res.output and res.output.strip().splitlines()[-1].startswith("Error:")
 
 
+@pytest.mark.slow    # over 5 s on the 2-core machine (pytest --durations, 2026-12-04)
 def test_virgo_leaf_groups_count_physical_asics(tmp_path):
     """A leaf group stands for 20 leaves (``asics=20``): the audit counts ASICs, as the split graph does."""
     kw = dict(superpods=2, planes=1)
@@ -281,6 +282,7 @@ def test_virgo_leaf_groups_count_physical_asics(tmp_path):
     assert any("asics" in v.problem for v in validate(grouped))
 
 
+@pytest.mark.slow    # over 5 s on the 2-core machine (pytest --durations, 2026-12-04)
 def test_virgo_default_counts_1120_leaves_and_640_spines():
     res = CliRunner().invoke(main, ["list", "--json"])
     assert {r["name"]: r for r in json.loads(res.output)}["tpu8t-virgo"]["switches"] == 1120 + 640

@@ -186,6 +186,7 @@ def test_weights_file(tmp_path):
         moe_traffic(MoESpec.parse(f"experts=16,top_k=2,tokens=64,hidden=4,skew={p}"), 8)
 
 
+@pytest.mark.slow    # over 5 s on the 2-core machine (pytest --durations, 2026-12-04)
 def test_zipf_prices_slower_than_uniform_on_jalapeno_rack():
     G = build("jalapeno-rack")
     g = by_size(G, 128)

@@ -181,6 +181,7 @@ def test_sampling_draws_scenarios_not_orbits():
     assert all(sc["time_s"] == pytest.approx(ref[tuple(sc["failed"])], rel=1e-9) for sc in s.scenarios)
 
 
+@pytest.mark.slow    # over 5 s on the 2-core machine (pytest --durations, 2026-12-04)
 def test_random_placement_folds_less_and_says_why():
     s = sweep("jalapeno-pod", {"racks": 2}, "link", collective="all-to-all", size_bytes=GiB, group_size=64,
               placement="random:1", algorithm="direct", samples=40, seed=1)
