@@ -214,6 +214,12 @@ def _step_certified(ph, ctx, guard, node_of_rank):
         if S.nnz > 4 * CERT_MAX_SUPPORT:
             return None
         st = engine._step_flows(ph, eq, routes)
+        if parallel_planes(S, lt, node_of_rank[src[rows]], node_of_rank[dst[rows]]):
+            st.refused = tuple(refused)
+            st.note = ((st.note + "; ") if st.note else "") + (
+                "adaptive = equal here for any traffic: every flow spreads evenly over all of its ends' "
+                "equal-capacity links (parallel planes), so no split can do better: no linear program")
+            return st
         for layers in (False, True)[:1 + (S.nnz <= CERT_MAX_SUPPORT)]:   # the ends first (cheap), then every hop layer
             cuts = _Cuts(S, lt.src, lt.dst, np.arange(len(lt)), node_of_rank[src[rows]], node_of_rank[dst[rows]],
                          layers=layers)
@@ -227,6 +233,60 @@ def _step_certified(ph, ctx, guard, node_of_rank):
     st.note = ((st.note + "; ") if st.note else "") + (
         f"adaptive = equal here, proved by saturated cuts ({cuts.n_cuts:,} checked): no linear program")
     return st
+
+
+def parallel_planes(S, lt, src_node, dst_node) -> bool:
+    """Whether the equal split's max-min rates are the multipath ones for ANY traffic, by structure.
+
+    True when every flow's route support is exactly all of its source's out-links and all of its
+    destination's in-links, each carrying ``1/degree`` of the flow, and each node's out-links (and
+    in-links) have one capacity: the fabric is parallel planes (a single switched tier such as a
+    Jalapeño rack, NVL72's switch trays) and the flow takes every plane.  Then any multipath split
+    of any rates can be averaged over the planes without overloading a link (a chip's out-links
+    carry at most ``k x capacity`` in total, and the even split puts a ``1/k`` share of that on each),
+    so both splits allow the same rate vectors and have the same max-min fair rates, at every event.
+    Conservative: anything else (a switch-to-switch hop, a failed lane, a flow missing a plane) is
+    False and the cut certificate or the linear program decide.
+
+    Parameters
+    ----------
+    S : scipy.sparse matrix, shape (F, L)
+        Each flow's share of each link (``Routes.shares``).
+    lt : LinkTable
+    src_node, dst_node : numpy.ndarray of int, shape (F,)
+        Link-table node index of each flow's ends.
+    """
+    import scipy.sparse as sp
+    S = sp.csr_array(S)
+    if S.shape[0] == 0 or S.nnz == 0:
+        return False
+    row = np.repeat(np.arange(S.shape[0]), np.diff(S.indptr))
+    link = S.indices.astype(np.int64)
+    tail, head = np.asarray(lt.src)[link], np.asarray(lt.dst)[link]
+    src, dst = np.asarray(src_node, np.int64)[row], np.asarray(dst_node, np.int64)[row]
+    up, down = tail == src, head == dst
+    if not np.all(up ^ down):                       # only the ends' links, each once as up or down
+        return False
+    n = len(lt.nodes)
+    cap = np.asarray(lt.capacity_gbps, np.float64)
+    out_deg = np.bincount(lt.src, minlength=n)
+    in_deg = np.bincount(lt.dst, minlength=n)
+    # every out-link (in-link) of a node has one capacity
+    for ends, deg in ((lt.src, out_deg), (lt.dst, in_deg)):
+        lo = np.full(n, np.inf)
+        hi = np.zeros(n)
+        np.minimum.at(lo, ends, cap)
+        np.maximum.at(hi, ends, cap)
+        if np.any((deg > 0) & (hi > lo * (1 + 1e-12))):
+            return False
+    n_up = np.bincount(row[up], minlength=S.shape[0])
+    n_down = np.bincount(row[down], minlength=S.shape[0])
+    f_src, f_dst = np.asarray(src_node, np.int64), np.asarray(dst_node, np.int64)
+    if np.any(n_up != out_deg[f_src]) or np.any(n_down != in_deg[f_dst]):
+        return False                                # a flow that misses a plane (or takes a detour)
+    share = S.data
+    want = np.where(up, 1.0 / np.maximum(out_deg[src], 1), 1.0 / np.maximum(in_deg[dst], 1))
+    return bool(np.allclose(share, want, rtol=1e-9, atol=0.0))
 
 
 def _step_automorphisms(ph, ctx, paths, info):

@@ -50,7 +50,7 @@ def test_certificate_agrees_with_the_lp(name, G, n_fail, seed, collective, algor
     assert got.time_s == pytest.approx(want.time_s, rel=1e-6), (name, seed, got.notes)
     assert got.bound_s == pytest.approx(want.bound_s, rel=1e-6)
     if seed == 0 or algorithm == "ring":             # intact, or ring phases (proved on these degraded ones too)
-        assert any("proved by saturated cuts" in n for n in got.notes), got.notes
+        assert any("proved by saturated cuts" in n or "parallel planes" in n for n in got.notes), got.notes
 
 
 def test_certificate_refuses_where_equal_shares_strand_capacity():
@@ -204,3 +204,36 @@ def test_a_stored_step_rescaled_equals_a_fresh_solve():
     H.remove_edge(*next(iter(H.edges)))                   # a changed graph is not the stored one
     price(H, "all-to-all", size_bytes=2**20, **kw)
     assert len(adaptive._STEPS[H]) == 2
+
+
+# ------------------------------------------------------------------ parallel planes: any traffic, no LP
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("fabric,kw", [("jalapeno-rack", {"trays": 1}), ("nvl72", {})])
+def test_parallel_planes_agree_with_the_lp_for_any_traffic(fabric, kw, seed, monkeypatch):
+    """An unequal all-to-all-v on a single switched tier: the structural proof (parallel_planes) skips
+    the LP, and the LP gives the same price (1e-6)."""
+    G = build(fabric, **kw)
+    n = 4
+    T = np.random.default_rng(seed).integers(1, 2**20, size=(n, n)).astype(float)
+    np.fill_diagonal(T, 0)
+    args = dict(groups=[list(range(n))], traffic=T, algorithm="direct", protocol="ideal", split="adaptive")
+    got = price(G, "all-to-all", **args)
+    assert any("parallel planes" in x for x in got.notes), got.notes
+    monkeypatch.setattr(adaptive, "CERTIFY", False)
+    want = price(G, "all-to-all", **args)
+    assert got.time_s == pytest.approx(want.time_s, rel=1e-6)
+
+
+def test_parallel_planes_refuses_unequal_links():
+    """A chip whose links to the switches differ in capacity (a lane lost) is not parallel planes."""
+    from fabricsim.topo.routing import link_table, route
+    G = build("jalapeno-rack", trays=2)
+    u, v = next((a, b) for a, b, d in G.edges(data=True) if d.get("tier") == "local")
+    H, _ = apply_failures(G, [f"lanes:{u}--{v}=1"])
+    for graph, expect in ((G, True), (H, False)):
+        lt = link_table(graph)
+        src, dst = np.array([0, 1, 2]), np.array([1, 2, 0])
+        r = route(graph, src, dst, links=lt)
+        nodes = [lt.node_index[n] for n in sorted((n for n, d in graph.nodes(data=True) if d.get("kind") == "chip"),
+                                                   key=lambda n: graph.nodes[n]["rank"])]
+        assert adaptive.parallel_planes(r.shares(), lt, np.array(nodes)[src], np.array(nodes)[dst]) is expect
