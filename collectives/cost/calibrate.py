@@ -697,7 +697,9 @@ def _calibrate(G, runs: Sequence[NcclRun], *, groups=None) -> CalibrationResult:
         _check_series(s, whole=not s.switch)
         try:
             params, _, times = _fit_series(G, s, names)
-        except (ValueError, np.linalg.LinAlgError) as exc:       # scipy on a singular or non-finite problem
+        except (ValueError, np.linalg.LinAlgError, ZeroDivisionError, OverflowError) as exc:
+            # scipy on a singular or non-finite problem; a fit driven to zero efficiency (hypothesis: two
+            # points at 1 and 4 bytes, 2,126 and 9,357 us) prices nothing
             raise BadInput(f"{', '.join(s.logs)}: the {s.collective} fit is singular ({exc}); nothing to fit") from None
         if not (all(math.isfinite(v) for v in params.values()) and np.all(np.isfinite(times))):
             raise BadInput(f"{', '.join(s.logs)}: the {s.collective} fit is singular (non-finite constants); "

@@ -524,3 +524,14 @@ def test_nccl_ring_across_nodes_is_rail_rings_and_inside_a_node_is_ring(nvl72):
     assert max(abs(p.default_error_pct) for p in fit.points) < 15       # the flat ring was +629% rms
     tray, = calibrate_logs(nvl72, [AZURE_LOG]).fits
     assert tray.section == "all-reduce.ring"
+
+
+def test_a_fit_driven_to_zero_efficiency_is_one_line():
+    # found by the hypothesis property above (times=[2126.0, 9357.0], start=0): ZeroDivisionError escaped
+    text = _log([(1, 2126.0), (4, 9357.0)], n=8)
+    try:
+        result = calibrate(_hgx(), parse_text(text, "t.log"))
+    except BadInput as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert all(math.isfinite(v) for f in result.fits for v in f.params.values())
