@@ -8,6 +8,7 @@ parameter and :data:`PARAMS` maps it to the command's option) comes first, then 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -31,7 +32,7 @@ _DTYPES = DTYPES = ("fp8", "bf16", "fp16", "fp32")   # collectives.traffic.moe.D
 PARAMS = {"groups": ("groups_file",), "traffic": ("traffic_path",), "moe": ("moe_spec",), "set": ("sets",),
            "fabrics": ("fabric_list",), "fabric": ("fabric", "fabric_list"), "rates": ("rates_file",),
            "resume": ("results_file",), "chakra": ("chakra_dir",), "failure_class": ("failure_class", "classes"),
-           "classes": ("classes", "failure_class"), "fails": ("fails",), "output": ("output", "out_dir"),
+           "classes": ("classes", "failure_class"), "fails": ("fails",), "failures": ("fails",), "output": ("output", "out_dir"),
            "options": ()}
 
 
@@ -42,6 +43,55 @@ def option_for(ctx: click.Context, param: str) -> str:
             if p.name == name:
                 return max(p.opts, key=len) if isinstance(p, click.Option) else p.human_readable_name
     return "--" + param.replace("_", "-") if names else param
+
+
+# --------------------------------------------------------------------------- options documented by the library
+class Option(click.Option):
+    """An option whose help is its library parameter's: ``doc`` ("module:Name", under the package) names the
+    function or class whose numpydoc ``Parameters`` entry documents it (:func:`topo.text.param_docs`), read only
+    when help is printed; so ``help(fn)`` in a notebook and ``--help`` say the same, written once."""
+
+    def __init__(self, *decls, doc: str | None = None, **kw):
+        super().__init__(*decls, **kw)
+        self.doc = doc
+
+    def get_help_record(self, ctx):
+        if self.doc and not self.help:
+            self.help = library_help(ctx, self.doc, self.name)
+        return super().get_help_record(ctx)
+
+
+def library_help(ctx: click.Context, doc: str, dest: str) -> str:
+    """The help of option ``dest``: ``doc``'s entry for it, ``name`` of another parameter shown as its option."""
+    import importlib
+
+    from .topo.text import param_docs
+    module, _, name = doc.partition(":")
+    docs = param_docs(getattr(importlib.import_module(f"{__package__}.{module}"), name))
+    text = docs.get(dest) or next(docs[p] for p, dests in PARAMS.items() if dest in dests and p in docs)
+    own = {p.name for p in ctx.command.params} | {p for p, d in PARAMS.items() if set(d) & {q.name for q in
+                                                                                             ctx.command.params}}
+    text = re.sub(r":\w+:`~?([^`]+)`", lambda m: m[1].rsplit(".", 1)[-1], text)   # :func:`~a.b` -> b
+    text = re.sub(r"``([\w-]+)``", lambda m: option_for(ctx, m[1]) if m[1] in own else m[1], text)
+    first = text.split(" ", 1)[0].rstrip(":;,")   # a sentence starts upper case; a value as it is typed
+    plain = first.replace("-", "").isalpha() and first.islower() and first not in _values(ctx, dest)
+    return (text[:1].upper() + text[1:] if plain else text).replace("``", "'")
+
+
+def _values(ctx, dest) -> set:
+    """Values option ``dest`` takes as typed (its choices and default): help starting with one keeps its case."""
+    p = next((p for p in ctx.command.params if p.name == dest), None)
+    return set(getattr(p.type, "choices", ()) or ()) | ({p.default} if p is not None and isinstance(p.default, str)
+                                                        else set())
+
+
+def opt(*decls, doc: str | None = None, **kw):
+    """``click.option`` documented by the library (:class:`Option`) when ``doc`` is given."""
+    return click.option(*decls, cls=Option, doc=doc, **kw)
+
+
+RUNS = "collectives.runs"
+PRICE, GROUP, SWEEP, ATLAS = f"{RUNS}:price_options", f"{RUNS}:GroupSpec", f"{RUNS}:sweep_job", f"{RUNS}:atlas_job"
 
 
 # --------------------------------------------------------------------------- option types
@@ -213,14 +263,14 @@ def plot_option(help_text):
 
 
 set_option = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-                           help="Override a fabric parameter (repeatable), e.g. --set racks=8.")
+                          help="Override a fabric parameter (repeatable), e.g. --set racks=8.")
 fabric_option = click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
 collective_arg = click.argument("collective", type=CollectiveChoice())
-_SCHEDULER = click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run the scenarios on an existing Dask "
-                          "distributed scheduler (pip install 'fabricsim[dask]'); each worker builds the fabric once.")
-worker_options = option_group(
-    click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-                 help="Local worker processes (ignored with --scheduler)."), _SCHEDULER)
+RUNNER = "collectives.whatif.dask_runner:sweep_runner"
+_SCHEDULER = opt("--scheduler", metavar="tcp://HOST:PORT", doc=RUNNER)
+_RESUME = opt("--resume", "results_file", type=click.Path(dir_okay=False), doc=RUNNER)
+worker_options = option_group(opt("--workers", type=click.IntRange(min=1), default=1, show_default=True, doc=RUNNER),
+                              _SCHEDULER)
 # atlas is the long study: by default it uses this machine's cores, at most 4 (each worker holds its own copy of the
 # fabric and its routes: ~4 GiB on Ironwood); --workers 1 runs in one process
 ATLAS_WORKERS = max(1, min(os.cpu_count() or 1, 4))
@@ -232,57 +282,36 @@ fabric_output = click.option("-o", "--output", "output", required=True, type=Out
                              help="Fabric file to write: .json (node-link) or .graphml; every command takes it as "
                                   "FABRIC.")
 EXPORT_SUFFIXES = (".graphml", ".json", ".yml", ".yaml", ".txt")   # topo.export_text.EXPORT_FORMATS' (a test checks)
-fail_option = click.option("--fail", "fails", multiple=True, metavar="SPEC", help="A failure (repeatable): node:ID, "
-                            "link:A--B, lanes:A--B=K, tray:ID, rail:2 ... (see `fabricsim domains FABRIC`).")
+fail_option = opt("--fail", "fails", multiple=True, metavar="SPEC", doc=f"{RUNS}:whatif_job")
 recovery_options = option_group(
-    click.option("--recovery", type=click.Choice(["reroute", "restart"]), default="reroute", show_default=True,
-                 help="reroute: the job keeps its chips, traffic routes around the failures; restart: the job is "
-                 "placed again on the surviving chips (and spares), all-to-all groups shrink, other collectives "
-                 "lose whole groups."),
-    click.option("--spares", type=click.IntRange(min=0), default=0, show_default=True, help="With --recovery "
-                 "restart: hold the N highest-ranked chips out of the job, used first on restart."))
+    opt("--recovery", type=click.Choice(["reroute", "restart"]), default="reroute", show_default=True,
+        doc=f"{RUNS}:whatif_job"),
+    opt("--spares", type=click.IntRange(min=0), default=0, show_default=True, doc=f"{RUNS}:whatif_job"))
+
+
 def price_option_group(size_required: bool = True):
-    """The pricing commands' options (size, placement, algorithm, protocol, calibration ...)."""
-    o = click.option
+    """The pricing commands' options (size, placement, algorithm, protocol, calibration ...), documented in
+    :func:`collectives.runs.price_options` and :class:`collectives.runs.GroupSpec`."""
     return option_group(
-        o("--size", "size", required=size_required, help="S as nccl-tests defines it: per-rank buffer for all-reduce, "
-          "whole buffer for the others, in bytes: 64MiB, 1GiB, 512KB ... (B = bytes; a lower-case b means bits and is "
-          "refused)."),
-        o("--group-size", type=int, help="Chips per group; all groups run at once (default: one group of every chip)."),
-        o("--count", type=click.IntRange(min=1), help="With --group-size: run only this many groups (the size then "
-          "need not divide the chips), e.g. one 64-chip group on every fabric."),
-        o("--placement", default="auto", show_default=True, help="With --group-size: packed | spread | random[:SEED] | "
-          "slice (a torus: the most compact boxes, e.g. Ironwood's 4x4x4 cubes; elsewhere whole trays/racks/boards) | "
-          "auto (prices packed and slice, keeps the cheaper, says which in a note)."),
-        o("--mesh", help="A parallelism mesh over chip ranks, TP innermost, e.g. tp=8,ep=32,dp=8."),
-        o("--over", help="With --mesh: the dimension whose groups communicate (tp, ep, dp ...)."),
-        o("--groups", "groups_file", type=click.Path(), help="JSON file: a list of groups, each a list of chip ranks "
-          "or node ids."),
-        o("--algorithm", default="auto", show_default=True, help="ring, ring-linked, direct, halving-doubling, "
-          "hierarchical, torus-rings, torus-concurrent, nvls (all-reduce); direct, pairwise, hierarchical "
-          "(all-to-all); auto picks the cheapest."),
-        o("--protocol", type=click.Choice(["auto", "ll", "ll128", "simple", "ideal"]), default="auto",
-          show_default=True, help="Step model: auto picks algorithm and protocol per size (NCCL-style, the fabric "
-          "family's constants); ideal = protocol effects off (raw line rate, closed forms)."),
-        o("--explain", is_flag=True, help="Say which fast path priced each phase (symmetry classes, per-flow ...) and "
-          "why the others were refused."),
-        o("--split", type=click.Choice(["equal", "capacity", "adaptive"]), default=None,
-          help="Routing split: ECMP equal over next hops, weighted by surviving capacity, or adaptive (each flow "
-          "spreads over all its equal-cost paths; multipath max-min fair rates, exact LP). Default: what the "
-          "fabric's switches do (its declared switching: adaptive on Jalapeno, NVL72 / rail clusters; equal "
-          "elsewhere); where adaptive cannot run it falls back to equal with a note."),
-        o("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True, help="rule: the fabric's "
-          "tier rules (Jalapeño: same rack local, other racks global); any: every shortest path."),
-        o("--efficiency", type=Number(1e-6, 1.0), default=None, help="Calibration: fraction of line rate the links "
-          "deliver (0-1], for every collective. Default: the fabric family's (ideal: 1)."),
-        o("--step-latency-us", type=Number(0.0, 1e9, unit=" us"), default=None, help="Per-step overhead in "
-          "microseconds (default: the fabric's, else 1 us)."),
-        o("--calibration", type=click.Path(), help="TOML file of efficiency / step_latency_us, flat or in "
-          "[collective] / [collective.algorithm] sections (`fabricsim calibrate` writes one)."),
-        o("--bound-only", is_flag=True, help="Price by the link-load bound only (fast, no fairness)."),
-        o("--per-flow", is_flag=True, help="Route and solve every flow even where symmetry (torus translations, "
-          "interchangeable chips or positions) lets the phase be solved as classes (exact either way; a slower "
-          "cross-check)."))
+        opt("--size", "size", required=size_required, doc=PRICE),
+        opt("--group-size", type=int, doc=GROUP),
+        opt("--count", type=click.IntRange(min=1), doc=GROUP),
+        opt("--placement", default="auto", show_default=True, doc=GROUP),
+        opt("--mesh", doc=GROUP),
+        opt("--over", doc=GROUP),
+        opt("--groups", "groups_file", type=click.Path(), doc=GROUP),
+        opt("--algorithm", default="auto", show_default=True, doc=PRICE),
+        opt("--protocol", type=click.Choice(["auto", "ll", "ll128", "simple", "ideal"]), default="auto",
+            show_default=True, doc=PRICE),
+        click.option("--explain", is_flag=True, help="Say which fast path priced each phase (symmetry classes, "
+                     "per-flow ...) and why the others were refused."),
+        opt("--split", type=click.Choice(["equal", "capacity", "adaptive"]), default=None, doc=PRICE),
+        opt("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True, doc=PRICE),
+        opt("--efficiency", type=Number(1e-6, 1.0), default=None, doc=PRICE),
+        opt("--step-latency-us", type=Number(0.0, 1e9, unit=" us"), default=None, doc=PRICE),
+        opt("--calibration", type=click.Path(), doc=PRICE),
+        opt("--bound-only", is_flag=True, doc=PRICE),
+        opt("--per-flow", is_flag=True, doc=PRICE))
 
 
 GROUP_KEYS = {"group_size": "group_size", "placement": "placement", "mesh": "mesh", "over": "over",
@@ -551,13 +580,8 @@ def draw_cmd(fabric, sets, output, expand, dpi):
 @price_option_group(size_required=False)   # price alone also takes --traffic / --moe instead of --size
 @json_option("Print the cost report as JSON (schema in docs/json.md).")
 @plot_option("Also write a chart (.png/.svg/.pdf): time per phase and link utilization by tier.")
-@click.option("--traffic", "traffic_path", type=click.Path(), help="All-to-all-v: a byte matrix per group (CSV or "
-              ".npy, row a = bytes rank a sends each rank), or a directory of one file per group; replaces --size.")
-@click.option("--moe", "moe_spec", metavar="SPEC", help="All-to-all-v of a MoE layer's dispatch/combine, e.g. "
-              "experts=256,top_k=8,tokens=1024,hidden=7168[,dtype=fp8|bf16|fp16|fp32][,shared=1]"
-              "[,skew=uniform|balanced|zipf:A|FILE][,seed=S][,phase=dispatch|combine]"
-              "[,placement=round-robin|contiguous][,dedup=rank|expert] (rank, the default: one copy per token "
-              "and destination rank, as DeepEP; expert: one per token and expert); replaces --size.")
+@opt("--traffic", "traffic_path", type=click.Path(), doc=f"{RUNS}:price_traffic")
+@opt("--moe", "moe_spec", metavar="SPEC", doc=f"{RUNS}:price_traffic")
 def price_cmd(collective, fabric, sets, as_json, plot, traffic_path=None, moe_spec=None, **opts):
     """Price a collective for every group of a placement at once.
 
@@ -703,20 +727,14 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spa
 @collective_arg
 @fabric_option
 @set_option
-@click.option("--class", "failure_class", required=True, help="Failure class to sweep: rail-switch, local-switch, "
-              "tray, link, rail, rack ... (`fabricsim domains FABRIC` lists them).")
-@click.option("--n", "n", type=click.IntRange(1, 3), default=1, show_default=True,
-              help="Failures per scenario: 1 = every single failure (N-1), 2 = every pair (N-2).")
-@click.option("--samples", type=click.IntRange(min=1), help="Price this many random scenarios instead of all.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --samples.")
+@opt("--class", "failure_class", required=True, doc=SWEEP)
+@opt("--n", "n", type=click.IntRange(1, 3), default=1, show_default=True, doc=SWEEP)
+@opt("--samples", type=click.IntRange(min=1), doc=SWEEP)
+@opt("--seed", type=int, default=0, show_default=True, doc=SWEEP)
 @worker_options
-@click.option("--resume", "results_file", type=click.Path(dir_okay=False), help="Append each scenario's result "
-              "to this file as it arrives; rerun with the same file to skip what is already done.")
-@click.option("--fold/--no-fold", "fold", default=True, show_default=True, help="Solve one scenario per orbit "
-              "of the fabric's verified symmetries and give every scenario its orbit's result.")
-@click.option("--budget-s", type=Number(1e-3, 1e9, unit=" s"), default=None, help="Wall seconds the sweep may be "
-              "estimated to take (time per representative so far x those left); over it, it stops and says so. "
-              "Default: 600 for --n 2 or more, no bound for N-1.")
+@_RESUME
+@opt("--fold/--no-fold", "fold", default=True, show_default=True, doc=SWEEP)
+@opt("--budget-s", type=Number(1e-3, 1e9, unit=" s"), default=None, doc=SWEEP)
 @price_option_group()
 @recovery_options
 @json_option("Print the ranked scenarios and summary as JSON.")
@@ -759,12 +777,9 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
 @click.option("--collective", "collective", required=True, type=CollectiveChoice(),
               help="The collective every scenario prices.")
 @set_option
-@click.option("--classes", "classes", metavar="A,B", help="Only these failure classes, comma-separated "
-              "(default: every class `fabricsim domains FABRIC` lists).")
-@click.option("--max-orbits", type=click.IntRange(min=1), default=512, show_default=True,
-              help="A class with more orbits to solve is reported with the reason, not run.")
-@click.option("--budget-s", type=Number(1e-3, 1e9, unit=" s"), default=120.0, show_default=True,
-              help="Wall seconds per class: a class estimated (or found) to take longer is stopped and reported.")
+@opt("--classes", "classes", metavar="A,B", doc=ATLAS)
+@opt("--max-orbits", type=click.IntRange(min=1), default=512, show_default=True, doc=ATLAS)
+@opt("--budget-s", type=Number(1e-3, 1e9, unit=" s"), default=120.0, show_default=True, doc=ATLAS)
 @atlas_worker_options
 @click.option("--availability", "avail", is_flag=True, help="Also the year's expected degradation per class "
               "from failure rates (collectives/whatif/failure_rates.toml, or --rates).")
@@ -773,8 +788,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
 @click.option("--samples", type=click.IntRange(min=2), help="With --availability: also a Monte Carlo over this "
               "many sampled years.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo.")
-@click.option("--n2-shared", is_flag=True, help="Also N-2 within shared domains: every pair of links on one OCS "
-              "or harness, every pair of same-role switches in one rack (one row each).")
+@opt("--n2-shared", is_flag=True, doc=ATLAS)
 @price_option_group()
 @json_option("Print the atlas (and availability) as JSON.")
 @plot_option("Write the slowdowns per class (a box each) to a PNG, SVG or PDF.")
@@ -817,16 +831,13 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
 @click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @click.option("--fabric", "fabric", required=True, help="The fabric the logs were measured on.")
 @set_option
-@click.option("--group-size", type=click.IntRange(min=1), help="Chips per group, every group at once "
-              "(default: one group of the log's rank count).")
-@click.option("--mesh", help="A parallelism mesh over chip ranks, e.g. tp=8,dp=9; with --over.")
-@click.option("--over", help="With --mesh: the dimension whose groups ran the measured collective.")
+@opt("--group-size", type=click.IntRange(min=1), doc=f"{RUNS}:calibrate_logs")
+@opt("--mesh", doc=f"{RUNS}:calibrate_logs")
+@opt("--over", doc=f"{RUNS}:calibrate_logs")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False),
               help="Write the calibration TOML here (one section per fitted collective).")
 @json_option("Print fits and points as JSON (schema in docs/json.md).")
-@click.option("--collective", type=click.Choice(["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]),
-              help="The collective of a log that names no *_perf binary (pre-2.13 logs, pasted tables); "
-                   "default: inferred from its columns where they tell.")
+@opt("--collective", type=CollectiveChoice(), doc=f"{RUNS}:calibrate_logs")
 def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json, collective):
     """Fit the cost model's constants to nccl-tests logs; write a calibration file.
 
@@ -854,28 +865,25 @@ def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json, c
 
 
 # --------------------------------------------------------------------------- step (issue 15), serve (issue 25)
+STEP, SERVE = f"{RUNS}:step_jobs", "collectives.serve:serve"
+model_fabrics = option_group(
+    click.option("--fabric", "fabric", help="A catalog name or a fabric file."), set_option,
+    click.option("--fabrics", "fabric_list", help="Comma-separated fabrics: the same run on each (--set "
+                 "FABRIC:KEY=VALUE as compare's)."))
+
+
 @main.command("step")
-@click.option("--model", "model", required=True, help="A catalog model (deepseek-r1, kimi-k2, gpt-oss-120b) or "
-              "a model .toml file (format in docs/guide.md).")
-@click.option("--fabric", "fabric", help="A catalog name or a fabric file.")
-@set_option
-@click.option("--fabrics", "fabric_list", help="Comma-separated fabrics: the same step side by side.")
-@click.option("--mesh", "mesh", required=True, help="tp=..,ep=..,dp=.. over chip ranks, TP innermost "
-              "(a mesh smaller than the fabric leaves the last chips idle).")
-@click.option("--phase", type=click.Choice(["decode", "prefill"]), default="decode", show_default=True,
-              help="decode: one token per sequence; prefill: seq tokens per sequence.")
-@click.option("--batch", type=int, default=1, show_default=True, help="Sequences in the step, over the whole mesh.")
-@click.option("--seq", type=int, help="Prefill: prompt tokens per sequence.")
-@click.option("--compute-us", "compute_us", type=Number(0.0, 1e300, unit=" us"), help="Compute per layer in "
-              "microseconds, added in series (default: compute not modelled).")
-@click.option("--dispatch-dtype", type=click.Choice(_DTYPES), default="fp8", show_default=True,
-              help="MoE dispatch elements: fp8, bf16, fp16, fp32.")
-@click.option("--combine-dtype", type=click.Choice(_DTYPES), default="bf16", show_default=True,
-              help="MoE combine elements: fp8, bf16, fp16, fp32.")
-@click.option("--skew", default="balanced", show_default=True, help="Router: balanced (uniform expectation), "
-              "uniform (one sample), zipf:A (hot experts) or a file of per-expert weights.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of a sampled router (uniform, zipf).")
+@opt("--model", "model", required=True, doc=STEP)
+@model_fabrics
+@opt("--mesh", "mesh", required=True, doc=STEP)
+@opt("--phase", type=click.Choice(["decode", "prefill"]), default="decode", show_default=True, doc=STEP)
+@opt("--batch", type=int, default=1, show_default=True, doc=STEP)
+@opt("--seq", type=int, doc=STEP)
+@opt("--compute-us", "compute_us", type=Number(0.0, 1e300, unit=" us"), doc=STEP)
+@opt("--dispatch-dtype", type=click.Choice(_DTYPES), default="fp8", show_default=True, doc=STEP)
+@opt("--combine-dtype", type=click.Choice(_DTYPES), default="bf16", show_default=True, doc=STEP)
+@opt("--skew", default="balanced", show_default=True, doc=STEP)
+@opt("--seed", type=click.IntRange(min=0), default=0, show_default=True, doc=STEP)
 @plot_option("Write a stacked bar per fabric (communication per token by collective) to a .png, .svg or .pdf.")
 @json_option("Print the step as JSON (an array with --fabrics).")
 def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
@@ -909,29 +917,19 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
 
 
 @main.command("serve")
-@click.option("--model", "model", required=True, help="A catalog model (deepseek-r1, kimi-k2, gpt-oss-120b).")
-@click.option("--fabric", "fabric", help="A catalog name or a fabric file.")
-@set_option
-@click.option("--fabrics", "fabric_list", help="Comma-separated fabrics: the same sweep on each.")
-@click.option("--isl", type=int, default=8192, show_default=True, help="Prompt tokens per request.")
-@click.option("--osl", type=int, default=1024, show_default=True, help="Output tokens per request.")
-@click.option("--mesh", "mesh", default="search", show_default=True,
-              help="tp=..,ep=..,dp=.. over chip ranks, or 'search' (TP x EP searched per concurrency).")
-@click.option("--concurrency", type=click.IntRange(min=1), help="One concurrency (users); default: sweep 1, 2, 4, "
-              "... up to the KV-cache limit.")
-@click.option("--max-concurrency", "max_concurrency", type=click.IntRange(min=1),
-              help="Highest concurrency of the sweep (default: the KV-cache limit).")
-@click.option("--menu", default="search", show_default=True, help="search (every TP x EP mesh, concurrencies "
-              "1, 2, 4, ...) or inferencex (the decode meshes and concurrencies InferenceX published for the model "
-              "and chip; collectives/serve/inferencex.toml).")
-@click.option("--mtp", type=int, default=0, show_default=True, help="Draft tokens per decode step (MTP).")
-@click.option("--library", default="auto", show_default=True,
-              help="Communication library: auto, nccl, trtllm, deepep-ll.")
-@click.option("--overlap", default="none", show_default=True, help="none or two-microbatch.")
-@click.option("--disaggregate", "disaggregate", metavar="prefill=P,decode=D", help="Prefill on the first P chips, "
-              "decode on the next D, each prompt's KV cache moved over the fabric (collectives/serve/disagg.py).")
-@click.option("--fail", "fails", multiple=True, metavar="SPEC", help="Re-price every point with this failure "
-              "(repeatable; whatif's grammar, e.g. node:r00/lsw0): tokens/s per kW and TPOT before and after.")
+@opt("--model", "model", required=True, doc=SERVE)
+@model_fabrics
+@opt("--isl", type=int, default=8192, show_default=True, doc=SERVE)
+@opt("--osl", type=int, default=1024, show_default=True, doc=SERVE)
+@opt("--mesh", "mesh", default="search", show_default=True, doc=SERVE)
+@opt("--concurrency", type=click.IntRange(min=1), doc=SERVE)
+@opt("--max-concurrency", "max_concurrency", type=click.IntRange(min=1), doc=SERVE)
+@opt("--menu", default="search", show_default=True, doc=SERVE)
+@opt("--mtp", type=int, default=0, show_default=True, doc=SERVE)
+@opt("--library", default="auto", show_default=True, doc=SERVE)
+@opt("--overlap", default="none", show_default=True, doc=SERVE)
+@opt("--disaggregate", "disaggregate", metavar="prefill=P,decode=D", doc=SERVE)
+@opt("--fail", "fails", multiple=True, metavar="SPEC", doc="collectives.serve:serve_failed")
 @plot_option("Write the tokens/s/kW vs tokens/s/user frontier per fabric to a .png, .svg or .pdf.")
 @json_option("Print JSON (an array with --fabrics).")
 def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max_concurrency, menu, mtp, library,
@@ -970,21 +968,13 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
 # --------------------------------------------------------------------------- mix (issue 15), design (issue 28)
 @main.command("mix")
 @click.argument("spec", type=click.Path(dir_okay=False), required=False)
-@click.option("--chakra", "chakra_dir", type=click.Path(file_okay=False), default=None,
-              help="Instead of SPEC: a directory of Chakra execution traces (<prefix>.<rank>.et, optional "
-                   "communicator-group JSON); needs fabricsim[chakra].")
+@opt("--chakra", "chakra_dir", type=click.Path(file_okay=False), default=None, doc=f"{RUNS}:mix_job")
 @fabric_option
 @set_option
-@click.option("--split", type=click.Choice(["equal", "capacity"]), default=None,
-              help="ECMP split over next hops: equal, or weighted by surviving capacity. Default: the fabric's "
-                   "declared switching, adaptive read as equal (mix shares links with the fixed-split solver).")
-@click.option("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True,
-              help="rule: the fabric's tier rules; any: every shortest path.")
-@click.option("--efficiency", type=Number(1e-6, 1.0), default=None, help="Fraction of line rate the links deliver "
-              "(0-1], for every job. Default: each job is priced at the fabric family's figure, as price does "
-              "(ideal fabrics: 1).")
-@click.option("--step-latency-us", type=Number(0.0, 1e9, unit=" us"), default=None, help="Per-step overhead in "
-              "microseconds (default: the fabric's, else 1 us).")
+@opt("--split", type=click.Choice(["equal", "capacity"]), default=None, doc=f"{RUNS}:mix_job")
+@opt("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True, doc=f"{RUNS}:mix_job")
+@opt("--efficiency", type=Number(1e-6, 1.0), default=None, doc=f"{RUNS}:mix_job")
+@opt("--step-latency-us", type=Number(0.0, 1e9, unit=" us"), default=None, doc=f"{RUNS}:mix_job")
 @json_option("Print the mix result as JSON (schema in docs/json.md).")
 def mix_cmd(spec, chakra_dir, fabric, sets, split, tiers, efficiency, step_latency_us, as_json):
     """Run several collectives at once: [[job]] tables sharing the links in one max-min solve.
@@ -1009,23 +999,20 @@ def mix_cmd(spec, chakra_dir, fabric, sets, split, tiers, efficiency, step_laten
     emit(r.as_dict()) if as_json else click.echo(mix_text(r))
 
 
+DESIGN = "collectives.design:design"
+
+
 @main.command("design")
 @click.argument("space", type=click.Path(dir_okay=False))
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Local processes pricing designs in parallel.")
-@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Price the designs on a Dask distributed scheduler.")
-@click.option("--resume", "results_file", type=click.Path(dir_okay=False),
-              help="Keep each design's result in this file and reuse it when the run is repeated.")
+@opt("--workers", type=click.IntRange(min=1), default=1, show_default=True, doc=RUNNER)
+@_SCHEDULER
+@_RESUME
 @click.option("--no-prune", is_flag=True, help="Price every design inside the constraints (no bound pruning).")
-@click.option("--search", type=click.Choice(["auto", "exhaustive", "nsga2"]), default="auto", show_default=True,
-              help="exhaustive: every design (the exact front); nsga2: Optuna's NSGA-II proposes --evaluations "
-                   "designs (the best front found; pip install 'fabricsim[design]'); auto: exhaustive up to "
-                   "2,000 designs.")
+@opt("--search", type=click.Choice(["auto", "exhaustive", "nsga2"]), default="auto", show_default=True, doc=DESIGN)
 @click.option("--evaluations", type=click.IntRange(min=1), default=500, show_default=True,
               help="With nsga2: distinct designs to evaluate.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the nsga2 search.")
-@click.option("--budget-s", type=Number(1e-3, 1e9, unit=" s"), default=None,
-              help="Stop starting new designs after this many seconds (the result says it is partial).")
+@opt("--budget-s", type=Number(1e-3, 1e9, unit=" s"), default=None, doc=DESIGN)
 @click.option("-o", "--output-dir", "out_dir", type=click.Path(file_okay=False),
               help="Write each Pareto-front design as a fabric file (node-link JSON) into this folder.")
 @plot_option("Write the priced designs and the front to a PNG.")

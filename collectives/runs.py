@@ -48,8 +48,33 @@ def price_options(collective: str | None = None, *, size=None, algorithm: str = 
                   step_latency_us: float | None = None, bound_only: bool = False, per_flow: bool = False):
     """The one :class:`~fabricsim.collectives.engine.PriceOptions` the pricing commands' options describe.
 
-    ``size`` is a size text or bytes (:func:`~fabricsim.topo.units.parse_size`), or None; ``calibration``
-    a calibration TOML file (``fabricsim calibrate`` writes one) or None; ``step_latency_us`` microseconds.
+    Parameters
+    ----------
+    collective : the collective the options are for (its algorithms are checked), or None.
+    size : S as nccl-tests defines it: per-rank buffer for all-reduce, whole buffer for the others, in
+        bytes: 64MiB, 1GiB, 512KB ... (B = bytes; a lower-case b means bits and is refused); a number
+        of bytes does too (:func:`~fabricsim.topo.units.parse_size`).
+    algorithm : the collective's algorithm: ring, ring-linked, direct, halving-doubling, hierarchical,
+        torus-rings, torus-concurrent, nvls (all-reduce); direct, pairwise, hierarchical (all-to-all);
+        ``auto`` picks the cheapest (:data:`~fabricsim.collectives.algorithms.ALGORITHMS` has them all).
+    protocol : step model: ``auto`` picks algorithm and protocol per size (NCCL-style, the fabric
+        family's constants); ``ideal`` = protocol effects off (raw line rate, closed forms).
+    calibration : TOML file of efficiency / step_latency_us, flat or in [collective] /
+        [collective.algorithm] sections (``fabricsim calibrate`` writes one).
+    split : routing split: ECMP ``equal`` over next hops, weighted by surviving ``capacity``, or
+        ``adaptive`` (each flow spreads over all its equal-cost paths; multipath max-min fair rates,
+        exact LP). The commands' default is what the fabric's switches do (its declared switching:
+        adaptive on Jalapeno, NVL72 / rail clusters; equal elsewhere); where adaptive cannot run it
+        falls back to equal with a note.
+    tiers : ``rule``: the fabric's tier rules (Jalapeño: same rack local, other racks global);
+        ``any``: every shortest path.
+    efficiency : calibration: fraction of line rate the links deliver (0-1], for every collective.
+        Default: the fabric family's (ideal: 1).
+    step_latency_us : per-step overhead in microseconds (default: the fabric's, else 1 us).
+    bound_only : price by the link-load bound only (fast, no fairness).
+    per_flow : route and solve every flow even where symmetry (torus translations, interchangeable
+        chips or positions) lets the phase be solved as classes (exact either way; a slower
+        cross-check).
     """
     from .engine import PriceOptions
     if collective is not None:
@@ -80,7 +105,20 @@ def finite(r):
 @dataclass(frozen=True)
 class GroupSpec:
     """How a job's groups are chosen: by size (placement, count), by a mesh and the dimension that
-    communicates (``over``), or from a groups file (``groups``, JSON).  Give one of group_size, mesh, groups."""
+    communicates (``over``), or from a groups file (``groups``, JSON).  Give one of group_size, mesh, groups.
+
+    Parameters
+    ----------
+    group_size : chips per group; all groups run at once (default: one group of every chip).
+    placement : with ``group_size``: packed | spread | random[:SEED] | slice (a torus: the most compact
+        boxes, e.g. Ironwood's 4x4x4 cubes; elsewhere whole trays/racks/boards) | auto (prices packed
+        and slice, keeps the cheaper, says which in a note).
+    mesh : a parallelism mesh over chip ranks, TP innermost, e.g. tp=8,ep=32,dp=8.
+    over : with ``mesh``: the dimension whose groups communicate (tp, ep, dp ...).
+    groups : JSON file: a list of groups, each a list of chip ranks or node ids.
+    count : with ``group_size``: run only this many groups (the size then need not divide the chips),
+        e.g. one 64-chip group on every fabric.
+    """
 
     group_size: int | None = None
     placement: str = "packed"
@@ -158,6 +196,15 @@ def price_traffic(G, collective: str, options, spec: GroupSpec, *, traffic=None,
     The totals are bytes in all, over the network and local, and the imbalance (``price --json``'s
     ``"traffic"``).  ``progress(msg)`` hears of a matrix with many distinct flow sizes (a long solve).
     Give one of ``traffic`` and ``moe``, no size in ``options``, and ``collective`` all-to-all.
+
+    Parameters
+    ----------
+    traffic : all-to-all-v: a byte matrix per group (CSV or .npy, row a = bytes rank a sends each
+        rank), or a directory of one file per group; replaces ``size``.
+    moe : all-to-all-v of a MoE layer's dispatch/combine, e.g.
+        experts=256,top_k=8,tokens=1024,hidden=7168[,dtype=fp8|bf16|fp16|fp32][,shared=1][,skew=uniform|balanced|zipf:A|FILE][,seed=S][,phase=dispatch|combine][,placement=round-robin|contiguous][,dedup=rank|expert]
+        (rank, the default: one copy per token and destination rank, as DeepEP; expert: one per
+        token and expert); replaces ``size``.
     """
     import numpy as np
 
@@ -247,7 +294,18 @@ def _auto_chosen(G, collective, spec: GroupSpec, options, size_bytes, progress=N
 
 def whatif_job(G, fails: Sequence[str], collective: str, options, spec: GroupSpec, *, recovery: str = "reroute",
                spares: int = 0, explain: bool = False):
-    """:func:`~fabricsim.collectives.whatif.whatif` on ``spec``'s groups (``auto``: cheapest intact placement)."""
+    """:func:`~fabricsim.collectives.whatif.whatif` on ``spec``'s groups (``auto``: cheapest intact placement).
+
+    Parameters
+    ----------
+    fails : failures (repeatable): node:ID, link:A--B, lanes:A--B=K, tray:ID, rail:2 ... (``fabricsim
+        domains FABRIC`` lists a fabric's).
+    recovery : reroute: the job keeps its chips, traffic routes around the failures; restart: the job
+        is placed again on the surviving chips (and spares), all-to-all groups shrink, other
+        collectives lose whole groups.
+    spares : with ``recovery`` restart: hold the N highest-ranked chips out of the job, used first on
+        restart.
+    """
     from .whatif import whatif
     check_fails(fails)
     size_bytes = options.size_bytes
@@ -297,7 +355,18 @@ def sweep_job(fabric: str, sets: dict, G, failure_class: str, collective: str, o
 
     ``progress`` is the sweep's per-scenario callback; ``note(msg)`` hears what was chosen on the way.
     ``make_runner()``, if given, makes the runner once the inputs are checked (it is closed at the end).
-    ``budget_s``: wall seconds the sweep may be estimated to take (None: the sweep's default, ``"auto"``).
+
+    Parameters
+    ----------
+    failure_class : failure class to sweep: rail-switch, local-switch, tray, link, rail, rack ...
+        (``fabricsim domains FABRIC`` lists them).
+    n : failures per scenario: 1 = every single failure (N-1), 2 = every pair (N-2).
+    samples : price this many random scenarios instead of all.
+    seed : seed for ``samples``.
+    fold : solve one scenario per orbit of the fabric's verified symmetries and give every scenario
+        its orbit's result.
+    budget_s : wall seconds the sweep may be estimated to take (time per representative so far x
+        those left); over it, it stops and says so. Default: 600 for ``n`` 2 or more, no bound for N-1.
     """
     from .whatif import sweep
     k = len(_failure_class_domains(G, [failure_class], "failure_class")[failure_class])
@@ -324,7 +393,18 @@ def atlas_job(fabric: str, sets: dict, G, collective: str, options, spec: GroupS
               runner=None, make_runner=None, max_orbits: int = 512, budget_s: float = 120.0, n2_shared: bool = False,
               progress=None):
     """:func:`~fabricsim.collectives.whatif.atlas.atlas` of ``fabric`` (built as ``G``) for ``spec``'s job
-    (``make_runner`` as :func:`sweep_job`'s)."""
+    (``make_runner`` as :func:`sweep_job`'s).
+
+    Parameters
+    ----------
+    classes : only these failure classes, comma-separated (default: every class ``fabricsim domains
+        FABRIC`` lists).
+    max_orbits : a class with more orbits to solve is reported with the reason, not run.
+    budget_s : wall seconds per class: a class estimated (or found) to take longer is stopped and
+        reported.
+    n2_shared : also N-2 within shared domains: every pair of links on one OCS or harness, every pair
+        of same-role switches in one rack (one row each).
+    """
     from .whatif.atlas import atlas
     if classes is not None:
         _failure_class_domains(G, classes or [""], "classes")
@@ -341,7 +421,19 @@ def atlas_job(fabric: str, sets: dict, G, collective: str, options, spec: GroupS
 def mix_job(G, spec=None, *, chakra=None, split: str = "equal", tiers: str = "rule", efficiency: float | None = None,
             step_latency_us: float | None = None, progress=None):
     """:func:`~fabricsim.collectives.jobs.mix` of the jobs in a ``spec`` file ([[job]] tables) or of the Chakra
-    traces in the directory ``chakra`` (one of them) on ``G``; ``progress`` hears the traces' notes too."""
+    traces in the directory ``chakra`` (one of them) on ``G``; ``progress`` hears the traces' notes too.
+
+    Parameters
+    ----------
+    chakra : instead of ``spec``: a directory of Chakra execution traces (<prefix>.<rank>.et, optional
+        communicator-group JSON); needs fabricsim[chakra].
+    split : ECMP split over next hops: equal, or weighted by surviving capacity. Default: the fabric's
+        declared switching, adaptive read as equal (mix shares links with the fixed-split solver).
+    tiers : rule: the fabric's tier rules; any: every shortest path.
+    efficiency : fraction of line rate the links deliver (0-1], for every job. Default: each job is
+        priced at the fabric family's figure, as price does (ideal fabrics: 1).
+    step_latency_us : per-step overhead in microseconds (default: the fabric's, else 1 us).
+    """
     from .jobs import load_jobs, mix
     if (spec is None) == (chakra is None):
         raise BadInput("give a SPEC file or --chakra DIR (one of them)", param="spec")
@@ -383,7 +475,16 @@ def design_job(space, *, build, builders, make_runner=None, progress=None, **kw)
 
 def calibrate_logs(G, logs: Sequence[str], *, collective: str | None = None, group_size: int | None = None,
                    mesh: str | None = None, over: str | None = None):
-    """Fit the cost model to nccl-tests logs measured on ``G`` (:func:`~fabricsim.collectives.cost.calibrate`)."""
+    """Fit the cost model to nccl-tests logs measured on ``G`` (:func:`~fabricsim.collectives.cost.calibrate`).
+
+    Parameters
+    ----------
+    collective : the collective of a log that names no *_perf binary (pre-2.13 logs, pasted tables);
+        default: inferred from its columns where they tell.
+    group_size : chips per group, every group at once (default: one group of the log's rank count).
+    mesh : a parallelism mesh over chip ranks, e.g. tp=8,dp=9; with ``over``.
+    over : with ``mesh``: the dimension whose groups ran the measured collective.
+    """
     from .cost.calibrate import calibrate
     from .cost.nccl_tests import parse_log
     groups = None
@@ -402,6 +503,22 @@ def step_jobs(graphs: dict, model, mesh: str, *, phase: str = "decode", batch: i
 
     The model, mesh, tokens and router are checked, and the mesh against every fabric, before any is
     priced.  ``progress`` hears each fabric's work where it is long (several fabrics, or over 512 chips).
+
+    Parameters
+    ----------
+    model : a catalog model (deepseek-r1, kimi-k2, gpt-oss-120b) or a model .toml file (format in
+        docs/guide.md).
+    mesh : tp=..,ep=..,dp=.. over chip ranks, TP innermost (a mesh smaller than the fabric leaves the
+        last chips idle).
+    phase : decode: one token per sequence; prefill: seq tokens per sequence.
+    batch : sequences in the step, over the whole mesh.
+    seq : prefill: prompt tokens per sequence.
+    compute_us : compute per layer in microseconds, added in series (default: compute not modelled).
+    dispatch_dtype : MoE dispatch elements: fp8, bf16, fp16, fp32.
+    combine_dtype : MoE combine elements: fp8, bf16, fp16, fp32.
+    skew : router: balanced (uniform expectation), uniform (one sample), zipf:A (hot experts) or a file
+        of per-expert weights.
+    seed : seed of a sampled router (uniform, zipf).
     """
     import time
 

@@ -6,9 +6,12 @@ A figure that is missing prints as ``n/a`` or ``-``, never as 0.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+import re
 
-__all__ = ["fmt", "table", "us", "fmt_bytes", "x", "pct", "hist", "gbps"]
+__all__ = ["fmt", "table", "us", "fmt_bytes", "x", "pct", "hist", "gbps", "param_docs"]
 
 
 def fmt(v) -> str:
@@ -69,3 +72,60 @@ def hist(h: dict, empty: str = "-") -> str:
 def gbps(v) -> str:
     """A bandwidth figure to one decimal; ``n/a`` for None or non-finite."""
     return f"{v:,.1f}" if v is not None and math.isfinite(v) else "n/a"
+
+
+_TYPE_WORDS = re.compile(r"^[\w.\[\], |/-]*(, optional)?$")
+
+
+@functools.lru_cache(maxsize=None)
+def param_docs(obj) -> dict[str, str]:
+    """``{parameter: description}`` from the numpydoc ``Parameters`` section of ``obj``'s docstring.
+
+    Both spellings the package uses are read: ``name : type`` with the description indented below, and
+    ``name : description`` on one line (continued, indented, below).  ``a, b : ...`` documents both.
+    The CLI shows these texts as its options' help, so a parameter is documented once, for both.
+
+    Examples
+    --------
+    >>> def f(a, b, c):
+    ...     '''Parameters
+    ...     ----------
+    ...     a : int
+    ...         Chips per group.
+    ...     b, c : the ``b`` and ``c`` of it,
+    ...         continued.
+    ...     '''
+    >>> param_docs(f)
+    {'a': 'Chips per group.', 'b': 'the ``b`` and ``c`` of it, continued.', 'c': 'the ``b`` and ``c`` of it, continued.'}
+    """
+    lines = inspect.cleandoc(inspect.getdoc(obj) or "").splitlines()
+    out: dict[str, str] = {}
+    try:
+        i = next(k for k in range(len(lines) - 1) if lines[k].strip() == "Parameters" and
+                 set(lines[k + 1].strip()) == {"-"}) + 2
+    except StopIteration:
+        return out
+    names: list[str] = []
+    head, body = "", []
+
+    def flush():
+        if names:
+            typed = len(head) <= 50 and bool(_TYPE_WORDS.match(head)) and body
+            text = " ".join(body if typed else [head, *body]).strip()
+            out.update({n: text for n in names})
+
+    for line in lines[i:]:
+        if not line.strip():
+            continue
+        if not line.startswith(" "):
+            if set(line.strip()) == {"-"}:     # the next section's underline: its title was read as an entry
+                names.clear()
+                break
+            flush()
+            left, _, head = line.partition(" : ")
+            names, body = [n.strip() for n in left.split(",") if n.strip()], []
+            head = head.strip()
+        else:
+            body.append(line.strip())
+    flush()
+    return out

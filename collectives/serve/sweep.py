@@ -292,21 +292,26 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
     ----------
     G : fabric graph (its chips' accelerator from :func:`~fabricsim.fabrics.accelerators.accelerator_of`
         unless ``accelerator`` is given).
-    model : a catalog model name or :class:`Model` (``arch.toml`` must list it).
-    isl, osl : prompt and output tokens per request.
-    mesh : ``"tp=8,ep=16"``, a dict, or ``None`` / ``"search"`` (search per concurrency).
-    concurrency : one concurrency; ``None`` sweeps 1, 2, 4, ... up to the KV-cache limit.
-    mtp : draft tokens per decode step (DeepSeek's MTP module; acceptance from ``arch.toml``).
-    library : ``auto``, ``nccl``, ``trtllm`` or ``deepep-ll``.
-    overlap : ``none`` or ``two-microbatch``.
+    model : a catalog model: deepseek-r1, kimi-k2, gpt-oss-120b (in a notebook also a :class:`Model`
+        that ``arch.toml`` lists).
+    isl : prompt tokens per request.
+    osl : output tokens per request.
+    mesh : tp=..,ep=..,dp=.. over chip ranks (or a dict), or search (TP x EP searched per concurrency;
+        None too).
+    concurrency : one concurrency (users); without it (None) the sweep runs 1, 2, 4, ... up to the
+        KV-cache limit.
+    mtp : draft tokens per decode step (MTP: DeepSeek's module; acceptance from ``arch.toml``).
+    library : communication library: ``auto`` (the search picks per collective among those that run on
+        the fabric), or one in libraries.toml: nccl, trtllm, deepep-ll, jalapeno-ce.
+    overlap : none, or two-microbatch (DeepSeek's serving: one microbatch's communication under the
+        other's compute).
     max_concurrency : the sweep's highest concurrency (default: the KV-cache limit).
-    menu : ``search`` (default: every TP x EP mesh, concurrencies 1, 2, 4, ...) or ``inferencex``
-        (the decode meshes and concurrencies InferenceX ran for this model and chip,
-        :mod:`.menu`; no ``mesh`` / ``concurrency`` with it).
-    disaggregate : ``{"prefill": P, "decode": D}`` (or ``"prefill=P,decode=D"``): prefill on the first
-        ``P`` chips in rank order, decode on the next ``D``, the KV cache moved between them over the
-        fabric (:mod:`.disagg`); ``mesh`` is then the decode pool's (``dp`` fills the pool).
-        ``None``: aggregated serving.
+    menu : search (every TP x EP mesh, concurrencies 1, 2, 4, ...) or inferencex (the decode meshes
+        and concurrencies InferenceX published for the model and chip, collectives/serve/inferencex.toml;
+        no ``mesh`` / ``concurrency`` with it).
+    disaggregate : prefill=P,decode=D (or a dict): prefill on the first P chips in rank order, decode on
+        the next D, each prompt's KV cache moved between them over the fabric (:mod:`.disagg`); ``mesh``
+        is then the decode pool's (dp fills the pool).  Without it (None): aggregated serving.
 
     Examples
     --------
@@ -525,6 +530,11 @@ def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailRes
     machinery's :func:`~fabricsim.topo.failures.apply_failures` specs), same mesh and concurrency.
 
     Chips keep their ranks only if no chip fails; a failed chip is refused (the mesh would move).
+
+    Parameters
+    ----------
+    failures : re-price every point with these failures (whatif's grammar, e.g. node:r00/lsw0):
+        tokens/s per kW and TPOT before and after.
     """
     from ...topo.failures import apply_failures
     specs = [failures] if isinstance(failures, str) else list(failures)

@@ -352,6 +352,14 @@ def sweep_runner(workers: int = 1, scheduler: str | None = None, results_file: s
     about ``timeout_s``, with BadInput); otherwise ``LocalRunner(workers)``.  With
     ``results_file`` wrapped in a :class:`ResumableRunner`.  A DaskRunner or ResumableRunner
     has ``close()`` (and works as a context manager); a LocalRunner has nothing to close.
+
+    Parameters
+    ----------
+    workers : local worker processes (ignored with ``scheduler``).
+    scheduler : run the scenarios on an existing Dask distributed scheduler, tcp://HOST:PORT (pip install
+        'fabricsim[dask]'); each worker builds the fabric once.
+    results_file : append each scenario's result to this file as it arrives; rerun with the same file to
+        skip what is already done.
     """
     from .sweeps import LocalRunner
     resumable = ResumableRunner(None, results_file) if results_file is not None else None  # path checked first
