@@ -32,7 +32,7 @@ _DTYPES = DTYPES = ("fp8", "bf16", "fp16", "fp32")   # collectives.traffic.moe.D
 PARAMS = {"groups": ("groups_file",), "traffic": ("traffic_path",), "moe": ("moe_spec",), "set": ("sets",),
            "fabrics": ("fabric_list",), "fabric": ("fabric", "fabric_list"), "rates": ("rates_file",),
            "resume": ("results_file",), "chakra": ("chakra_dir",), "failure_class": ("failure_class", "classes"),
-           "classes": ("classes", "failure_class"), "fails": ("fails",), "failures": ("fails",), "output": ("output", "out_dir"),
+           "classes": ("classes", "failure_class"), "fails": ("fails",), "failures": ("fails",), "parts": ("parts_file",), "output": ("output", "out_dir"),
            "options": ()}
 
 
@@ -72,6 +72,7 @@ def library_help(ctx: click.Context, doc: str, dest: str) -> str:
     own = {p.name for p in ctx.command.params} | {p for p, d in PARAMS.items() if set(d) & {q.name for q in
                                                                                              ctx.command.params}}
     text = re.sub(r":\w+:`~?([^`]+)`", lambda m: m[1].rsplit(".", 1)[-1], text)   # :func:`~a.b` -> b
+    text = re.sub(r'``"([^"`]*)"``', r"'\1'", text)
     text = re.sub(r"``([\w-]+)``", lambda m: option_for(ctx, m[1]) if m[1] in own else m[1], text)
     first = text.split(" ", 1)[0].rstrip(":;,")   # a sentence starts upper case; a value as it is typed
     plain = first.replace("-", "").isalpha() and first.islower() and first not in _values(ctx, dest)
@@ -165,6 +166,17 @@ def write_error(exc: OSError, path) -> click.ClickException:
 
 def emit(obj) -> None:
     click.echo(to_json(obj))
+
+
+def show(result, as_json: bool, plot=None, plot_fn: str = "", *, data=None, text: str | None = None, **kw) -> None:
+    """The chart of ``result`` by ``plot_fn`` ("module:function" under the package, imported only then) if
+    ``plot`` names a file; then ``result``'s JSON (``data``, default ``as_dict()``) or text (``text``, default
+    ``to_text()``) on stdout."""
+    if plot:
+        import importlib
+        module, _, name = plot_fn.partition(":")
+        written(getattr(importlib.import_module(f"{__package__}.{module}"), name), plot, result, **kw)
+    emit(result.as_dict() if data is None else data) if as_json else click.echo(text or result.to_text())
 
 
 def written(write, path, *args, say: bool = True, **kw):
@@ -337,8 +349,6 @@ def fabric_names(fabric, fabric_list) -> list[str]:
     return names
 
 
-
-
 def runner_maker(workers: int, scheduler: str | None, results_file=None):
     """A maker of the sweep runner (local processes, Dask, resumable); the library calls it once inputs are checked."""
     def make():
@@ -393,16 +403,18 @@ def params_cmd(fabric):
     click.echo(title + "\n" + _table(rows, ["parameter", "default", "accepts"]))
 
 
+AUDIT = "topo.auditing:audit"
+
+
 @main.command("audit")
 @click.argument("fabric")
 @set_option
 @json_option("Print the audit as JSON (schema in docs/json.md).")
 @click.option("--all", "show_all", is_flag=True, help="List every finding, not just failures and notes.")
-@click.option("--no-hops", is_flag=True, help="Skip hop distances (faster on the biggest fabrics).")
-@click.option("--no-bisection", is_flag=True, help="Skip the bisection max-flow.")
-@click.option("--parts", "parts_file", type=click.Path(dir_okay=False), default=None,
-              help="TOML of part prices and power overriding the built-in ones (schema: topo/parts.toml).")
-def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection, parts_file):
+@opt("--hops/--no-hops", default=True, show_default=True, doc=AUDIT)
+@opt("--bisection/--no-bisection", "bisect", default=True, show_default=True, doc=AUDIT)
+@opt("--parts", "parts_file", type=click.Path(dir_okay=False), default=None, doc=AUDIT)
+def audit_cmd(fabric, sets, as_json, show_all, hops, bisect, parts_file):
     """Check a fabric's wiring against its devices' port, lane and bandwidth budgets.
 
     Reports totals (chips, switch ASICs, differential pairs on copper, optical links
@@ -419,7 +431,7 @@ def audit_cmd(fabric, sets, as_json, show_all, no_hops, no_bisection, parts_file
     if G.number_of_nodes() > 4000:
         _progress(f"auditing {G.number_of_nodes():,} nodes and {G.number_of_edges():,} links ...")
     with timed("audit took", 0.0 if G.number_of_nodes() > 4000 else float("inf")):
-        a = audit(G, hops=not no_hops, bisect=not no_bisection, parts=parts)
+        a = audit(G, hops=hops, bisect=bisect, parts=parts)
     emit(a.as_dict()) if as_json else click.echo(a.to_text(show_all))
     if not a.ok:
         sys.exit(1)
@@ -484,14 +496,14 @@ def _write_imported(G, output, chips_word: str, detail: str = "") -> None:
     click.echo("\n".join(imported_lines(G, output, chips_word, detail)), err=True)
 
 
+NCCL_TOPO = "fabrics.nccl_topo:read_nccl_topo"
+
+
 @import_grp.command("nccl-topo")
 @click.argument("xml_file", metavar="FILE.xml", type=click.Path(dir_okay=False))
-@click.option("--nodes", type=click.IntRange(1), default=1, show_default=True,
-              help="Copies of the node, joined rail-optimized (GPU r of every node on rail r's leaf, spines).")
-@click.option("--nic-gbps", type=Number(0.0, 1e7, open_lo=True, unit=" Gb/s"), default=None,
-              help="Per-direction NIC port rate, Gb/s (default: each <net>'s speed).")
-@click.option("--spine-oversubscription", type=Number(0.0, 1e6, open_lo=True), default=1.0, show_default=True,
-              help="Leaf down:up bandwidth with --nodes > 1 (1 = non-blocking).")
+@opt("--nodes", type=click.IntRange(1), default=1, show_default=True, doc=NCCL_TOPO)
+@opt("--nic-gbps", type=Number(0.0, 1e7, open_lo=True, unit=" Gb/s"), default=None, doc=NCCL_TOPO)
+@opt("--spine-oversubscription", type=Number(0.0, 1e6, open_lo=True), default=1.0, show_default=True, doc=NCCL_TOPO)
 @fabric_output
 def import_nccl_topo(xml_file, nodes, nic_gbps, spine_oversubscription, output):
     """Build a fabric from an NCCL topology dump (the XML NCCL writes with NCCL_TOPO_DUMP_FILE).
@@ -552,9 +564,8 @@ main.add_command(import_grp)
 @set_option
 @click.option("-o", "--output", "output", required=True, type=OutputPath(),
               help="Output picture: .png or .svg (.pdf works too).")
-@click.option("--expand", default=None, help="Which rack / group / slice to draw in full: an index, '1,2' or "
-              "'all' (default: the first; big fabrics show the rest collapsed).")
-@click.option("--dpi", type=click.IntRange(40, 600), default=110, show_default=True, help="PNG resolution.")
+@opt("--expand", default=None, doc="topo.draw.figures:fabric_figure")
+@opt("--dpi", type=click.IntRange(40, 600), default=110, show_default=True, doc="topo.draw.figures:fabric_figure")
 def draw_cmd(fabric, sets, output, expand, dpi):
     """Draw a fabric: tiers as layers, NVL72 as planes, a torus slice, Boardfly groups.
 
@@ -562,14 +573,7 @@ def draw_cmd(fabric, sets, output, expand, dpi):
     slice) expanded and the others collapsed.  The legend gives tiers and link media.
     """
     from .topo.draw import draw_fabric
-    G = load_fabric(fabric, sets)
-    try:
-        draw_fabric(G, output, expand=expand, dpi=dpi)
-    except OSError as exc:
-        raise write_error(exc, output) from None
-    except ValueError as exc:   # draw's --expand refusals are plain ValueErrors (topo/draw, another file)
-        raise click.BadParameter(str(exc), param_hint="--expand") from None
-    click.echo(f"wrote {output}", err=True)
+    written(draw_fabric, output, load_fabric(fabric, sets), expand=expand, dpi=dpi)
 
 
 # --------------------------------------------------------------------------- pricing
@@ -605,17 +609,9 @@ def price_cmd(collective, fabric, sets, as_json, plot, traffic_path=None, moe_sp
     with timed("priced"):
         r, summary = (price_traffic(G, collective, options, spec, traffic=traffic_path, moe=moe_spec,
                                     progress=_progress) if vbytes else (price_job(G, collective, options, spec), None))
-    if plot:
-        from .collectives.plots import plot_price
-        written(plot_price, plot, r, G=G)
-    if as_json:
-        emit(r.as_dict() | ({"traffic": summary} if summary is not None else {}))
-        return
-    click.echo(r.to_text())
-    if opts["explain"]:
-        click.echo(method_text(r.method, r.mode))
-    if summary is not None:
-        click.echo(traffic_text(summary))
+    show(r, as_json, plot, "collectives.plots:plot_price", G=G, data=r.as_dict() | ({"traffic": summary} if summary is not None else {}),
+         text="\n".join([r.to_text(), *([method_text(r.method, r.mode)] if opts["explain"] else []),
+                         *([traffic_text(summary)] if summary is not None else [])]))
 
 
 @main.command("compare")
@@ -652,20 +648,15 @@ def compare_cmd(collective, fabric_list, as_json, plot, sets=(), **opts):
     given, chips = [g for _, _, g in loaded], [len(chip_ranks(G)) for _, G, _ in loaded]
     labels = [r.fabric + (f"({','.join(f'{k}={v}' for k, v in g.items())})" if g else "")
               for r, g in zip(reports, given)]
-    if plot:
-        from .collectives.plots import plot_compare
-        written(plot_compare, plot, reports)
-    if as_json:   # each report, plus the fabric's chips and the --set overrides it was built with
-        emit([{**r.as_dict(), "chips": n, "set": g} for r, n, g in zip(reports, chips, given)])
-        return
-    click.echo(compare_text(labels, chips, reports))
+    show(reports, as_json, plot, "collectives.plots:plot_compare", text=compare_text(labels, chips, reports),   # JSON: chips, --set too
+         data=[{**r.as_dict(), "chips": n, "set": g} for r, n, g in zip(reports, chips, given)])
 
 
 # --------------------------------------------------------------------------- failures
 @main.command("domains")
 @click.argument("fabric")
 @set_option
-@click.option("--class", "classes", multiple=True, help="Only this class (repeatable), e.g. --class rail-switch.")
+@opt("--class", "classes", multiple=True, doc="topo.failures:domains")
 @click.option("--all", "show_all", is_flag=True, help="List every domain id, not just a few per class.")
 @json_option("Print {class: [domain ...]} as JSON.")
 def domains_cmd(fabric, sets, classes, show_all, as_json):
@@ -715,12 +706,7 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spa
     options, spec = job_of(opts, collective)
     G = load_fabric(fabric, sets)
     w = whatif_job(G, fails, collective, options, spec, recovery=recovery, spares=spares, explain=opts["explain"])
-    if as_json:
-        emit(w.as_dict())
-        return
-    click.echo(w.to_text())
-    if opts["explain"]:
-        click.echo(whatif_method_text(w.method))
+    show(w, as_json, text=w.to_text() + (f"\n{whatif_method_text(w.method)}" if opts["explain"] else ""))
 
 
 @main.command("sweep")
@@ -761,15 +747,8 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
                       make_runner=runner_maker(workers, scheduler, results_file), progress=progress, note=_progress)
     finally:
         progress.close()
-    if plot:
-        from .collectives.plots import plot_sweep
-        written(plot_sweep, plot, s)
-    if as_json:
-        emit(s.as_dict())
-        return
-    click.echo(sweep_text(s, top))
-    if opts["explain"]:
-        click.echo(sweep_method_text(s.method))
+    show(s, as_json, plot, "collectives.plots:plot_sweep", text=sweep_text(s, top) + (f"\n{sweep_method_text(s.method)}"
+                                                                    if opts["explain"] else ""))
 
 
 @main.command("atlas")
@@ -802,7 +781,7 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
       fabricsim atlas jalapeno-pod --set racks=2 --collective all-to-all --size 1GiB --availability --samples 400
     """
     from .collectives.runs import atlas_job
-    from .collectives.whatif.atlas import availability, load_rates, plot_atlas
+    from .collectives.whatif.atlas import availability, load_rates
     if opts["explain"]:
         raise click.UsageError("atlas has no --explain; `fabricsim sweep --class C --explain` explains one class")
     if samples is not None and not (avail or rates_file):
@@ -818,12 +797,8 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
                   budget_s=budget_s, n2_shared=n2_shared, make_runner=runner_maker(workers, scheduler),
                   progress=_progress)
     av = availability(a, rates, samples=samples, seed=seed) if rates is not None else None
-    if plot:
-        written(plot_atlas, plot, a)
-    if as_json:
-        emit(a.as_dict() | ({"availability": av.as_dict()} if av is not None else {}))
-        return
-    click.echo(a.to_text() + (f"\n{av.to_text()}" if av is not None else ""))
+    show(a, as_json, plot, "collectives.whatif.atlas:plot_atlas", data=a.as_dict() | ({"availability": av.as_dict()} if av else {}),
+         text=a.to_text() + (f"\n{av.to_text()}" if av is not None else ""))
 
 
 # --------------------------------------------------------------------------- calibrate (issue 13)
@@ -900,7 +875,6 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
       fabricsim step --model kimi-k2 --fabric jalapeno-pod --mesh tp=8,ep=256 --phase prefill --batch 8 --seq 4096
       fabricsim step --model deepseek-r1 --fabrics jalapeno-rack,nvl72,torus --mesh ep=64 --batch 512 --plot step.png
     """
-    from .collectives.jobs.step import plot_step
     from .collectives.report_text import steps_text
     from .collectives.runs import step_jobs
     names = fabric_names(fabric, fabric_list)
@@ -908,12 +882,8 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
         raise click.UsageError("--set applies to one --fabric, not to --fabrics")
     graphs = {n: load_fabric(n, sets, param="fabric" if fabric else "fabrics") for n in names}
     results = step_jobs(graphs, model, mesh, progress=_progress, **opts)
-    if plot:
-        written(plot_step, plot, results, per_token=True)
-    if as_json:
-        emit(results[0].as_dict() if fabric else [r.as_dict() for r in results])
-        return
-    click.echo(steps_text(results, opts["compute_us"]))
+    show(results, as_json, plot, "collectives.jobs.step:plot_step", per_token=True, text=steps_text(results, opts["compute_us"]),
+         data=results[0].as_dict() if fabric else [r.as_dict() for r in results])
 
 
 @main.command("serve")
@@ -947,7 +917,6 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
       fabricsim serve --model kimi-k2 --fabrics jalapeno-rack,nvl72 --set nvl72:accelerator=gb300 --plot f.png
     """
     from .collectives.serve import serve, serve_failed
-    from .collectives.serve.sweep import plot_frontier
     from .fabrics.loader import load_fabrics
     fabric_names(fabric, fabric_list)
     # one fabric: --set KEY=VALUE; --fabrics: --set FABRIC:KEY=VALUE (as compare)
@@ -957,12 +926,8 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
               disaggregate=disaggregate)
     with about("model"):
         results = [serve_failed(G, model, fails, **kw) if fails else serve(G, model, **kw) for G in graphs]
-    if plot and not fails:
-        written(plot_frontier, plot, results)
-    if as_json:
-        emit(results[0].as_dict() if fabric else [r.as_dict() for r in results])
-        return
-    click.echo("\n\n".join(r.to_text() for r in results))
+    show(results, as_json, None if fails else plot, "collectives.serve:plot_frontier", text="\n\n".join(r.to_text() for r in results),
+         data=results[0].as_dict() if fabric else [r.as_dict() for r in results])
 
 
 # --------------------------------------------------------------------------- mix (issue 15), design (issue 28)
@@ -1007,17 +972,16 @@ DESIGN = "collectives.design:design"
 @opt("--workers", type=click.IntRange(min=1), default=1, show_default=True, doc=RUNNER)
 @_SCHEDULER
 @_RESUME
-@click.option("--no-prune", is_flag=True, help="Price every design inside the constraints (no bound pruning).")
+@opt("--prune/--no-prune", default=True, show_default=True, doc=DESIGN)
 @opt("--search", type=click.Choice(["auto", "exhaustive", "nsga2"]), default="auto", show_default=True, doc=DESIGN)
-@click.option("--evaluations", type=click.IntRange(min=1), default=500, show_default=True,
-              help="With nsga2: distinct designs to evaluate.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the nsga2 search.")
+@opt("--evaluations", type=click.IntRange(min=1), default=500, show_default=True, doc=DESIGN)
+@opt("--seed", type=click.IntRange(min=0), default=0, show_default=True, doc=DESIGN)
 @opt("--budget-s", type=Number(1e-3, 1e9, unit=" s"), default=None, doc=DESIGN)
 @click.option("-o", "--output-dir", "out_dir", type=click.Path(file_okay=False),
               help="Write each Pareto-front design as a fabric file (node-link JSON) into this folder.")
 @plot_option("Write the priced designs and the front to a PNG.")
 @json_option("Print the search as JSON (builder, evaluated, pruned, pareto, all).")
-def design_cmd(space, workers, scheduler, results_file, no_prune, search, evaluations, seed, budget_s, out_dir, plot,
+def design_cmd(space, workers, scheduler, results_file, prune, search, evaluations, seed, budget_s, out_dir, plot,
                as_json):
     """Search a builder's parameters for the Pareto front of time, capex, power, resilience.
 
@@ -1046,13 +1010,12 @@ def design_cmd(space, workers, scheduler, results_file, no_prune, search, evalua
     Example:
       fabricsim design examples/design/rail_cluster.toml --plot front.png
     """
-    from .collectives.design import plot_front
     from .collectives.runs import design_job
     from .fabrics import build
     from .fabrics.loader import write_fabrics
     from .fabrics.registry import builder_params
     sp, r = design_job(space, build=build, builders=builder_params(), make_runner=runner_maker(workers, scheduler),
-                       progress=_progress, prune=not no_prune, search=search, evaluations=evaluations, seed=seed,
+                       progress=_progress, prune=prune, search=search, evaluations=evaluations, seed=seed,
                        budget_s=budget_s, results_file=results_file)
     if out_dir:
         try:
@@ -1060,17 +1023,7 @@ def design_cmd(space, workers, scheduler, results_file, no_prune, search, evalua
         except OSError as exc:
             raise write_error(exc, out_dir) from None
         _progress(f"wrote {len(r.pareto)} fabric file(s) into {out_dir}")
-    if plot:
-        written(plot_front, plot, r)
-    emit(r.as_dict()) if as_json else click.echo(r.to_text())
-
-
-def __getattr__(name: str):
-    """``fabricsim.cli.SweepProgress``: the progress bar moved to the library (collectives.whatif.text)."""
-    if name == "SweepProgress":
-        from .collectives.whatif.text import SweepProgress
-        return SweepProgress
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    show(r, as_json, plot, "collectives.design:plot_front")
 
 
 if __name__ == "__main__":  # pragma: no cover

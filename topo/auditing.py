@@ -522,6 +522,12 @@ def audit(G: nx.Graph, *, devices: dict[str, Device] | None = None, hops: bool =
     ``hops=False`` skips the hop statistics and ``bisect=False`` the bisection; their
     figures are then ``None`` (JSON ``null``), not 0.
 
+    Parameters
+    ----------
+    hops : hop distances between chips (diameter, mean); off is faster on the biggest fabrics.
+    bisect : the bisection max-flow and the halves it cuts.
+    parts : TOML of part prices and power overriding the built-in ones (schema: topo/parts.toml).
+
     Examples
     --------
     >>> from fabricsim.fabrics import build

@@ -74,7 +74,7 @@ def gbps(v) -> str:
     return f"{v:,.1f}" if v is not None and math.isfinite(v) else "n/a"
 
 
-_TYPE_WORDS = re.compile(r"^[\w.\[\], |/-]*(, optional)?$")
+_TYPE_WORDS = re.compile(r"^[\w.\[\], |/\"-]*(, optional)?$")
 
 
 @functools.lru_cache(maxsize=None)

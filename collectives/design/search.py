@@ -407,11 +407,13 @@ def design(space: DesignSpace, *, build: Builder, runner=None, wave: int | None 
     wave : designs per wave (each wave prunes against the front of the ones before);
         default 4 per worker, at least 8.
     progress : ``progress(message)`` after waves (the CLI writes it to stderr).
-    prune : ``False`` prices every design inside the constraints (the brute-force check).
+    prune : prune designs outside the constraints or whose link-load bound a priced design already
+        beats (exact); ``False`` prices every design inside the constraints (the brute-force check).
     search : ``exhaustive`` (every design: the exact front), ``nsga2`` (Optuna's NSGA-II
         sampler proposes designs, ``evaluations`` of them: the best front found, not proven),
         or ``auto``: exhaustive up to :data:`EXHAUSTIVE_MAX` designs, else nsga2.
-    evaluations, seed : nsga2's number of distinct designs evaluated, and its seed.
+    evaluations : with nsga2: distinct designs to evaluate.
+    seed : seed of the nsga2 search.
     budget_s : stop starting new waves after this many seconds; the result says it is partial.
     results_file : a JSON-lines file keeping every evaluated design; a rerun of the same space
         (builder, fixed parameters, workload, objectives, constraints, parts) takes them from it.

@@ -6,7 +6,8 @@ import json
 
 from click.testing import CliRunner
 
-from fabricsim.cli import SweepProgress, main
+from fabricsim.cli import main
+from fabricsim.collectives.whatif.text import SweepProgress
 
 
 class Clock:

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
+from ..errors import BadInput
 from ..contract import CHIP, KIND, RANK, SWITCH
 
 # Drawing units are inches: the axes span the figure's drawing area one data unit per
@@ -141,8 +142,8 @@ def _pick(choices: list, expand, what: str, focus: Iterable = (), *, allow_all: 
         def fmt(c):
             return str(c[0]) if isinstance(c, tuple) and len(c) == 1 else str(c)
         shown = ", ".join(map(fmt, choices[:12])) + (" ..." if len(choices) > 12 else "")
-        raise ValueError(f"expand={fmt(bad[0])} is not a {what} of this fabric; choose one of: {shown}"
-                         + (" (or 'all')" if allow_all else ""))
+        raise BadInput(f"expand={fmt(bad[0])} is not a {what} of this fabric; choose one of: {shown}"
+                         + (" (or 'all')" if allow_all else ""), param="expand")
     return [c for c in choices if c in wanted]
 
 

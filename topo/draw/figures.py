@@ -7,6 +7,7 @@ from typing import Mapping
 import networkx as nx
 from matplotlib.figure import Figure
 
+from ..errors import BadInput
 from ._common import _Scene, layout_kind
 from .boardfly import _boardfly
 from .generic import _generic
@@ -25,14 +26,14 @@ def _parse_expand(expand):
     try:
         vals = tuple(int(p) for p in parts)   # '' and '1,,2' fail here: no index to expand
     except ValueError:
-        raise ValueError(f"expand={expand!r}: give a rack, group or slice number (e.g. 3), numbers joined by "
-                         f"commas for a torus slice (e.g. 1,2), or 'all'") from None
+        raise BadInput(f"expand={expand!r}: give a rack, group or slice number (e.g. 3), numbers joined by "
+                         f"commas for a torus slice (e.g. 1,2), or 'all'", param="expand") from None
     return vals[0] if len(vals) == 1 else vals
 
 
 def _scene(G: nx.Graph, expand, focus=()) -> _Scene:
     if G.number_of_nodes() == 0:
-        raise ValueError("cannot draw an empty graph")
+        raise BadInput("cannot draw an empty graph", param="fabric")
     return _LAYOUTS[layout_kind(G)](G, _parse_expand(expand), focus)
 
 

@@ -7,6 +7,7 @@ from typing import Iterable
 
 import networkx as nx
 
+from ..errors import BadInput
 from ..contract import CHIP, KIND, LANES, RANK, ROLE, SWITCH
 from ._common import (LEFT_MARGIN, _Elem, _Scene, _chip_nodes, _domain_attr, _grid_dims, _levels, _pick, _short,
                       _spread, _switch_nodes)
@@ -68,8 +69,8 @@ def _layered(G: nx.Graph, expand, focus: Iterable) -> _Scene:
     multi = len(domains) > 1
     focus_domains = [G.nodes[f].get(dom) for f in focus if f in G] if dom else []
     if not multi and expand not in (None, "all") and [expand] != domains:
-        raise ValueError(f"expand={expand!r}: {G.graph.get('name', 'this fabric')} is a single "
-                         f"{dom or 'domain'}, drawn whole; there is nothing to expand")
+        raise BadInput(f"expand={expand!r}: {G.graph.get('name', 'this fabric')} is a single "
+                         f"{dom or 'domain'}, drawn whole; there is nothing to expand", param="expand")
     shown = _pick(domains, expand, dom or "domain", focus_domains, allow_all=True) if multi else domains
     collapsed = [d for d in domains if d not in shown]
 

@@ -6,6 +6,7 @@ from typing import Iterable
 
 import networkx as nx
 
+from ..errors import BadInput
 from ._common import _Elem, _Scene, _chip_nodes, _pick, _short
 
 # ---------------------------------------------------------------------------------------
@@ -25,7 +26,7 @@ def _torus(G: nx.Graph, expand, focus: Iterable) -> _Scene:
     if len(axes) == 1:
         return _ring_scene(G, chip_nodes, f"{name}: ring of {dims[0]} chips")
     if len(axes) == 2 and expand is not None:
-        raise ValueError(f"expand={expand!r}: a 2D torus is drawn whole; there is no slice to choose")
+        raise BadInput(f"expand={expand!r}: a 2D torus is drawn whole; there is no slice to choose", param="expand")
     a0, a1 = axes[0], axes[1]
     rest = axes[2:]
     # the slices: every combination of the other coordinates; expand picks one by its
@@ -39,8 +40,8 @@ def _torus(G: nx.Graph, expand, focus: Iterable) -> _Scene:
     if isinstance(expand, int) and not isinstance(expand, bool):
         want = (expand,) + (0,) * (len(rest) - 1)   # an index along the third ring
     if want is not None and not isinstance(want, tuple):
-        raise ValueError(f"expand={expand!r}: a torus expands one slice, given as an index along "
-                         f"{rest[0]} or a tuple of ({', '.join(rest)})")
+        raise BadInput(f"expand={expand!r}: a torus expands one slice, given as an index along "
+                         f"{rest[0]} or a tuple of ({', '.join(rest)})", param="expand")
     chosen = _pick(slices, None if want is None else [want], "slice (" + ", ".join(rest) + ")",
                    focus_slices)[0]
     members = [c for c in chip_nodes if where(c) == chosen]

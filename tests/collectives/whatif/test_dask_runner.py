@@ -244,7 +244,7 @@ class _KillWrap:
 def test_dask_sweep_folds_and_drives_the_progress_bar(cluster):
     import io
 
-    from fabricsim.cli import SweepProgress
+    from fabricsim.collectives.whatif.text import SweepProgress
     out = io.StringIO()
     bar = SweepProgress(out, tty=True, after_s=0.0)
     kw = dict(collective="all-to-all", size_bytes=2**30, algorithm="direct")
