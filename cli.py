@@ -24,7 +24,6 @@ from .topo.units import parse_size  # noqa: F401  (``from fabricsim.cli import p
 
 # =========================================================================== click machinery
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-_DTYPES = DTYPES = ("fp8", "bf16", "fp16", "fp32")   # collectives.traffic.moe.DTYPE_BYTES (a test checks they agree)
 
 # ONE table: a library parameter (BadInput.param) -> the click parameter(s) that carry it, first found on the
 # command wins; a name not listed is its own click name.  The option shown is that parameter's longest flag
@@ -46,6 +45,13 @@ def option_for(ctx: click.Context, param: str) -> str:
 
 
 # --------------------------------------------------------------------------- options documented by the library
+def lib(source: str):
+    """The library object ``"module:NAME"`` (under the package), imported when an option first needs it."""
+    import importlib
+    module, _, name = source.partition(":")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+
+
 class Option(click.Option):
     """An option whose help is its library parameter's: ``doc`` ("module:Name", under the package) names the
     function or class whose numpydoc ``Parameters`` entry documents it (:func:`topo.text.param_docs`), read only
@@ -63,11 +69,8 @@ class Option(click.Option):
 
 def library_help(ctx: click.Context, doc: str, dest: str) -> str:
     """The help of option ``dest``: ``doc``'s entry for it, ``name`` of another parameter shown as its option."""
-    import importlib
-
     from .topo.text import param_docs
-    module, _, name = doc.partition(":")
-    docs = param_docs(getattr(importlib.import_module(f"{__package__}.{module}"), name))
+    docs = param_docs(lib(doc))
     text = docs.get(dest) or next(docs[p] for p, dests in PARAMS.items() if dest in dests and p in docs)
     own = {p.name for p in ctx.command.params} | {p for p, d in PARAMS.items() if set(d) & {q.name for q in
                                                                                              ctx.command.params}}
@@ -118,7 +121,8 @@ class Number(click.ParamType):
 
 
 class OutputPath(click.ParamType):
-    """An output file name with one of ``suffixes`` (case-insensitive) in a directory that exists."""
+    """An output file name with one of ``suffixes`` (case-insensitive; or "module:NAME", a library dict of
+    formats -> suffixes) in a directory that exists."""
 
     name = "FILE"
 
@@ -126,6 +130,8 @@ class OutputPath(click.ParamType):
         self.suffixes = suffixes
 
     def convert(self, value, param, ctx):
+        if isinstance(self.suffixes, str):
+            self.suffixes = tuple(dict.fromkeys(x for sfx in lib(self.suffixes).values() for x in sfx))
         if not str(value).lower().endswith(self.suffixes) or not Path(value).stem:
             self.fail(f"{str(value)[:120]!r}: use a file name ending in {', '.join(self.suffixes)}", param, ctx)
         try:
@@ -137,17 +143,18 @@ class OutputPath(click.ParamType):
         return value
 
 
-class CollectiveChoice(click.Choice):
-    """click.Choice over ``collectives.COLLECTIVES``, read when first needed: ``fabricsim --help`` and
-    commands without a collective do not import the pricing packages (numpy, scipy) for it."""
+class Choice(click.Choice):
+    """click.Choice over a library registry ("module:NAME" under the package: a tuple, or a dict's keys; ``drop``
+    left out), read when first needed: choices are never retyped here, and ``fabricsim --help`` and commands
+    without the option do not import the library (numpy, scipy) for it."""
 
-    def __init__(self):
+    def __init__(self, source: str, drop: tuple = ()):
+        self.source, self.drop = source, drop
         super().__init__(())
 
     @property
     def choices(self):
-        from .collectives import COLLECTIVES
-        return tuple(COLLECTIVES)
+        return tuple(c for c in lib(self.source) if c not in self.drop)
 
     @choices.setter
     def choices(self, _value):   # click.Choice.__init__ assigns it; the collectives module owns the list
@@ -173,9 +180,7 @@ def show(result, as_json: bool, plot=None, plot_fn: str = "", *, data=None, text
     ``plot`` names a file; then ``result``'s JSON (``data``, default ``as_dict()``) or text (``text``, default
     ``to_text()``) on stdout."""
     if plot:
-        import importlib
-        module, _, name = plot_fn.partition(":")
-        written(getattr(importlib.import_module(f"{__package__}.{module}"), name), plot, result, **kw)
+        written(lib(plot_fn), plot, result, **kw)
     emit(result.as_dict() if data is None else data) if as_json else click.echo(text or result.to_text())
 
 
@@ -277,7 +282,7 @@ def plot_option(help_text):
 set_option = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
                           help="Override a fabric parameter (repeatable), e.g. --set racks=8.")
 fabric_option = click.option("--fabric", "fabric", required=True, help="A catalog name or a fabric file.")
-collective_arg = click.argument("collective", type=CollectiveChoice())
+collective_arg = click.argument("collective", type=Choice("collectives:COLLECTIVES"))
 RUNNER = "collectives.whatif.dask_runner:sweep_runner"
 _SCHEDULER = opt("--scheduler", metavar="tcp://HOST:PORT", doc=RUNNER)
 _RESUME = opt("--resume", "results_file", type=click.Path(dir_okay=False), doc=RUNNER)
@@ -293,10 +298,9 @@ atlas_worker_options = option_group(
 fabric_output = click.option("-o", "--output", "output", required=True, type=OutputPath((".json", ".graphml")),
                              help="Fabric file to write: .json (node-link) or .graphml; every command takes it as "
                                   "FABRIC.")
-EXPORT_SUFFIXES = (".graphml", ".json", ".yml", ".yaml", ".txt")   # topo.export_text.EXPORT_FORMATS' (a test checks)
 fail_option = opt("--fail", "fails", multiple=True, metavar="SPEC", doc=f"{RUNS}:whatif_job")
 recovery_options = option_group(
-    opt("--recovery", type=click.Choice(["reroute", "restart"]), default="reroute", show_default=True,
+    opt("--recovery", type=Choice("collectives.whatif.scenario:RECOVERIES"), default="reroute", show_default=True,
         doc=f"{RUNS}:whatif_job"),
     opt("--spares", type=click.IntRange(min=0), default=0, show_default=True, doc=f"{RUNS}:whatif_job"))
 
@@ -313,12 +317,12 @@ def price_option_group(size_required: bool = True):
         opt("--over", doc=GROUP),
         opt("--groups", "groups_file", type=click.Path(), doc=GROUP),
         opt("--algorithm", default="auto", show_default=True, doc=PRICE),
-        opt("--protocol", type=click.Choice(["auto", "ll", "ll128", "simple", "ideal"]), default="auto",
+        opt("--protocol", type=Choice("collectives.engine:PROTOCOL_CHOICES"), default="auto",
             show_default=True, doc=PRICE),
         click.option("--explain", is_flag=True, help="Say which fast path priced each phase (symmetry classes, "
                      "per-flow ...) and why the others were refused."),
-        opt("--split", type=click.Choice(["equal", "capacity", "adaptive"]), default=None, doc=PRICE),
-        opt("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True, doc=PRICE),
+        opt("--split", type=Choice("collectives.engine:SPLIT_CHOICES"), default=None, doc=PRICE),
+        opt("--tiers", type=Choice("topo.routing.core:TIER_MODES"), default="rule", show_default=True, doc=PRICE),
         opt("--efficiency", type=Number(1e-6, 1.0), default=None, doc=PRICE),
         opt("--step-latency-us", type=Number(0.0, 1e9, unit=" us"), default=None, doc=PRICE),
         opt("--calibration", type=click.Path(), doc=PRICE),
@@ -441,10 +445,10 @@ def audit_cmd(fabric, sets, as_json, show_all, hops, bisect, parts_file):
 @click.command("export", cls=Command)
 @click.argument("fabric")
 @set_option
-@click.option("-o", "--output", "output", required=True, type=OutputPath(EXPORT_SUFFIXES),
+@click.option("-o", "--output", "output", required=True, type=OutputPath("topo.export_text:EXPORT_FORMATS"),
               help="Output file: .graphml, .json (node-link, or InfraGraph with --format infragraph), .yml "
                    "(ASTRA-sim network config) or .txt (SimAI ns-3 topology).")
-@click.option("--format", "fmt", type=click.Choice(["graphml", "json", "astra-sim", "simai", "infragraph"]),
+@click.option("--format", "fmt", type=Choice("topo.export_text:EXPORT_FORMATS"),
               default=None,
               help="graphml | json | astra-sim | simai | infragraph (default: from the -o extension; .yml/.yaml "
                    "is astra-sim, .txt simai, .json node-link).")
@@ -753,7 +757,7 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
 
 @main.command("atlas")
 @click.argument("fabric")
-@click.option("--collective", "collective", required=True, type=CollectiveChoice(),
+@click.option("--collective", "collective", required=True, type=Choice("collectives:COLLECTIVES"),
               help="The collective every scenario prices.")
 @set_option
 @opt("--classes", "classes", metavar="A,B", doc=ATLAS)
@@ -812,7 +816,7 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False),
               help="Write the calibration TOML here (one section per fitted collective).")
 @json_option("Print fits and points as JSON (schema in docs/json.md).")
-@opt("--collective", type=CollectiveChoice(), doc=f"{RUNS}:calibrate_logs")
+@opt("--collective", type=Choice("collectives:COLLECTIVES"), doc=f"{RUNS}:calibrate_logs")
 def calibrate_cmd(logs, fabric, sets, group_size, mesh, over, output, as_json, collective):
     """Fit the cost model's constants to nccl-tests logs; write a calibration file.
 
@@ -851,12 +855,12 @@ model_fabrics = option_group(
 @opt("--model", "model", required=True, doc=STEP)
 @model_fabrics
 @opt("--mesh", "mesh", required=True, doc=STEP)
-@opt("--phase", type=click.Choice(["decode", "prefill"]), default="decode", show_default=True, doc=STEP)
+@opt("--phase", type=Choice("collectives.jobs.step:PHASES"), default="decode", show_default=True, doc=STEP)
 @opt("--batch", type=int, default=1, show_default=True, doc=STEP)
 @opt("--seq", type=int, doc=STEP)
 @opt("--compute-us", "compute_us", type=Number(0.0, 1e300, unit=" us"), doc=STEP)
-@opt("--dispatch-dtype", type=click.Choice(_DTYPES), default="fp8", show_default=True, doc=STEP)
-@opt("--combine-dtype", type=click.Choice(_DTYPES), default="bf16", show_default=True, doc=STEP)
+@opt("--dispatch-dtype", type=Choice("collectives.traffic.moe:DTYPE_BYTES"), default="fp8", show_default=True, doc=STEP)
+@opt("--combine-dtype", type=Choice("collectives.traffic.moe:DTYPE_BYTES"), default="bf16", show_default=True, doc=STEP)
 @opt("--skew", default="balanced", show_default=True, doc=STEP)
 @opt("--seed", type=click.IntRange(min=0), default=0, show_default=True, doc=STEP)
 @plot_option("Write a stacked bar per fabric (communication per token by collective) to a .png, .svg or .pdf.")
@@ -894,10 +898,11 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
 @opt("--mesh", "mesh", default="search", show_default=True, doc=SERVE)
 @opt("--concurrency", type=click.IntRange(min=1), doc=SERVE)
 @opt("--max-concurrency", "max_concurrency", type=click.IntRange(min=1), doc=SERVE)
-@opt("--menu", default="search", show_default=True, doc=SERVE)
+@opt("--menu", type=Choice("collectives.serve.menu:MENUS"), default="search", show_default=True, doc=SERVE)
 @opt("--mtp", type=int, default=0, show_default=True, doc=SERVE)
-@opt("--library", default="auto", show_default=True, doc=SERVE)
-@opt("--overlap", default="none", show_default=True, doc=SERVE)
+@opt("--library", type=Choice("collectives.serve.network:LIBRARY_CHOICES"), default="auto", show_default=True,
+     doc=SERVE)
+@opt("--overlap", type=Choice("collectives.serve.model:OVERLAPS"), default="none", show_default=True, doc=SERVE)
 @opt("--disaggregate", "disaggregate", metavar="prefill=P,decode=D", doc=SERVE)
 @opt("--fail", "fails", multiple=True, metavar="SPEC", doc="collectives.serve:serve_failed")
 @plot_option("Write the tokens/s/kW vs tokens/s/user frontier per fabric to a .png, .svg or .pdf.")
@@ -936,8 +941,8 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
 @opt("--chakra", "chakra_dir", type=click.Path(file_okay=False), default=None, doc=f"{RUNS}:mix_job")
 @fabric_option
 @set_option
-@opt("--split", type=click.Choice(["equal", "capacity"]), default=None, doc=f"{RUNS}:mix_job")
-@opt("--tiers", type=click.Choice(["rule", "any"]), default="rule", show_default=True, doc=f"{RUNS}:mix_job")
+@opt("--split", type=Choice("collectives.engine:SPLIT_CHOICES", drop=("adaptive",)), default=None, doc=f"{RUNS}:mix_job")
+@opt("--tiers", type=Choice("topo.routing.core:TIER_MODES"), default="rule", show_default=True, doc=f"{RUNS}:mix_job")
 @opt("--efficiency", type=Number(1e-6, 1.0), default=None, doc=f"{RUNS}:mix_job")
 @opt("--step-latency-us", type=Number(0.0, 1e9, unit=" us"), default=None, doc=f"{RUNS}:mix_job")
 @json_option("Print the mix result as JSON (schema in docs/json.md).")
@@ -973,7 +978,7 @@ DESIGN = "collectives.design:design"
 @_SCHEDULER
 @_RESUME
 @opt("--prune/--no-prune", default=True, show_default=True, doc=DESIGN)
-@opt("--search", type=click.Choice(["auto", "exhaustive", "nsga2"]), default="auto", show_default=True, doc=DESIGN)
+@opt("--search", type=Choice("collectives.design.search:SEARCHES"), default="auto", show_default=True, doc=DESIGN)
 @opt("--evaluations", type=click.IntRange(min=1), default=500, show_default=True, doc=DESIGN)
 @opt("--seed", type=click.IntRange(min=0), default=0, show_default=True, doc=DESIGN)
 @opt("--budget-s", type=Number(1e-3, 1e9, unit=" s"), default=None, doc=DESIGN)

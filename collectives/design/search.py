@@ -331,6 +331,7 @@ def evaluate(task: _Task) -> tuple[int, DesignPoint]:
 # ----------------------------------------------------------------------------- the search
 #: Spaces up to this many designs are searched exhaustively by ``search="auto"``.
 EXHAUSTIVE_MAX = 2_000
+SEARCHES = ("auto", "exhaustive", "nsga2")
 
 
 class _Search:
@@ -424,8 +425,8 @@ def design(space: DesignSpace, *, build: Builder, runner=None, wave: int | None 
     """
     from ..whatif.sweeps import LocalRunner
     from ...topo.errors import BadInput
-    if search not in ("auto", "exhaustive", "nsga2"):
-        raise BadInput(f"search {search!r}; choose one of: auto, exhaustive, nsga2")
+    if search not in SEARCHES:
+        raise BadInput(f"search {search!r}; choose one of: {', '.join(SEARCHES)}", param="search")
     if isinstance(evaluations, bool) or not isinstance(evaluations, int) or evaluations < 1:
         raise BadInput(f"evaluations {evaluations!r}; a positive integer")
     runner = runner or LocalRunner()

@@ -302,7 +302,7 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
         KV-cache limit.
     mtp : draft tokens per decode step (MTP: DeepSeek's module; acceptance from ``arch.toml``).
     library : communication library: ``auto`` (the search picks per collective among those that run on
-        the fabric), or one in libraries.toml: nccl, trtllm, deepep-ll, jalapeno-ce.
+        the fabric), or one of :data:`~.network.LIBRARIES` (``libraries.toml``).
     overlap : none, or two-microbatch (DeepSeek's serving: one microbatch's communication under the
         other's compute).
     max_concurrency : the sweep's highest concurrency (default: the KV-cache limit).

@@ -126,7 +126,15 @@ def test_the_cli_reads_no_error_message():
                 assert isinstance(up, ast.Call) and isinstance(parents[up], ast.Raise), (path, node.lineno)
 
 
-def test_export_suffixes_agree_with_the_formats():
-    from fabricsim.cli import EXPORT_SUFFIXES
+def test_export_suffixes_are_the_formats():
+    """-o of export takes exactly the suffixes topo.export_text.EXPORT_FORMATS writes (read, not retyped)."""
+    from click.testing import CliRunner
+
+    from fabricsim.cli import main
     from fabricsim.topo.export_text import EXPORT_FORMATS
-    assert set(EXPORT_SUFFIXES) == {s for sfx in EXPORT_FORMATS.values() for s in sfx}
+
+    def invoke(*args):
+        return CliRunner().invoke(main, list(args))
+    for sfx in {s for sfx in EXPORT_FORMATS.values() for s in sfx}:
+        assert invoke("export", "nvl72", "-o", f"/nonexistent-dir/x{sfx}").output.count("does not exist") == 1
+    assert "use a file name ending in" in invoke("export", "nvl72", "-o", "x.csv").output

@@ -134,10 +134,19 @@ def test_step_mesh_too_large_for_one_of_the_fabrics_names_mesh_before_pricing():
     assert "priced" not in res.output
 
 
-def test_step_dtypes_match_the_library():
-    from fabricsim.cli import _DTYPES
+def test_choices_are_the_library_registries_not_retyped():
+    """STYLE 9: a choice list is read from the library, so a registered dtype, split or format is offered."""
+    from fabricsim.cli import main
+    from fabricsim.collectives.engine import SPLIT_CHOICES
     from fabricsim.collectives.traffic.moe import DTYPE_BYTES
-    assert set(_DTYPES) == set(DTYPE_BYTES)
+    from fabricsim.topo.export_text import EXPORT_FORMATS
+
+    def choices(cmd, name):
+        return tuple(next(p for p in main.commands[cmd].params if p.name == name).type.choices)
+    assert choices("step", "dispatch_dtype") == tuple(DTYPE_BYTES)
+    assert choices("price", "split") == SPLIT_CHOICES
+    assert choices("mix", "split") == tuple(s for s in SPLIT_CHOICES if s != "adaptive")
+    assert choices("export", "fmt") == tuple(EXPORT_FORMATS)
 
 
 def test_whatif_fail_with_two_specs_in_one_value_says_repeat():
