@@ -1,7 +1,10 @@
 """Disaggregated prefill / decode for ``fabricsim serve`` (``disaggregate={"prefill": P, "decode": D}``).
 
-Pools.  The prefill pool is the fabric's first ``P`` chips in rank order (ranks ``0 .. P-1``), the
-decode pool the next ``D`` (ranks ``P .. P+D-1``); ``P + D`` must not exceed the fabric's chips.
+Pools.  Given as chip counts, the prefill pool is the fabric's first ``P`` chips in rank order (ranks
+``0 .. P-1``), the decode pool the next ``D`` (ranks ``P .. P+D-1``); ``P + D`` must not exceed the
+fabric's chips.  Given as named chips (:func:`parse_disaggregate`: rank ranges ``a-b``, node-id globs
+such as ``r01/*``, or lists of ranks / node ids), each pool is those chips, in rank order, and
+every price below runs on them: pool rank ``i`` is the pool's ``i``-th chip.
 Each pool runs one mesh that covers it exactly: a ``tp x ep`` candidate (:func:`.sweep.candidate_meshes`)
 whose chips divide the pool, with ``dp`` replicas filling the rest (:func:`pool_meshes`).  Each
 pool's collectives are priced on its own chips (the decode pool's through a
@@ -72,34 +75,103 @@ KV_PROTOCOLS = ("auto", "ideal", "simple", "ll", "ll128")
 
 @dataclass(frozen=True)
 class Pools:
-    """Chip counts of the two pools (prefill on ranks ``0 .. P-1``, decode on ``P .. P+D-1``)."""
+    """The two pools: chip counts, and the chips' ranks where they were named (None: prefill on ranks
+    ``0 .. P-1``, decode on ``P .. P+D-1``)."""
     prefill: int
     decode: int
     protocol: str = "auto"     # the KV transfer's price protocol (``price``'s)
     prefill_mesh: str | None = None   # the prefill pool's mesh (None: searched per point)
+    prefill_ranks: tuple[int, ...] | None = None
+    decode_ranks: tuple[int, ...] | None = None
+
+    @property
+    def prefill_at(self) -> tuple[int, ...]:
+        """The prefill pool's chip ranks, pool rank ``i`` first at ``i``."""
+        return self.prefill_ranks or tuple(range(self.prefill))
+
+    @property
+    def decode_at(self) -> tuple[int, ...]:
+        """The decode pool's chip ranks."""
+        return self.decode_ranks or tuple(range(self.prefill, self.prefill + self.decode))
 
     def as_dict(self) -> dict[str, Any]:
+        named = {} if self.prefill_ranks is None and self.decode_ranks is None else {
+            "prefill_ranks": list(self.prefill_at), "decode_ranks": list(self.decode_at)}
         return {"prefill": self.prefill, "decode": self.decode, "protocol": self.protocol,
-                "prefill_mesh": self.prefill_mesh}
+                "prefill_mesh": self.prefill_mesh} | named
 
 
-def parse_disaggregate(spec: str | dict | Pools, chips: int) -> Pools:
+def _chip_set(key: str, v, chips: int, G) -> tuple[int, ...] | int:
+    """A pool's chips: a count, or named (``a-b`` rank ranges and node-id globs joined by ``+``, or a list
+    of ranks / node ids) -> their ranks in rank order."""
+    import fnmatch
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v)
+    if isinstance(v, bool) or (not isinstance(v, (int, str, list, tuple))):
+        raise BadInput(f"disaggregate {key}={v!r}: give a chip count, rank ranges (0-63), node-id globs "
+                       f"(r01/*) or a list of ranks or node ids", param="disaggregate")
+    if isinstance(v, int):
+        return v
+    if G is None:
+        raise BadInput(f"disaggregate {key}={v!r}: named chips need the fabric", param="disaggregate")
+    from ...topo.contract import CHIP, KIND, RANK
+    rank_of = {str(n): int(d[RANK]) for n, d in G.nodes(data=True) if d.get(KIND) == CHIP}
+    names = sorted(rank_of, key=rank_of.get)
+    items = [p.strip() for p in v.split("+")] if isinstance(v, str) else list(v)
+    ranks: set[int] = set()
+    for it in items:
+        if isinstance(it, bool):
+            it = repr(it)
+        if isinstance(it, int):
+            if not 0 <= it < chips:
+                raise BadInput(f"disaggregate {key}: rank {it} is not a chip rank (0 .. {chips - 1})",
+                               param="disaggregate")
+            ranks.add(it)
+            continue
+        a, sep, b = str(it).partition("-")
+        if sep and a.strip().isdigit() and b.strip().isdigit():
+            lo, hi = int(a), int(b)
+            if not 0 <= lo <= hi < chips:
+                raise BadInput(f"disaggregate {key}={it!r}: a rank range within 0 .. {chips - 1}, low first",
+                               param="disaggregate")
+            ranks.update(range(lo, hi + 1))
+            continue
+        hit = [r for n, r in rank_of.items() if fnmatch.fnmatchcase(n, str(it))]
+        if not hit:
+            raise BadInput(f"disaggregate {key}: {str(it)[:80]!r} names no chip (chips are named like "
+                           f"{str(names[0])!r})", param="disaggregate")
+        ranks.update(hit)
+    return tuple(sorted(ranks))
+
+
+def parse_disaggregate(spec: str | dict | Pools, chips: int, G=None) -> Pools:
     """``"prefill=P,decode=D"`` or ``{"prefill": P, "decode": D[, "protocol": .., "prefill_mesh": "tp=..,dp=.."]}``,
     checked against the fabric's chips (``protocol``: the KV transfer's, :data:`KV_PROTOCOLS`;
-    ``prefill_mesh``: the prefill pool's mesh, its chips the pool's, instead of a search per point)."""
+    ``prefill_mesh``: the prefill pool's mesh, its chips the pool's, instead of a search per point).
+
+    A pool is a chip count or named chips on the fabric ``G``: rank ranges and node-id globs joined by
+    ``+`` (``"prefill=0-63,decode=r01/*"``, ``"decode=r02/*+r03/*"``) or, in a dict, a list of ranks or
+    node ids; the two pools may not share a chip.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> p = parse_disaggregate("prefill=r01/*,decode=0-63", 256, build("jalapeno-pod", racks=2))
+    >>> p.prefill, p.decode, p.prefill_at[:2], p.decode_at[-1]
+    (128, 64, (128, 129), 63)
+    """
     if isinstance(spec, Pools):
-        d = spec.as_dict()
+        d = {k: v for k, v in spec.as_dict().items() if not k.endswith("_ranks")}
+        if spec.prefill_ranks is not None or spec.decode_ranks is not None:
+            d["prefill"], d["decode"] = list(spec.prefill_at), list(spec.decode_at)
     elif isinstance(spec, str):
         d = {}
         for part in spec.split(","):
             k, sep, v = part.partition("=")
             if not sep or k.strip() not in ("prefill", "decode"):
-                raise BadInput(f"--disaggregate {spec!r}: write prefill=P,decode=D (chip counts)", param="disaggregate")
-            try:
-                d[k.strip()] = int(v)
-            except ValueError:
-                raise BadInput(f"--disaggregate {spec!r}: {k.strip()}={v!r} must be a chip count",
-                               param="disaggregate") from None
+                raise BadInput(f"--disaggregate {spec!r}: write prefill=P,decode=D (chip counts, rank ranges 0-63 "
+                               f"or node-id globs r01/*)", param="disaggregate")
+            d[k.strip()] = v.strip()
     elif isinstance(spec, dict):
         d = dict(spec)
     else:
@@ -109,14 +181,32 @@ def parse_disaggregate(spec: str | dict | Pools, chips: int) -> Pools:
     if extra or "prefill" not in d or "decode" not in d:
         raise BadInput(f"disaggregate {spec!r}: needs the keys prefill and decode (optionally protocol, "
                        f"prefill_mesh)", param="disaggregate")
+    named = {}
     for k in ("prefill", "decode"):
-        v = d[k]
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        v = _chip_set(k, d[k], chips, G)
+        if isinstance(v, tuple):
+            named[k], v = v, len(v)
+        d[k] = v
+        if v < 1:
             raise BadInput(f"disaggregate {k}={v!r} must be a positive chip count", param="disaggregate")
     protocol = d.get("protocol", "auto")
     if protocol not in KV_PROTOCOLS:
         raise BadInput(f"disaggregate protocol {protocol!r}; choose one of: {', '.join(KV_PROTOCOLS)}",
                        param="disaggregate")
+    if named:      # a pool given by count takes the first free chips in rank order
+        taken = set(named.get("prefill", ())) | set(named.get("decode", ()))
+        for k in ("prefill", "decode"):
+            if k not in named:
+                free = [r for r in range(chips) if r not in taken][:d[k]]
+                if len(free) < d[k]:
+                    raise BadInput(f"disaggregate {k}={d[k]:,}: only {len(free):,} chips are left beside the named "
+                                   f"pool", param="disaggregate")
+                named[k] = tuple(free)
+                taken |= set(free)
+        both = set(named["prefill"]) & set(named["decode"])
+        if both:
+            raise BadInput(f"disaggregate: the pools share {len(both):,} chip(s), e.g. rank {min(both)}",
+                           param="disaggregate")
     if d["prefill"] + d["decode"] > chips:
         raise BadInput(f"disaggregate prefill={d['prefill']:,},decode={d['decode']:,} needs "
                        f"{d['prefill'] + d['decode']:,} chips; the fabric has {chips:,}", param="disaggregate")
@@ -128,7 +218,7 @@ def parse_disaggregate(spec: str | dict | Pools, chips: int) -> Pools:
             raise BadInput(f"disaggregate prefill_mesh {pm!r} covers {math.prod(pmd.values()):,} chips; the prefill "
                            f"pool has {d['prefill']:,}", param="disaggregate")
         pm = ",".join(f"{k}={v}" for k, v in pmd.items())
-    return Pools(d["prefill"], d["decode"], protocol, pm)
+    return Pools(d["prefill"], d["decode"], protocol, pm, named.get("prefill"), named.get("decode"))
 
 
 def pool_meshes(candidates: list[dict[str, int]], chips: int) -> list[dict[str, int]]:
@@ -195,6 +285,7 @@ class DisaggTerms:
     decode_requests_per_s: float  # C / R0: what the decode side alone would sustain
     queue_s: float
     bound: str                    # decode | prefill | kv-transfer
+    named: tuple | None = None    # (prefill ranks, decode ranks) where the pools were given as named chips
 
     def as_dict(self) -> dict[str, Any]:
         return {"prefill_chips": self.prefill_chips, "decode_chips": self.decode_chips,
@@ -206,7 +297,8 @@ class DisaggTerms:
                 "decode_batch": self.decode_batch,
                 "prompt_capacity_per_s": self.prompt_capacity_per_s, "requests_per_s": self.requests_per_s,
                 "decode_requests_per_s": self.decode_requests_per_s, "queue_ms": self.queue_s * 1e3,
-                "bound": self.bound}
+                "bound": self.bound} | ({} if self.named is None else {"prefill_ranks": list(self.named[0]),
+                                                                      "decode_ranks": list(self.named[1])})
 
 
 class KVPricer:
@@ -226,8 +318,8 @@ class KVPricer:
         if key in self._cache:
             return self._cache[key]
         M = kv_traffic(self.arch, self.isl, prefill_mesh, decode_mesh)
-        P = self.pools.prefill
-        group = (tuple(range(P + self.pools.decode)),)
+        at = self.pools.decode_at
+        group = (self.pools.prefill_at + at,)
         kw = {"protocol": self.pools.protocol}
         akey = key[:2]                   # the transfer alone does not depend on the decode batch
         if akey not in self._alone:
@@ -239,7 +331,7 @@ class KVPricer:
         planned = layer_jobs(self.G, m, kind, mesh=decode_mesh, tokens=int(tokens))
         jobs = [Job("kv-transfer", "all-to-all", group, traffic=M, algorithm="direct")]
         for p in planned:
-            jobs.append(Job(p.name, p.collective, tuple(tuple(r + P for r in g) for g in p.groups),
+            jobs.append(Job(p.name, p.collective, tuple(tuple(at[r] for r in g) for g in p.groups),
                             p.size_bytes, traffic=p.traffic, after=p.after))
         if len(jobs) > 1:
             res = mix(self.G, jobs, **kw)
@@ -283,9 +375,10 @@ class DisaggCtx(_ctx_base()):
 
     def __init__(self, G, arch, acc, consts, pools: Pools, isl, osl, mtp, library, overlap,
                  prefill_mesh: dict[str, int] | None = None, candidates=None):
-        super().__init__(arch, acc, consts, NetworkPricer(G, arch.model), isl, osl, mtp, library, overlap)
+        super().__init__(arch, acc, consts, NetworkPricer(G, arch.model, ranks=pools.prefill_ranks), isl, osl, mtp,
+                         library, overlap)
         self.pools = pools
-        self.decode_pricer = NetworkPricer(G, arch.model, offset=pools.prefill)
+        self.decode_pricer = NetworkPricer(G, arch.model, ranks=pools.decode_at)
         self.kv = KVPricer(G, arch, pools, isl)
         if prefill_mesh is None and pools.prefill_mesh is not None:
             from ..jobs.step import check_mesh
@@ -353,7 +446,9 @@ class DisaggCtx(_ctx_base()):
                             kv_transfer_s=kv_s, kv_transfer_alone_s=kv_alone, kv_algorithm=kv_alg,
                             decode_layer_slowdown=slow, decode_step_s=dec.time_s, decode_batch=batch,
                             prompt_capacity_per_s=capacity, requests_per_s=rate, decode_requests_per_s=dec_rate,
-                            queue_s=queue, bound=side)
+                            queue_s=queue, bound=side,
+                            named=None if self.pools.prefill_ranks is None and self.pools.decode_ranks is None
+                            else (self.pools.prefill_at, self.pools.decode_at))
         usd = self.acc.usd_per_chip_hour
         per_chip = tps / chips
         return ServePoint(concurrency=C, mesh=dict(mesh), chips=chips,

@@ -310,8 +310,9 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
         and concurrencies InferenceX published for the model and chip, collectives/serve/inferencex.toml;
         no ``mesh`` / ``concurrency`` with it).
     disaggregate : prefill=P,decode=D (or a dict): prefill on the first P chips in rank order, decode on
-        the next D, each prompt's KV cache moved between them over the fabric (:mod:`.disagg`); ``mesh``
-        is then the decode pool's (dp fills the pool).  Without it (None): aggregated serving.
+        the next D, each prompt's KV cache moved between them over the fabric (:mod:`.disagg`); a pool
+        may name its chips instead, by rank ranges or node-id globs joined by + (prefill=0-63,decode=r01/*);
+        ``mesh`` is then the decode pool's (dp fills the pool).  Without it (None): aggregated serving.
 
     Examples
     --------
@@ -369,7 +370,7 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
     pools = None
     if disaggregate is not None:
         from .disagg import DisaggCtx, parse_disaggregate, pool_meshes
-        pools = parse_disaggregate(disaggregate, n)
+        pools = parse_disaggregate(disaggregate, n, G)
         if menu != "search":
             raise BadInput(f"--menu {menu} prices the published decode workers aggregated; drop --disaggregate "
                            f"or use --menu search", param="disaggregate")
@@ -453,8 +454,8 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
     notes.append(f"KV cache bounds concurrency at {kv_limit:,} sequences of {isl + osl:,} tokens "
                  f"({consts.hbm_usable:.0%} of {acc.hbm_bytes / 1e9:,.0f} GB HBM per chip, less the weights)")
     if pools is not None:
-        notes.append(f"disaggregated serving: prefill on chips 0..{pools.prefill - 1} (its mesh per point: the least "
-                     f"e2e), decode on chips {pools.prefill}..{pools.prefill + pools.decode - 1}; "
+        notes.append(f"disaggregated serving: prefill on chips {_ranks_text(pools.prefill_at)} (its mesh per point: "
+                     f"the least e2e), decode on chips {_ranks_text(pools.decode_at)}; "
                      f"each prompt's KV cache ({points[0].disagg.kv_bytes_per_prompt / 1e6:,.1f} MB) priced over the "
                      f"fabric beside one decode layer's collectives; TTFT = prefill + KV transfer + queueing "
                      f"(closed loop); per chip / kW over both pools' {pools.prefill + pools.decode:,} chips")
@@ -525,6 +526,18 @@ class FailResult:
                 "before": self.before.as_dict()}
 
 
+def _ranks_text(ranks) -> str:
+    """Chip ranks as runs: ``0..63``, ``0..31, 64..95``."""
+    runs, start = [], None
+    for i, r in enumerate(ranks):
+        if start is None:
+            start = r
+        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
+            runs.append(f"{start}..{r}" if r > start else f"{r}")
+            start = None
+    return ", ".join(runs[:6]) + (f" (+{len(runs) - 6} more runs)" if len(runs) > 6 else "")
+
+
 def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailResult:
     """``serve`` on ``G``, then every point again on ``G`` with ``failures`` applied (the what-if
     machinery's :func:`~fabricsim.topo.failures.apply_failures` specs), same mesh and concurrency.
@@ -556,7 +569,7 @@ def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailRes
     if d0 is not None:        # the same pools and prefill mesh, re-priced on the degraded fabric
         from .disagg import DisaggCtx, parse_disaggregate
         ctx = DisaggCtx(H, arch, acc, chip_constants(acc.name), parse_disaggregate(kwargs["disaggregate"],
-                        len(chip_ranks(G))), before.isl, before.osl, before.mtp, before.library, before.overlap,
+                        len(chip_ranks(G)), G), before.isl, before.osl, before.mtp, before.library, before.overlap,
                         prefill_mesh=parse_mesh(d0.prefill_mesh))
 
         def again(p):
