@@ -29,9 +29,10 @@ PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 # command wins; a name not listed is its own click name.  The option shown is that parameter's longest flag
 # (or an argument's metavar); a parameter the command lacks shows as --name ("options": the price options).
 PARAMS = {"groups": ("groups_file",), "traffic": ("traffic_path",), "moe": ("moe_spec",), "set": ("sets",),
+           "failures": ("fails",), "parts": ("parts_file",),
            "fabrics": ("fabric_list",), "fabric": ("fabric", "fabric_list"), "rates": ("rates_file",),
            "resume": ("results_file",), "chakra": ("chakra_dir",), "failure_class": ("failure_class", "classes"),
-           "classes": ("classes", "failure_class"), "fails": ("fails",), "failures": ("fails",), "parts": ("parts_file",), "output": ("output", "out_dir"),
+           "classes": ("classes", "failure_class"), "fails": ("fails",), "output": ("output", "out_dir"),
            "options": ()}
 
 
@@ -465,18 +466,11 @@ def export_cmd(fabric, sets, output, fmt):
     ``pip install 'fabricsim[infragraph]'``) that ``fabricsim import infragraph`` reads back;
     what InfraGraph has no field for rides in its annotations, listed on stderr.
     """
-    from .fabrics.userfile import export_fabric
-    from .topo import export as X
-    from .topo.export_text import EXPORT_FORMATS, export_lines
-    suffix = Path(output).suffix.lower()
-    fmt = fmt or next(f for f, sfx in EXPORT_FORMATS.items() if suffix in sfx)
-    if suffix not in EXPORT_FORMATS[fmt]:
-        raise click.BadParameter(f"{output!r}: --format {fmt} writes {' or '.join(EXPORT_FORMATS[fmt])} files",
-                                 param_hint="--output")
+    from .fabrics.loader import export_format, export_graph
+    from .topo.export_text import export_lines
+    fmt = export_format(output, fmt)      # checked before the fabric is built
     G = load_fabric(fabric, sets)
-    write = {"astra-sim": X.write_astra, "simai": X.write_simai, "infragraph": X.write_infragraph}.get(fmt,
-                                                                                                   export_fabric)
-    out = written(write, output, G, say=False)
+    out = written(lambda path: export_graph(G, path, fmt), output, say=False)
     click.echo("\n".join(export_lines(fmt, G, out, output)), err=True)
 
 
@@ -613,7 +607,8 @@ def price_cmd(collective, fabric, sets, as_json, plot, traffic_path=None, moe_sp
     with timed("priced"):
         r, summary = (price_traffic(G, collective, options, spec, traffic=traffic_path, moe=moe_spec,
                                     progress=_progress) if vbytes else (price_job(G, collective, options, spec), None))
-    show(r, as_json, plot, "collectives.plots:plot_price", G=G, data=r.as_dict() | ({"traffic": summary} if summary is not None else {}),
+    show(r, as_json, plot, "collectives.plots:plot_price", G=G,
+         data=r.as_dict() | ({"traffic": summary} if summary is not None else {}),
          text="\n".join([r.to_text(), *([method_text(r.method, r.mode)] if opts["explain"] else []),
                          *([traffic_text(summary)] if summary is not None else [])]))
 
@@ -652,7 +647,7 @@ def compare_cmd(collective, fabric_list, as_json, plot, sets=(), **opts):
     given, chips = [g for _, _, g in loaded], [len(chip_ranks(G)) for _, G, _ in loaded]
     labels = [r.fabric + (f"({','.join(f'{k}={v}' for k, v in g.items())})" if g else "")
               for r, g in zip(reports, given)]
-    show(reports, as_json, plot, "collectives.plots:plot_compare", text=compare_text(labels, chips, reports),   # JSON: chips, --set too
+    show(reports, as_json, plot, "collectives.plots:plot_compare", text=compare_text(labels, chips, reports),
          data=[{**r.as_dict(), "chips": n, "set": g} for r, n, g in zip(reports, chips, given)])
 
 
@@ -801,7 +796,8 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
                   budget_s=budget_s, n2_shared=n2_shared, make_runner=runner_maker(workers, scheduler),
                   progress=_progress)
     av = availability(a, rates, samples=samples, seed=seed) if rates is not None else None
-    show(a, as_json, plot, "collectives.whatif.atlas:plot_atlas", data=a.as_dict() | ({"availability": av.as_dict()} if av else {}),
+    show(a, as_json, plot, "collectives.whatif.atlas:plot_atlas",
+         data=a.as_dict() | ({"availability": av.as_dict()} if av else {}),
          text=a.to_text() + (f"\n{av.to_text()}" if av is not None else ""))
 
 
@@ -886,7 +882,8 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
         raise click.UsageError("--set applies to one --fabric, not to --fabrics")
     graphs = {n: load_fabric(n, sets, param="fabric" if fabric else "fabrics") for n in names}
     results = step_jobs(graphs, model, mesh, progress=_progress, **opts)
-    show(results, as_json, plot, "collectives.jobs.step:plot_step", per_token=True, text=steps_text(results, opts["compute_us"]),
+    show(results, as_json, plot, "collectives.jobs.step:plot_step", per_token=True,
+         text=steps_text(results, opts["compute_us"]),
          data=results[0].as_dict() if fabric else [r.as_dict() for r in results])
 
 
@@ -931,7 +928,8 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
               disaggregate=disaggregate)
     with about("model"):
         results = [serve_failed(G, model, fails, **kw) if fails else serve(G, model, **kw) for G in graphs]
-    show(results, as_json, None if fails else plot, "collectives.serve:plot_frontier", text="\n\n".join(r.to_text() for r in results),
+    show(results, as_json, None if fails else plot, "collectives.serve:plot_frontier",
+         text="\n\n".join(r.to_text() for r in results),
          data=results[0].as_dict() if fabric else [r.as_dict() for r in results])
 
 
@@ -941,7 +939,8 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
 @opt("--chakra", "chakra_dir", type=click.Path(file_okay=False), default=None, doc=f"{RUNS}:mix_job")
 @fabric_option
 @set_option
-@opt("--split", type=Choice("collectives.engine:SPLIT_CHOICES", drop=("adaptive",)), default=None, doc=f"{RUNS}:mix_job")
+@opt("--split", type=Choice("collectives.engine:SPLIT_CHOICES", drop=("adaptive",)), default=None,
+     doc=f"{RUNS}:mix_job")
 @opt("--tiers", type=Choice("topo.routing.core:TIER_MODES"), default="rule", show_default=True, doc=f"{RUNS}:mix_job")
 @opt("--efficiency", type=Number(1e-6, 1.0), default=None, doc=f"{RUNS}:mix_job")
 @opt("--step-latency-us", type=Number(0.0, 1e9, unit=" us"), default=None, doc=f"{RUNS}:mix_job")

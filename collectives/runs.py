@@ -202,8 +202,9 @@ def price_traffic(G, collective: str, options, spec: GroupSpec, *, traffic=None,
     traffic : all-to-all-v: a byte matrix per group (CSV or .npy, row a = bytes rank a sends each
         rank), or a directory of one file per group; replaces ``size``.
     moe : all-to-all-v of a MoE layer's dispatch/combine, e.g.
-        experts=256,top_k=8,tokens=1024,hidden=7168[,dtype=fp8|bf16|fp16|fp32][,shared=1][,skew=uniform|balanced|zipf:A|FILE][,seed=S][,phase=dispatch|combine][,placement=round-robin|contiguous][,dedup=rank|expert]
-        (rank, the default: one copy per token and destination rank, as DeepEP; expert: one per
+        experts=256,top_k=8,tokens=1024,hidden=7168 [,dtype=fp8|bf16|fp16|fp32] [,shared=1]
+        [,skew=uniform|balanced|zipf:A|FILE] [,seed=S] [,phase=dispatch|combine]
+        [,placement=round-robin|contiguous] [,dedup=rank|expert] (rank, the default: one copy per token and destination rank, as DeepEP; expert: one per
         token and expert); replaces ``size``.
     """
     import numpy as np

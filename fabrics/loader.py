@@ -13,7 +13,7 @@ from .registry import FABRICS, build, describe, param_specs
 
 __all__ = ["FILE_SUFFIXES", "is_file_spec", "parse_sets", "fabric_sets", "load_fabric", "load_fabrics", "params_table",
            "catalog_text",
-           "write_fabrics"]
+           "write_fabrics", "export_format", "export_graph"]
 
 FILE_SUFFIXES = (".toml", ".graphml", ".json")
 
@@ -149,3 +149,34 @@ def write_fabrics(builder: str, designs, out_dir) -> list[Path]:
         name = "_".join(f"{k}-{v}" for k, v in params.items()).replace("/", "-")
         out.append(export_fabric(build(builder, **text), d / f"{builder}_{name}.json"))
     return out
+
+
+def export_format(path, fmt: str | None = None) -> str:
+    """The export format of ``path`` (``fmt``, else its suffix's): checked before a fabric is built.
+
+    Formats and suffixes are :data:`fabricsim.topo.export_text.EXPORT_FORMATS`'; a ``.json`` file is
+    node-link unless ``fmt`` says ``infragraph``.  A suffix the format does not write is refused
+    (``param="output"``).
+    """
+    from ..topo.export_text import EXPORT_FORMATS
+    suffix = Path(path).suffix.lower()
+    if fmt is not None and fmt not in EXPORT_FORMATS:
+        raise BadInput(f"unknown export format {fmt!r}; choose one of: {', '.join(EXPORT_FORMATS)}", param="fmt")
+    fmt = fmt or next((f for f, sfx in EXPORT_FORMATS.items() if suffix in sfx), None)
+    if fmt is None or suffix not in EXPORT_FORMATS[fmt]:
+        wanted = EXPORT_FORMATS[fmt] if fmt else sorted({x for sfx in EXPORT_FORMATS.values() for x in sfx})
+        raise BadInput(f"{str(path)!r}: {f'format {fmt} writes' if fmt else 'export writes'} "
+                       f"{' or '.join(wanted)} files", param="output")
+    return fmt
+
+
+def export_graph(G, path, fmt: str | None = None):
+    """Write ``G`` to ``path`` as ``fmt`` (:func:`export_format`): a fabric file (GraphML, node-link JSON) that
+    loads back as FABRIC, ASTRA-sim's network.yml, SimAI's topology or an InfraGraph document.  Returns the
+    writer's result (what the mapping kept and lost: :func:`fabricsim.topo.export_text.export_lines` says it)."""
+    from ..topo import export as X
+    from .userfile import export_fabric
+    fmt = export_format(path, fmt)
+    write = {"astra-sim": X.write_astra, "simai": X.write_simai, "infragraph": X.write_infragraph}.get(fmt,
+                                                                                                   export_fabric)
+    return write(G, path)
