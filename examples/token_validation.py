@@ -112,20 +112,23 @@ def table_md(res: list[dict]) -> str:
 
 
 def whatif_md() -> str:
-    """Jalapeño's MLA cells with its own collectives named (``--library jalapeno-ce``; auto keeps NCCL)."""
-    lines = ["What-if, not in the table above: Jalapeño's min TBT with `--library jalapeno-ce` (compiler-orchestrated "
-             "one-shot collectives at a Scale-Up Ethernet endpoint's latency, `libraries.toml`):", "",
-             "| model | published | NCCL model (table) | jalapeno-ce, searched mesh | jalapeno-ce, tp=8 |",
+    """Jalapeño's min TBT pulled apart: the published point's 8 chips, NCCL's model instead of its engine."""
+    lines = ["Jalapeño's min TBT, taken apart (not in the table above): the table's model at the published point's "
+             "size (seed 003: SemiAnalysis ran DeepSeek R1's min-TBT point on an eight-chip system, F; tp=8 assumed, "
+             "I), and with NCCL's model of its Tomahawk fabric in place of its own collective engine (the default "
+             "before the per-layer cost was fitted):", "",
+             "| model | published | model (table, searched mesh) | model, tp=8 | NCCL instead of jalapeno-ce |",
              "|---|---:|---:|---:|---:|"]
     G = build("jalapeno-rack")
     for label, model, _, mtp, _, _, tbt in ROWS:
         if mtp:
             continue
         base = serve(G, model, concurrency=1)
-        ce = serve(G, model, concurrency=1, library="jalapeno-ce")
-        tp8 = serve(G, model, concurrency=1, library="jalapeno-ce", mesh="tp=8")
-        lines.append(f"| {label} | {tbt[0]:.2f} ms | {base.min_tbt_s * 1e3:.2f} ms | {ce.min_tbt_s * 1e3:.2f} ms "
-                     f"({ce.min_tbt_point.mesh_text}) | {tp8.min_tbt_s * 1e3:.2f} ms |")
+        tp8 = serve(G, model, concurrency=1, mesh="tp=8")
+        nccl = serve(G, model, concurrency=1, library="nccl")
+        lines.append(f"| {label} | {tbt[0]:.2f} ms | {base.min_tbt_s * 1e3:.2f} ms ({base.min_tbt_point.mesh_text}) "
+                     f"| {tp8.min_tbt_s * 1e3:.2f} ms | {nccl.min_tbt_s * 1e3:.2f} ms "
+                     f"({nccl.min_tbt_point.mesh_text}) |")
     return "\n".join(lines)
 
 
@@ -138,15 +141,17 @@ def constants_md() -> str:
         f"- compute efficiency {c.compute_efficiency:.2f} of dense peak in decode, "
         f"{c.compute_efficiency_for('prefill'):.3f} in prefill, HBM efficiency {c.hbm_efficiency:.2f}, "
         f"{c.hbm_usable:.0%} of HBM usable for weights + KV cache;",
-        f"- {c.launch_us:g} us per kernel (Jalapeño {chip_constants('jalapeno').launch_us:g}); per layer "
+        f"- {c.launch_us:g} us per kernel (Jalapeño {chip_constants('jalapeno').launch_us:g}, but "
+        f"{chip_constants('jalapeno').layer_us:g} us per transformer layer: FITTED on GPT-OSS 120B's min TBT, "
+        f"the one fitted constant); per layer "
         f"{c.attention_kernels} GQA or {c.attention_kernels_for('mla')} MLA attention kernels + {c.mlp_kernels} "
         f"MLP or {c.moe_kernels} MoE (+ {c.shared_expert_kernels} per shared expert) kernels, "
         f"{c.head_kernels} for the head;",
         *[f"- {lib.name}: {lib.efficiency:g} of line rate, {lib.step_latency_us:g} us per step "
-          f"(runs on {', '.join(lib.families)}{'' if lib.auto else '; named only, auto does not pick it'})"
+          f"(runs on {', '.join(lib.families)}{f' with {chr(44).join(lib.chips)} chips' if lib.chips else ''}"
+          f"{'' if lib.auto else '; named only, auto does not pick it'})"
           for lib in libs],
-        "- nccl: the fabric family's NCCL model (`collectives/cost/families/*.toml`), the only library on "
-        "Jalapeño's Tomahawk fabric."])
+        "- nccl: the fabric family's NCCL model (`collectives/cost/families/*.toml`), on every fabric."])
 
 
 def print_table(res: list[dict]) -> None:

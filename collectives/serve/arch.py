@@ -66,6 +66,7 @@ class ChipConstants:
     mla_attention_kernels: int | None = None    # MLA attention (None: attention_kernels)
     shared_expert_kernels: int = 0              # per shared expert of a MoE block
     prefill_compute_efficiency: float | None = None   # prefill's fraction of dense peak (None: compute_efficiency)
+    layer_us: float = 0.0                       # fixed time per transformer layer per step (a persistent kernel's)
 
     def compute_efficiency_for(self, phase: str) -> float:
         """Fraction of dense peak a ``decode`` or ``prefill`` step's GEMMs reach."""

@@ -18,7 +18,9 @@ sequence of ISL tokens), per chip:
 * **network** = the layer's collectives priced by the flow solver with a named library
   (:mod:`.network`);
 * **launch** = kernels per layer x per-kernel launch cost (``arch.toml`` [chip]); the attention
-  block's kernels by attention type (GQA, MLA), a MoE block's routed path plus each shared expert's.
+  block's kernels by attention type (GQA, MLA), a MoE block's routed path plus each shared expert's;
+  plus a chip's fixed time per transformer layer (``layer_us``: Jalapeño's persistent kernel runs
+  no per-kernel launches but a fixed cost per layer, fitted, see ``arch.toml``).
 
 A block's compute and memory overlap (roofline: the larger counts); network and launch add
 in series (``overlap="none"``).  ``overlap="two-microbatch"`` (DeepSeek's decode and
@@ -236,7 +238,8 @@ def _layer(kind: str, count: int, arch: Arch, acc: Accelerator, consts: ChipCons
         net = pricer.layer("moe" if kind in ("moe", "mtp") else "dense", mesh, int(tokens), library)
         net_s = net.time_s
     roof = sum(max(c, b) for c, b in zip(comp, mem))
-    return flops, wbytes, kvb, sum(comp), sum(mem), net_s, kernels * consts.launch_us * 1e-6, net, roof
+    fixed_s = kernels * consts.launch_us * 1e-6 + (consts.layer_us * 1e-6 if kind != "head" else 0.0)
+    return flops, wbytes, kvb, sum(comp), sum(mem), net_s, fixed_s, net, roof
 
 
 def step_terms(arch: Arch, acc: Accelerator, consts: ChipConstants, mesh: dict[str, int], *, phase: str,

@@ -68,6 +68,7 @@ class Library:
     message_overhead_us: float | None = None
     source: str = ""
     auto: bool = True           # ``auto`` may pick it (False: only when named, a what-if)
+    chips: tuple = ()           # accelerators it runs on (empty: every chip)
 
     def engine_algorithm(self, collective: str) -> str | None:
         """The first of the library's algorithms the engine's registry runs for ``collective`` (None: none)."""
@@ -90,7 +91,8 @@ def _libraries() -> dict[str, Library]:
                        algorithms=tuple(v.get("algorithms", ())), families=tuple(v.get("families", ())),
                        efficiency=v.get("efficiency"),
                        step_latency_us=v.get("step_latency_us"), message_overhead_us=v.get("message_overhead_us"),
-                       source=v.get("source", ""), auto=bool(v.get("auto", True))) for k, v in data.items()}
+                       source=v.get("source", ""), auto=bool(v.get("auto", True)),
+                       chips=tuple(v.get("chips", ()))) for k, v in data.items()}
 
 
 LIBRARIES = tuple(_libraries())
@@ -103,14 +105,16 @@ def library(name: str) -> Library:
     return _libraries()[name]
 
 
-def _libs_for(collective: str, choice: str, families: set[str] | None = None) -> list[Library]:
+def _libs_for(collective: str, choice: str, families: set[str] | None = None,
+              chip: str | None = None) -> list[Library]:
     """The libraries that price ``collective`` under the user's choice (nccl where the named one lacks it);
-    ``auto`` keeps those that run on every family of the fabric (``families``)."""
+    ``auto`` keeps those that run on every family of the fabric (``families``) and on its ``chip``."""
     if choice not in LIBRARY_CHOICES:
         raise BadInput(f"unknown library {choice!r}; choose one of: {', '.join(LIBRARY_CHOICES)}")
     if choice == "auto":
         return [lib for lib in _libraries().values() if collective in lib.collectives and lib.auto
-                and (not lib.families or families is None or families <= set(lib.families))]
+                and (not lib.families or families is None or families <= set(lib.families))
+                and (not lib.chips or chip in lib.chips)]
     lib = library(choice)
     return [lib if collective in lib.collectives else library("nccl")]
 
@@ -172,6 +176,11 @@ class NetworkPricer:
         from ..cost.family import families_of
         fam = families_of(G)
         self.families = {fam.primary.name} | {f.name for f in fam.by_tier.values()}
+        from ...topo.accelerators import accelerator_of
+        try:
+            self.chip: str | None = accelerator_of(G).name
+        except BadInput:      # a fabric whose chips the catalog does not know: libraries for any chip only
+            self.chip = None
 
     def layer(self, kind: str, mesh: dict[str, int], tokens: int, library: str = "auto") -> NetLayer:
         key = (kind, tuple(sorted(mesh.items())), int(tokens), library)
@@ -190,8 +199,8 @@ class NetworkPricer:
         cols = []
         for p in planned:            # layer_jobs lists jobs in dependency order
             start = max((finish[d] for d in p.after), default=0.0)
-            best = min((self._price_job(p, lib) + (lib.name,) for lib in _libs_for(p.collective, choice, self.families)),
-                       key=lambda x: x[0])
+            libs = _libs_for(p.collective, choice, self.families, self.chip)
+            best = min((self._price_job(p, lib) + (lib.name,) for lib in libs), key=lambda x: x[0])
             t, algorithm, lib_name = best
             finish[p.name] = start + t
             cols.append(NetCollective(p.name, p.collective, lib_name, algorithm, start, start + t,

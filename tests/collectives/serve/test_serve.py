@@ -67,6 +67,22 @@ def test_dense_layer_closed_form():
     assert st.time_s == pytest.approx(layer.time_s + head.time_s, rel=1e-12)
 
 
+@pytest.mark.parametrize("layer_us", [0.0, 5.0, 16.9])
+def test_a_fixed_time_per_layer_adds_to_every_transformer_layer_not_the_head(layer_us):
+    """arch.toml's layer_us (Jalapeño's persistent kernel: no launches, a fixed cost per layer) adds exactly
+    layer_us to each transformer layer's launch term and step time, and nothing to the head."""
+    from dataclasses import replace
+    for arch in (toy_arch(), toy_moe()):
+        base = step_terms(arch, CHIP, CONSTS, {"tp": 1}, phase="decode", sequences=4, context=1000)
+        fixed = step_terms(arch, CHIP, replace(CONSTS, layer_us=layer_us), {"tp": 1}, phase="decode", sequences=4,
+                           context=1000)
+        for b, f in zip(base.layers, fixed.layers):
+            extra = 0.0 if b.kind == "head" else layer_us * 1e-6
+            assert f.launch_s == pytest.approx(b.launch_s + extra, rel=1e-12, abs=1e-18)
+            assert f.time_s == pytest.approx(b.time_s + extra, rel=1e-12, abs=1e-18)
+        assert fixed.time_s == pytest.approx(base.time_s + arch.model.layers * layer_us * 1e-6, rel=1e-12)
+
+
 def test_tp_shards_weights_and_gqa_kv():
     a = toy_arch()
     one = step_terms(a, CHIP, CONSTS, {"tp": 1}, phase="decode", sequences=4, context=1000).layers[0]
@@ -143,9 +159,21 @@ def test_libraries_priced_through_the_solver():
     fast = NetworkPricer(H, m).layer("moe", {"tp": 8, "ep": 9}, 72, "trtllm")
     slow = P.layer("moe", {"tp": 8, "ep": 9}, 72, "trtllm")
     assert fast.time_s < slow.time_s
-    # on a fabric without NVLink, auto does not use NVIDIA's kernels
+    # on a fabric without NVLink, auto does not use NVIDIA's kernels; Jalapeño runs its own collective engine
+    # where it has the collective (all-reduce, all-to-all), NCCL's model for the rest
     J = NetworkPricer(build("jalapeno-rack"), m).layer("moe", {"tp": 8, "ep": 16}, 16, "auto")
-    assert set(J.libraries().values()) == {"nccl"}
+    libs = J.libraries()
+    assert libs["all-reduce"] == libs["all-to-all"] == "jalapeno-ce" and set(libs.values()) <= {"jalapeno-ce", "nccl"}
+
+
+def test_a_chips_own_library_is_not_offered_to_other_chips_on_the_same_fabric_family():
+    """jalapeno-ce runs on Tomahawk Ethernet with Jalapeño chips: Maia 200's Ethernet fabric keeps NCCL's model."""
+    from fabricsim.collectives.serve.network import _libs_for
+    maia = NetworkPricer(build("maia200"), load_model("gpt-oss-120b"))
+    jal = NetworkPricer(build("jalapeno-rack"), load_model("gpt-oss-120b"))
+    assert "tomahawk-ethernet" in maia.families and maia.chip != "jalapeno"
+    assert [lib.name for lib in _libs_for("all-reduce", "auto", maia.families, maia.chip)] == ["nccl"]
+    assert "jalapeno-ce" in [lib.name for lib in _libs_for("all-reduce", "auto", jal.families, jal.chip)]
 
 
 def test_hbm_bandwidth_link_rate_and_failure_change_the_answer():

@@ -1,4 +1,5 @@
-"""The jalapeno-ce library: named only (auto keeps NCCL on Tomahawk), priced through the solver."""
+"""The jalapeno-ce library: Jalapeño's own collective engine, auto on Tomahawk Ethernet with Jalapeño chips only,
+priced through the solver."""
 import pytest
 
 from fabricsim.collectives.jobs.models import load_model
@@ -7,10 +8,13 @@ from fabricsim.collectives.serve.network import _libs_for
 from fabricsim.fabrics import build
 
 
-def test_auto_does_not_pick_a_what_if_library():
-    assert [lib.name for lib in _libs_for("all-reduce", "auto", {"tomahawk-ethernet"})] == ["nccl"]
-    assert [lib.name for lib in _libs_for("all-reduce", "jalapeno-ce", {"tomahawk-ethernet"})] == ["jalapeno-ce"]
-    assert not library("jalapeno-ce").auto and library("trtllm").auto
+def test_auto_picks_a_chips_own_library_only_on_that_chip():
+    fam = {"tomahawk-ethernet"}
+    assert [lib.name for lib in _libs_for("all-reduce", "auto", fam)] == ["nccl"]          # chip unknown
+    assert [lib.name for lib in _libs_for("all-reduce", "auto", fam, "tpu8t")] == ["nccl"]
+    assert [lib.name for lib in _libs_for("all-reduce", "auto", fam, "jalapeno")] == ["nccl", "jalapeno-ce"]
+    assert [lib.name for lib in _libs_for("all-reduce", "jalapeno-ce", fam)] == ["jalapeno-ce"]
+    assert library("jalapeno-ce").chips == ("jalapeno",) and library("trtllm").auto
 
 
 def test_named_library_prices_one_shot_at_its_step_latency():
@@ -30,5 +34,7 @@ def test_serve_names_the_library_per_point():
     G = build("jalapeno-rack")
     r = serve(G, "deepseek-r1", mesh="tp=8", concurrency=1, library="jalapeno-ce")
     assert r.points[0].library == "all-reduce=jalapeno-ce"
-    base = serve(G, "deepseek-r1", mesh="tp=8", concurrency=1)
-    assert r.points[0].tpot_s < base.points[0].tpot_s
+    auto = serve(G, "deepseek-r1", mesh="tp=8", concurrency=1)
+    assert auto.points[0].library == "all-reduce=jalapeno-ce" and auto.points[0].tpot_s == r.points[0].tpot_s
+    nccl = serve(G, "deepseek-r1", mesh="tp=8", concurrency=1, library="nccl")
+    assert nccl.points[0].library == "all-reduce=nccl" and r.points[0].tpot_s < nccl.points[0].tpot_s
