@@ -11,6 +11,10 @@ with the other agents' load; CPU seconds are the steadier figure).
 Measured on the project's 2-core VM (shared with ~6 agents, load average ~7), one run each:
 
     case                 wall s   cpu s  peak GiB  points  min TBT ms  peak tok/s/kW
+    pod-deepseek-search    16.4    11.9      0.21      13       1.237         11,285   (Jalapeño's engine auto +
+                                                                                      16.9 us per layer; load avg 3)
+    rack-gptoss-search      1.9     1.2      0.21      12       0.691        107,455   (same run)
+    nvl72-gb300-kimi        4.3     3.0      0.21      15       4.027         10,141   (same run)
     pod-deepseek-search    34.9    19.1      0.15      13       2.347         11,215   (serve2, final, rebased on main;
                                                                                       load avg 5.4)
     pod-deepseek-search    49.1    19.4      0.15      13       2.347         11,215   (serve2: prefill at 0.151 of
