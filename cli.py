@@ -75,6 +75,7 @@ def library_help(ctx: click.Context, doc: str, dest: str) -> str:
     text = docs.get(dest) or next(docs[p] for p, dests in PARAMS.items() if dest in dests and p in docs)
     own = {p.name for p in ctx.command.params} | {p for p, d in PARAMS.items() if set(d) & {q.name for q in
                                                                                              ctx.command.params}}
+    text = re.sub(r"\s*\(:\w+:`[^`]+`\)", "", text)                                  # (:func:`x`): the library's
     text = re.sub(r":\w+:`~?([^`]+)`", lambda m: m[1].rsplit(".", 1)[-1], text)   # :func:`~a.b` -> b
     text = re.sub(r'``"([^"`]*)"``', r"'\1'", text)
     text = re.sub(r"``([\w-]+)``", lambda m: option_for(ctx, m[1]) if m[1] in own else m[1], text)
