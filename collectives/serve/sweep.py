@@ -451,6 +451,10 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
     if not points:
         raise BadInput(f"no concurrency of {levels[0]:,}..{levels[-1]:,} runs: {notes[0].split(': ', 1)[1]}"
                        if notes else f"no concurrency of {levels[0]:,}..{levels[-1]:,} runs", param="concurrency")
+    if consts.layer_us:
+        notes.append(f"{acc.name}: {consts.launch_us:g} us per kernel launch but {consts.layer_us:g} us fixed per "
+                     f"transformer layer per step, shown as 'launch' (FITTED on a published min TBT: "
+                     f"collectives/serve/arch.toml, docs/token-validation.md)")
     notes.append(f"KV cache bounds concurrency at {kv_limit:,} sequences of {isl + osl:,} tokens "
                  f"({consts.hbm_usable:.0%} of {acc.hbm_bytes / 1e9:,.0f} GB HBM per chip, less the weights)")
     if pools is not None:
