@@ -903,10 +903,12 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
 @opt("--overlap", type=Choice("collectives.serve.model:OVERLAPS"), default="none", show_default=True, doc=SERVE)
 @opt("--disaggregate", "disaggregate", metavar="prefill=P,decode=D", doc=SERVE)
 @opt("--fail", "fails", multiple=True, metavar="SPEC", doc="collectives.serve:serve_failed")
+@opt("--fail-class", "failure_class", metavar="CLASS", doc="collectives.serve:serve_failure_class")
+@opt("--fold/--no-fold", default=True, show_default=True, doc="collectives.serve:serve_failure_class")
 @plot_option("Write the tokens/s/kW vs tokens/s/user frontier per fabric to a .png, .svg or .pdf.")
 @json_option("Print JSON (an array with --fabrics).")
 def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max_concurrency, menu, mtp, library,
-              overlap, disaggregate, fails, plot, as_json):
+              overlap, disaggregate, fails, failure_class, fold, plot, as_json):
     """Token economics of serving MODEL on a fabric: TPOT, TTFT, tokens/s per user, chip and kW, $/Mtok.
 
     Each step is priced per layer from the chip's roofline (compute, HBM), the network
@@ -918,8 +920,11 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
       fabricsim serve --model gpt-oss-120b --fabric jalapeno-rack
       fabricsim serve --model deepseek-r1 --fabric nvl72 --set generation=gb300 --mtp 1 --json
       fabricsim serve --model kimi-k2 --fabrics jalapeno-rack,nvl72 --set nvl72:accelerator=gb300 --plot f.png
+      fabricsim serve --model deepseek-r1 --fabric jalapeno-pod --fail-class rail-switch --concurrency 256
     """
-    from .collectives.serve import serve, serve_failed
+    from .collectives.serve import serve, serve_failed, serve_failure_class
+    if fails and failure_class:
+        raise click.UsageError("give --fail SPEC or --fail-class CLASS, not both")
     from .fabrics.loader import load_fabrics
     fabric_names(fabric, fabric_list)
     # one fabric: --set KEY=VALUE; --fabrics: --set FABRIC:KEY=VALUE (as compare)
@@ -928,8 +933,10 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
               library=library, overlap=overlap, progress=_progress, max_concurrency=max_concurrency, menu=menu,
               disaggregate=disaggregate)
     with about("model"):
-        results = [serve_failed(G, model, fails, **kw) if fails else serve(G, model, **kw) for G in graphs]
-    show(results, as_json, None if fails else plot, "collectives.serve:plot_frontier",
+        results = [serve_failed(G, model, fails, **kw) if fails else
+                   serve_failure_class(G, model, failure_class, fold=fold, **kw) if failure_class else
+                   serve(G, model, **kw) for G in graphs]
+    show(results, as_json, None if fails or failure_class else plot, "collectives.serve:plot_frontier",
          text="\n\n".join(r.to_text() for r in results),
          data=results[0].as_dict() if fabric else [r.as_dict() for r in results])
 

@@ -6,10 +6,11 @@ from .model import (OVERLAPS, LayerTerms, StepTerms, acceptance_length, expected
                     step_terms, weights_per_chip_bytes)
 from .network import LIBRARY_CHOICES, Library, NetworkPricer, library
 from .disagg import DisaggTerms, Pools, kv_traffic, parse_disaggregate
-from .sweep import FailResult, ServePoint, ServeResult, candidate_meshes, plot_frontier, serve, serve_failed
+from .sweep import (ClassResult, ClassRow, FailResult, ServePoint, ServeResult, candidate_meshes, plot_frontier, serve,
+                    serve_failed, serve_failure_class)
 
 __all__ = ["Arch", "ChipConstants", "arch_of", "chip_constants", "OVERLAPS", "LayerTerms", "StepTerms",
            "acceptance_length", "expected_distinct", "kv_capacity", "step_terms", "weights_per_chip_bytes",
            "LIBRARY_CHOICES", "Library", "NetworkPricer", "library", "ServePoint", "ServeResult",
            "candidate_meshes", "plot_frontier", "serve", "FailResult", "serve_failed", "DisaggTerms", "Pools",
-           "kv_traffic", "parse_disaggregate"]
+           "kv_traffic", "parse_disaggregate", "ClassResult", "ClassRow", "serve_failure_class"]

@@ -96,6 +96,9 @@ def _libraries() -> dict[str, Library]:
 
 
 LIBRARIES = tuple(_libraries())
+# the engine algorithm each library form is priced as (NetworkPricer._price_job): one-shot is a direct all-to-all of
+# S to every peer, two-shot the direct all-reduce (reduce-scatter + all-gather); what symmetry folds verify
+ENGINE_ALGORITHM = {"one-shot": "direct", "two-shot": "direct"}
 LIBRARY_CHOICES = ("auto",) + LIBRARIES
 
 

@@ -42,19 +42,21 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import networkx as nx
+import numpy as np
 
 from ...topo.accelerators import Accelerator, accelerator_of
-from ...topo.errors import BadInput
+from ...topo.errors import BadInput, about
 from ...topo.graphcache import pinned
 from ..jobs.models import Model, load_model
-from ..jobs.step import check_mesh
+from ..jobs.step import check_mesh, layer_jobs
 from ..placement import chip_ranks, parse_mesh
 from .arch import arch_of, chip_constants
 from .menu import MENUS, menu_runs
 from .model import OVERLAPS, StepTerms, acceptance_length, kv_capacity, step_terms
-from .network import LIBRARY_CHOICES, NetworkPricer
+from .network import ENGINE_ALGORITHM, LIBRARY_CHOICES, NetworkPricer
 
-__all__ = ["ServePoint", "ServeResult", "FailResult", "serve", "serve_failed", "candidate_meshes", "plot_frontier"]
+__all__ = ["ServePoint", "ServeResult", "FailResult", "ClassRow", "ClassResult", "serve", "serve_failed",
+           "serve_failure_class", "candidate_meshes", "plot_frontier"]
 
 # past the peak, each doubling of concurrency only lengthens every user's wait: the sweep stops
 # after this many levels in a row below the best tokens/s per kW so far
@@ -586,6 +588,176 @@ def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailRes
         after = tuple(again(p) if d0 is not None else ctx.point(p.mesh, p.concurrency) for p in before.points)
     return FailResult(fabric=before.fabric, model=before.model, failures=tuple(a["spec"] for a in applied),
                       before=before, after=after)
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    """One failure domain's orbit, its representative priced at the healthy peak point."""
+    spec: str                         # the representative's failure spec
+    size: int                         # domains in its orbit (each priced the same)
+    point: ServePoint | None          # the peak point re-priced on the degraded fabric (None: not priced)
+    note: str = ""                    # why not priced (a domain that removes chips)
+
+
+@dataclass(frozen=True)
+class ClassResult:
+    """``serve`` at its healthy peak point with each domain of a failure class failed, one per orbit."""
+    fabric: str
+    model: str
+    failure_class: str
+    before: ServeResult
+    rows: tuple                       # ClassRow per orbit, worst (least tokens/s per kW) first
+    folded: str                       # how the domains were folded (or why not)
+    generators: tuple = ()            # names of the symmetries the fold used
+
+    @property
+    def domains(self) -> int:
+        return sum(r.size for r in self.rows)
+
+    def summary(self) -> str:
+        b = self.before.peak
+        priced = [r for r in self.rows if r.point is not None]
+        if not priced:
+            return (f"{self.model} on {self.fabric}, {self.failure_class}: none of the {self.domains:,} domains "
+                    f"could be priced ({self.rows[0].note})")
+        worst = min(priced, key=lambda r: r.point.tokens_per_s_per_kw)
+        n = sum(r.size for r in priced)
+        mean = sum(r.size * r.point.tokens_per_s_per_kw for r in priced) / n
+        return (f"{self.model} on {self.fabric}, every {self.failure_class} ({self.domains:,} domains in "
+                f"{len(self.rows):,} orbits) at the healthy peak (C={b.concurrency:,}, {b.mesh_text}, "
+                f"{b.tokens_per_s_per_kw:,.0f} tok/s/kW): worst {worst.spec} -> "
+                f"{worst.point.tokens_per_s_per_kw:,.0f} ({worst.point.tokens_per_s_per_kw / b.tokens_per_s_per_kw - 1:+.1%}),"
+                f" mean over domains {mean:,.0f} ({mean / b.tokens_per_s_per_kw - 1:+.1%})")
+
+    def __repr__(self) -> str:
+        return f"ClassResult({self.summary()})"
+
+    def to_text(self) -> str:
+        b = self.before.peak
+        head = ["failure (orbit representative)", "domains", "TPOT ms", "tok/s/kW", "change", "bound"]
+        rows = [[r.spec, f"{r.size:,}", f"{r.point.tpot_s * 1e3:.3f}", f"{r.point.tokens_per_s_per_kw:,.0f}",
+                 f"{r.point.tokens_per_s_per_kw / b.tokens_per_s_per_kw - 1:+.2%}", r.point.bound]
+                if r.point is not None else [r.spec, f"{r.size:,}", "-", "-", "-", r.note] for r in self.rows]
+        w = [max(len(h), *(len(x[i]) for x in rows)) for i, h in enumerate(head)]
+        return "\n".join([self.summary(), f"healthy: TPOT {b.tpot_s * 1e3:.3f} ms; folding: {self.folded}",
+                          "  ".join(h.ljust(x) if i == 0 else h.rjust(x) for i, (h, x) in enumerate(zip(head, w))),
+                          "  ".join("-" * x for x in w)]
+                         + ["  ".join(c.ljust(x) if i == 0 else c.rjust(x) for i, (c, x) in enumerate(zip(r, w)))
+                            for r in rows])
+
+    def as_dict(self) -> dict[str, Any]:
+        b = self.before.peak
+        return {"fabric": self.fabric, "model": self.model, "failure_class": self.failure_class,
+                "concurrency": b.concurrency, "mesh": b.mesh_text, "tpot_ms_before": b.tpot_s * 1e3,
+                "tokens_per_s_per_kw_before": b.tokens_per_s_per_kw, "domains": self.domains, "folded": self.folded,
+                "generators": list(self.generators),
+                "orbits": [{"spec": r.spec, "domains": r.size, "note": r.note or None,
+                            "tpot_ms_after": None if r.point is None else r.point.tpot_s * 1e3,
+                            "tokens_per_s_per_kw_after": None if r.point is None else r.point.tokens_per_s_per_kw,
+                            "bound_after": None if r.point is None else r.point.bound} for r in self.rows]}
+
+
+def _serving_symmetry(G: nx.Graph, model: Model, point: ServePoint):
+    """The generators verified for every collective the point's steps run (their groups and algorithms), or
+    (None, why).  A MoE all-to-all-v must be uniform over each group's pairs (the balanced router's is), since
+    the generators are verified for the groups and the algorithm, not for a matrix."""
+    from ..whatif.orbits import Symmetry, fabric_symmetry
+    common, ix = None, None
+    for step in (point.decode, point.prefill):
+        for layer in step.layers:
+            if layer.net is None or not layer.net.collectives:
+                continue
+            kind = "moe" if layer.kind in ("moe", "mtp") else "dense"
+            algo = {c.name: c.algorithm for c in layer.net.collectives}
+            for job in layer_jobs(G, model, kind, mesh=point.mesh, tokens=max(1, int(layer.tokens))):
+                if job.traffic is not None:
+                    M = np.asarray(job.traffic, float)
+                    off = M[..., ~np.eye(M.shape[-1], dtype=bool)]
+                    if off.size and not np.allclose(off, off.flat[0], rtol=1e-12, atol=0.0):
+                        return None, f"{job.name}'s traffic is not uniform over its pairs"
+                a = algo.get(job.name, "direct")
+                sym = fabric_symmetry(G, job.groups, ENGINE_ALGORITHM.get(a, a))
+                if sym.conditional:
+                    gens = {g.name: g for g in sym.generators if g.positional}
+                else:
+                    gens = {g.name: g for g in sym.generators}
+                common = gens if common is None else {k: v for k, v in common.items() if k in gens}
+                ix = sym.ix
+    if not common:
+        return None, "no generator keeps every collective's groups and algorithm"
+    return Symmetry(tuple(common.values()), (), "", ix), tuple(sorted(common))
+
+
+def serve_failure_class(G: nx.Graph, model: Model | str, failure_class: str, *, fold: bool = True,
+                        progress: Callable[[str], None] | None = None, **kwargs) -> ClassResult:
+    """``serve`` on ``G``, then its peak point re-priced with each domain of ``failure_class`` failed.
+
+    Domains are folded into orbits of the fabric symmetries verified for every collective the
+    point runs (its groups and algorithms, as sweeps fold); one domain per orbit is priced and
+    stands for its orbit.  ``fold=False`` prices every domain (the cross-check).  A domain that
+    removes chips is listed, not priced (the mesh would move).  ``kwargs`` are :func:`serve`'s.
+
+    Parameters
+    ----------
+    failure_class : every domain of this class in turn (``fabricsim domains FABRIC`` lists them), each priced
+        at the healthy sweep's peak point (same mesh and concurrency): tokens/s per kW and TPOT after, per
+        orbit of the fabric's symmetries.
+    fold : price one domain per orbit of the symmetries verified for the point's collectives (their groups
+        and algorithms) and give it to the whole orbit; off prices every domain.
+
+    Examples
+    --------
+    >>> from fabricsim.fabrics import build
+    >>> r = serve_failure_class(build("jalapeno-rack"), "gpt-oss-120b", "local-switch", mesh="tp=8", concurrency=8,
+    ...                         isl=1024, osl=128)
+    >>> r.domains, len(r.rows)
+    (6, 1)
+    """
+    from ...topo.failures import apply_failures, domains
+    with about("failure_class"):
+        doms = domains(G, [failure_class])[failure_class]
+    if kwargs.get("disaggregate") is not None:
+        raise BadInput("a failure-class sweep prices aggregated serving; drop --disaggregate (or use --fail SPEC)",
+                       param="disaggregate")
+    before = serve(G, model, progress=progress, **kwargs)
+    from .arch import Arch
+    if isinstance(model, Arch):
+        arch, model = model, model.model
+    else:
+        model = load_model(model) if isinstance(model, str) else model
+        arch = arch_of(model)
+    acc = kwargs.get("accelerator") or accelerator_of(G)
+    p = before.peak
+    names: tuple = ()
+    if fold:
+        from ..whatif.orbits import scenario_orbits
+        sym, why = _serving_symmetry(G, model, p)
+        if sym is not None:
+            orb = scenario_orbits(sym, doms, [(i,) for i in range(len(doms))])
+            reps, sizes, names = [int(r) for r in orb.reps], [int(s) for s in orb.size], why
+            folded = (f"{len(reps):,} orbit(s) under {len(names)} symmetries verified for every collective the "
+                      f"point runs (their groups and algorithms; names in --json)")
+        else:
+            reps, sizes, folded = list(range(len(doms))), [1] * len(doms), f"none: {why}"
+    else:
+        reps, sizes, folded = list(range(len(doms))), [1] * len(doms), "off (--no-fold): every domain priced"
+    n_chips = len(chip_ranks(G))
+    rows = []
+    for k, (i, size) in enumerate(zip(reps, sizes)):
+        spec = f"{failure_class}:{doms[i].id}"
+        H, _ = apply_failures(G, [spec])
+        if len(chip_ranks(H)) != n_chips:
+            rows.append(ClassRow(spec, size, None, "removes chips: the mesh would move"))
+            continue
+        if progress and len(reps) > 4:
+            progress(f"{failure_class}: orbit {k + 1:,} of {len(reps):,} ({spec})")
+        ctx = _Ctx(arch, acc, chip_constants(acc.name), NetworkPricer(H, model), before.isl, before.osl, before.mtp,
+                   before.library, before.overlap)
+        with pinned(H):
+            rows.append(ClassRow(spec, size, ctx.point(p.mesh, p.concurrency)))
+    rows.sort(key=lambda r: (r.point is None, r.point.tokens_per_s_per_kw if r.point else 0.0))
+    return ClassResult(fabric=before.fabric, model=before.model, failure_class=failure_class, before=before,
+                       rows=tuple(rows), folded=folded, generators=names)
 
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
