@@ -623,11 +623,11 @@ class ClassResult:
         worst = min(priced, key=lambda r: r.point.tokens_per_s_per_kw)
         n = sum(r.size for r in priced)
         mean = sum(r.size * r.point.tokens_per_s_per_kw for r in priced) / n
+        w, h = worst.point.tokens_per_s_per_kw, b.tokens_per_s_per_kw
         return (f"{self.model} on {self.fabric}, every {self.failure_class} ({self.domains:,} domains in "
                 f"{len(self.rows):,} orbits) at the healthy peak (C={b.concurrency:,}, {b.mesh_text}, "
-                f"{b.tokens_per_s_per_kw:,.0f} tok/s/kW): worst {worst.spec} -> "
-                f"{worst.point.tokens_per_s_per_kw:,.0f} ({worst.point.tokens_per_s_per_kw / b.tokens_per_s_per_kw - 1:+.1%}),"
-                f" mean over domains {mean:,.0f} ({mean / b.tokens_per_s_per_kw - 1:+.1%})")
+                f"{h:,.0f} tok/s/kW): worst {worst.spec} -> {w:,.0f} ({w / h - 1:+.1%}), mean over domains "
+                f"{mean:,.0f} ({mean / h - 1:+.1%})")
 
     def __repr__(self) -> str:
         return f"ClassResult({self.summary()})"
