@@ -244,10 +244,12 @@ class Group(click.Group):
 
     def invoke(self, ctx):
         import numpy as np   # every command loads it anyway
+        from .topo.builders import building
         try:
             # A figure that overflows or turns NaN is refused where the result is checked, in one line;
-            # numpy's RuntimeWarnings on the way there would only be noise above it.
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            # numpy's RuntimeWarnings on the way there would only be noise above it.  A build that takes
+            # seconds says its size first (never a silent wait).
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"), building(_progress):
                 return super().invoke(ctx)
         except click.MissingParameter:   # the usage is what is wrong: click's usage block helps
             raise

@@ -363,3 +363,36 @@ def test_unhashable_model_in_json_is_a_violation(tmp_path, value):
     # found by tests/test_fuzz.py: validate looked a list up in the device catalog (TypeError)
     p = _nvl72_json(tmp_path, lambda d: d["nodes"][0].__setitem__("model", value))
     refused("audit", p, match="is not in the device catalog")
+
+
+# --------------------------------------------------------------------------- issue 26: the hidden-corpus hunt
+@pytest.mark.parametrize("fabric", ["rail-cluster", "nvl72-cluster"])
+@pytest.mark.parametrize("ratio", ["1e308", "1.7976931348623157e308", "5e-324"])
+def test_extreme_spine_oversubscription_is_refused_not_overflowed(fabric, ratio):
+    # was: OverflowError (ports * 1e308 -> inf; per / 5e-324 -> inf rounded) as a traceback
+    refused("audit", fabric, "--set", f"spine_oversubscription={ratio}", match="spine_oversubscription")
+
+
+@pytest.mark.parametrize("ratio, count", [("1e-300", "~10^"), ("1e-6", "250,000 nodes")])
+def test_tiny_spine_oversubscription_is_refused_by_the_size_of_its_spine_tier(ratio, count):
+    # was: a silent hang (2e300 up ports per leaf: the spine count search and build never ended)
+    msg = refused("audit", "rail-cluster", "--set", f"spine_oversubscription={ratio}", match="spine tier")
+    assert count in msg and "cap is" in msg and "~~" not in msg
+
+
+def test_a_valid_undersubscribed_spine_still_builds():
+    G = build("rail-cluster", spine_oversubscription=0.5)
+    assert sum(1 for n in G if str(n).startswith("spine")) > 0
+
+
+def test_a_large_build_is_announced_before_it_starts(monkeypatch):
+    # was: `price --fabric torus --set dims=1000x1000` built for 17+ s without a word on stderr
+    monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10)
+    res = invoke("audit", "torus", "--set", "dims=4x4", "--no-bisection", "--no-hops")
+    assert "building a 4x4 torus: 16 nodes and 32 links ..." in res.output, res.output
+    said = []
+    with builders.building(said.append):
+        build("torus", dims="4x4")
+    assert said == ["building a 4x4 torus: 16 nodes and 32 links ..."]
+    build("torus", dims="4x4")          # outside `building`: the library stays quiet
+    assert len(said) == 1
