@@ -247,6 +247,36 @@ def _run_scenario(task: _Task) -> dict:
             **({"method": _plain(r.method)} if isinstance(getattr(r, "method", None), dict) else {})}
 
 
+def _scenario_result_error(res: Any, task: _Task) -> str | None:
+    """Why ``res`` (read back from a results file) is not what :func:`_run_scenario` returns for ``task``;
+    ``None`` when it is.  A resumed sweep refuses the file rather than rank a damaged record."""
+    def count(x, none_ok=False):
+        return (x is None and none_ok) or (isinstance(x, int) and not isinstance(x, bool) and x >= 0)
+
+    def seconds(x):      # NaN: a restart with no group left to price
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and not x < 0
+
+    if not isinstance(res, dict):
+        return f"is {type(res).__name__}, not a scenario's result"
+    if res.get("index") != task.index or res.get("failed") != list(task.specs):
+        return f"is for another scenario (index {str(res.get('index'))[:40]}, failed {str(res.get('failed'))[:80]})"
+    checks = {"time_s": seconds, "bandwidth_time_s": seconds, "partial": lambda x: isinstance(x, bool),
+              "algorithm": lambda x: x is None or isinstance(x, str),
+              "broken_groups": count, "unreachable_pairs": count, "chips_lost": count,
+              "chips_bandwidth_changed": lambda x: count(x, none_ok=True),
+              "top_bottleneck": lambda x: x is None or isinstance(x, str)}
+    for key, ok in checks.items():
+        if key not in res or not ok(res[key]):
+            return f"has {key}={str(res.get(key, '(missing)'))[:40]}"
+    for key in ("method", "recovery"):
+        if key in res and not isinstance(res[key], dict):
+            return f"has {key}={str(res[key])[:40]}"
+    return None
+
+
+_run_scenario.stored_result_error = _scenario_result_error
+
+
 def _plain(obj: Any) -> Any:
     """Plain JSON values (numpy scalars to Python, tuples to lists, NaN to null), so a result with the
     price's ``method`` still round-trips exactly through a results file."""

@@ -396,3 +396,46 @@ def test_a_large_build_is_announced_before_it_starts(monkeypatch):
     assert said == ["building a 4x4 torus: 16 nodes and 32 links ..."]
     build("torus", dims="4x4")          # outside `building`: the library stays quiet
     assert len(said) == 1
+
+
+RESUME_SWEEP = ["sweep", "all-reduce", "--fabric", "jalapeno-rack", "--class", "local-switch", "--size", "1MiB",
+                "--group-size", 8, "--bound-only"]
+
+
+@pytest.fixture(scope="module")
+def sweep_record(tmp_path_factory):
+    """One valid results record of RESUME_SWEEP (its single orbit representative)."""
+    path = tmp_path_factory.mktemp("resume") / "ok.jsonl"
+    res = invoke(*RESUME_SWEEP, "--resume", path)
+    assert res.exit_code == 0, res.output
+    return json.loads(path.read_text().splitlines()[0])
+
+
+@pytest.mark.parametrize("damage, match", [
+    (lambda r: r.update(result=None), "is NoneType, not a scenario's result"),
+    (lambda r: r.update(result=[1]), "is list"),
+    (lambda r: r.update(result={}), "another scenario"),
+    (lambda r: r["result"].update(time_s=None), "time_s=None"),
+    (lambda r: r["result"].update(bandwidth_time_s="x"), "bandwidth_time_s=x"),
+    (lambda r: r["result"].update(time_s=-1), "time_s=-1"),
+    (lambda r: r["result"].update(failed=5), "another scenario"),
+    (lambda r: r["result"].update(method="x"), "method=x"),
+    (lambda r: r["result"].update(partial="no"), "partial=no"),
+    (lambda r: r.update(specs=[[1]]), "not one of a sweep's results"),
+])
+def test_damaged_sweep_resume_record_is_refused(tmp_path, sweep_record, damage, match):
+    # was: TypeError / KeyError tracebacks (a stored result was used as it was read back)
+    rec = json.loads(json.dumps(sweep_record))
+    damage(rec)
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    msg = refused(*RESUME_SWEEP, "--resume", path, match=match)
+    assert "--resume" in msg, msg        # was: "Invalid value for options"
+
+
+def test_intact_sweep_resume_record_is_reused(tmp_path, sweep_record):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(sweep_record) + "\n")
+    res = invoke(*RESUME_SWEEP, "--resume", path, "--json")
+    assert res.exit_code == 0, res.output
+    assert path.read_text().count("\n") == 1       # nothing recomputed: the stored result was used
