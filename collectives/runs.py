@@ -371,6 +371,9 @@ def sweep_job(fabric: str, sets: dict, G, failure_class: str, collective: str, o
     """
     from .whatif import sweep
     k = len(_failure_class_domains(G, [failure_class], "failure_class")[failure_class])
+    if isinstance(n, int) and 1 <= n <= k:   # too many scenarios: refused before the placement is priced
+        from .whatif.sweeps import check_scenario_count
+        check_scenario_count(k, n, samples)
     if note and samples is not None and samples >= math.comb(k, n):
         note(f"--samples {samples} >= the {math.comb(k, n):,} scenarios: all of them run")
     _restart_check(spec, recovery, spares)

@@ -319,14 +319,21 @@ def shared_pairs(G, doms: list, tag: str) -> list[tuple[int, int]]:
     return sorted(pairs)
 
 
+def check_scenario_count(k: int, n: int, samples: int | None) -> None:
+    """Refuse (``param="samples"``) running all C(``k``, ``n``) failures of ``k`` domains when that is more than
+    :data:`MAX_SCENARIOS`; a caller that knows ``k`` checks it before any pricing."""
+    total = math.comb(k, n)
+    if (samples is None or samples >= total) and total > MAX_SCENARIOS:
+        raise BadInput(f"{total:,} scenarios (C({k}, {n})) is more than {MAX_SCENARIOS:,}; "
+                       f"sample them (samples=K, --samples K)", param="samples")
+
+
 def _scenarios(ids: list[str], n: int, samples: int | None, seed: int) -> list[tuple]:
     """Index tuples of the failures to run: all C(k, n), or ``samples`` of them (seeded)."""
     k = len(ids)
     total = math.comb(k, n)
     if samples is None or samples >= total:
-        if total > MAX_SCENARIOS:
-            raise BadInput(f"{total:,} scenarios (C({k}, {n})) is more than {MAX_SCENARIOS:,}; "
-                           f"sample them (samples=K, --samples K)", param="samples")
+        check_scenario_count(k, n, samples)
         return list(itertools.combinations(range(k), n))
     rng = np.random.default_rng(seed)
     if n == 1:

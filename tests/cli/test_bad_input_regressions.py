@@ -439,3 +439,18 @@ def test_intact_sweep_resume_record_is_reused(tmp_path, sweep_record):
     res = invoke(*RESUME_SWEEP, "--resume", path, "--json")
     assert res.exit_code == 0, res.output
     assert path.read_text().count("\n") == 1       # nothing recomputed: the stored result was used
+
+
+def test_too_many_n2_scenarios_are_refused_before_the_placement_is_priced(monkeypatch):
+    # was: `sweep --fabric tpu8t-virgo --class link --n 2` priced the intact fabric's placement (16 s) and
+    # listed the domains twice before refusing C(546560, 2) scenarios: 20 s without a word
+    from fabricsim.collectives import runs
+    from fabricsim.collectives.whatif import sweeps
+    monkeypatch.setattr(sweeps, "MAX_SCENARIOS", 10)
+
+    def priced(*a, **k):
+        raise AssertionError("the placement was priced before the scenario count was checked")
+    monkeypatch.setattr(runs, "_auto_chosen", priced)
+    refused(*RESUME_SWEEP, "--n", 2, match="15 scenarios (C(6, 2)) is more than 10")
+    res = invoke(*RESUME_SWEEP, "--n", 2, "--samples", 3, "--placement", "packed")   # sampled: still runs
+    assert res.exit_code == 0, res.output
