@@ -768,7 +768,8 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
               "and repair_h over the default rates (implies --availability).")
 @click.option("--samples", type=click.IntRange(min=2), help="With --availability: also a Monte Carlo over this "
               "many sampled years.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo.")
+@click.option("--seed", type=click.IntRange(0, 2 ** 63 - 1), default=0, show_default=True,
+              help="Seed of the Monte Carlo.")
 @opt("--n2-shared", is_flag=True, doc=ATLAS)
 @price_option_group()
 @json_option("Print the atlas (and availability) as JSON.")

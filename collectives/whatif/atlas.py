@@ -753,6 +753,9 @@ def availability(a: Atlas, rates: Rates | None = None, *, samples: int | None = 
     if samples is not None and (not isinstance(samples, int) or isinstance(samples, bool) or samples < 2):
         raise BadInput(f"samples {samples!r} must be an integer >= 2 (the standard error needs two years)",
                        param="samples")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 63:
+        raise BadInput(f"seed {seed!r} must be an integer from 0 to 2**63 - 1 (the Monte Carlo's numpy seed)",
+                       param="seed")
     rows, used = [], []
     for c in a.classes:
         r = rates.of(c.failure_class)

@@ -454,3 +454,21 @@ def test_too_many_n2_scenarios_are_refused_before_the_placement_is_priced(monkey
     refused(*RESUME_SWEEP, "--n", 2, match="15 scenarios (C(6, 2)) is more than 10")
     res = invoke(*RESUME_SWEEP, "--n", 2, "--samples", 3, "--placement", "packed")   # sampled: still runs
     assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize("seed", [-3, -(10**20), 2**63])
+def test_atlas_monte_carlo_seed_out_of_range_is_refused(seed):
+    # was: ValueError "expected non-negative integer" from numpy's SeedSequence, as a traceback, after the atlas ran
+    refused("atlas", "jalapeno-rack", "--collective", "all-reduce", "--size", "1MiB", "--group-size", 8,
+            "--bound-only", "--workers", 1, "--classes", "rack", "--availability", "--samples", 10, "--seed", seed,
+            match="--seed")
+
+
+def test_availability_refuses_a_negative_seed_in_the_library():
+    from fabricsim.collectives.whatif.atlas import Rates, atlas, availability
+    from fabricsim.topo.errors import BadInput
+    a = atlas("jalapeno-rack", None, collective="all-reduce", size_bytes=2**20, group_size=8, algorithm="ring",
+              classes=["local-switch"])
+    with pytest.raises(BadInput, match="seed -1 must be an integer from 0") as exc:
+        availability(a, Rates({"local-switch": (0.5, 24.0, "toy")}), samples=10, seed=-1)
+    assert exc.value.param == "seed"
