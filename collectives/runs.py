@@ -225,7 +225,7 @@ def price_traffic(G, collective: str, options, spec: GroupSpec, *, traffic=None,
             summary = {"source": str(traffic),
                        **TR.summarize(T if T.ndim == 3 else np.broadcast_to(T, (len(groups),) + T.shape))}
         else:
-            t = TR.moe_traffic(TR.MoESpec.parse(moe), len(groups[0]))
+            t = TR.moe_traffic(TR.MoESpec.parse(moe), len(groups[0]), progress=progress)
             T = t.matrix
             # every EP group routes its own tokens alike: totals over the groups
             summary = {"source": "moe", **TR.summarize(np.broadcast_to(T, (len(groups),) + T.shape)),

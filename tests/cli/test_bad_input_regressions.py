@@ -472,3 +472,17 @@ def test_availability_refuses_a_negative_seed_in_the_library():
     with pytest.raises(BadInput, match="seed -1 must be an integer from 0") as exc:
         availability(a, Rates({"local-switch": (0.5, 24.0, "toy")}), samples=10, seed=-1)
     assert exc.value.param == "seed"
+
+
+def test_a_long_moe_routing_says_how_far_it_is(monkeypatch):
+    # was: --moe experts=1048576,top_k=1048575,tokens=4096 (2**32 draws, inside the cap) sampled for minutes in silence
+    from fabricsim.collectives.traffic import moe
+    monkeypatch.setattr(moe, "_SAY_EVERY_S", -1.0)      # say at every chunk
+    said = []
+    spec = moe.MoESpec.parse("experts=8,top_k=2,tokens=16,hidden=64")
+    t = moe.moe_traffic(spec, 8, progress=said.append)
+    assert said and all(m.startswith("moe: routed ") and "of 16 tokens" in m for m in said), said
+    assert (t.matrix == moe.moe_traffic(spec, 8).matrix).all()     # the same routing, said or not
+    res = invoke("price", "all-to-all", "--fabric", "jalapeno-rack", "--group-size", 8, "--bound-only",
+                 "--moe", "experts=8,top_k=2,tokens=16,hidden=64")
+    assert res.exit_code == 0 and "moe: routed 0 of 16 tokens" in res.output, res.output
