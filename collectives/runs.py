@@ -369,7 +369,12 @@ def sweep_job(fabric: str, sets: dict, G, failure_class: str, collective: str, o
     budget_s : wall seconds the sweep may be estimated to take (time per representative so far x
         those left); over it, it stops and says so. Default: 600 for ``n`` 2 or more, no bound for N-1.
     """
+    from ..topo.builders import ANNOUNCE_ELEMENTS
     from .whatif import sweep
+    say = note if note is not None and G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS else None
+    if say:     # each step below takes seconds on a fabric this large
+        say(f"sweep: counting the {failure_class} domains of {G.number_of_nodes():,} nodes and "
+            f"{G.number_of_edges():,} links ...")
     k = len(_failure_class_domains(G, [failure_class], "failure_class")[failure_class])
     if isinstance(n, int) and 1 <= n <= k:   # too many scenarios: refused before the placement is priced
         from .whatif.sweeps import check_scenario_count
@@ -380,6 +385,8 @@ def sweep_job(fabric: str, sets: dict, G, failure_class: str, collective: str, o
     groups = spec.groups_on(G) if spec.explicit or spec.over is not None else None
     size_bytes = options.size_bytes
     if spec.auto:      # the placement cheapest on the intact fabric is swept, by name (workers cut it)
+        if say:
+            say(f"sweep: {k:,} domains; choosing the placement on the intact fabric ...")
         chosen, chose = _auto_chosen(G, collective, spec, options, size_bytes, note)
         if groups is None:
             spec = chosen
@@ -390,7 +397,7 @@ def sweep_job(fabric: str, sets: dict, G, failure_class: str, collective: str, o
                      size_bytes=size_bytes, group_size=None if groups else spec.group_size,
                      placement=spec.placement, groups=groups, runner=runner, progress=progress, fold=fold,
                      recovery=recovery, spares=spares, budget_s="auto" if budget_s is None else float(budget_s),
-                     **options.price_kwargs())
+                     note=note, **options.price_kwargs())
 
 
 def atlas_job(fabric: str, sets: dict, G, collective: str, options, spec: GroupSpec, *, classes=None,

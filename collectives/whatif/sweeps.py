@@ -540,7 +540,7 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
           placement: str = "packed", groups: Sequence[Sequence[int]] | None = None, runner: Runner | None = None,
           progress: Callable[[int, int, dict], None] | None = None, fold: bool = True, recovery: str = "reroute",
           spares: int = 0, shared: str | None = None, budget_s: float | str | None = "auto",
-          **price_kwargs) -> Sweep:
+          note: Callable[[str], None] | None = None, **price_kwargs) -> Sweep:
     """Price every failure of ``failure_class`` (N-1), every pair (``n=2``), or seeded samples.
 
     Parameters
@@ -581,6 +581,10 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
         over it stops with a one-line BadInput naming the estimate and the options that bound
         it (``samples=``, ``budget_s=``).  ``"auto"`` (default): ``DEFAULT_N2_BUDGET_S`` for
         pairs (``n >= 2``), no bound for N-1; ``None``: no bound.
+    note : callable, optional
+        ``note(msg)`` hears each step that takes seconds before the first scenario (listing the
+        domains, pricing the intact fabric, folding) on a fabric of more than
+        :data:`~fabricsim.topo.builders.ANNOUNCE_ELEMENTS` nodes and links.
     recovery, spares : as :func:`~fabricsim.collectives.whatif.scenario.whatif`: ``restart``
         re-places the job (``group_size`` and ``placement``, not ``groups``) on each
         scenario's survivors; it does not fold and runs at most ``MAX_RESTART_SCENARIOS``.
@@ -620,6 +624,11 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
     fabric, shown = fabric_source(fabric)
     params_json = json.dumps(params or {}, sort_keys=True, default=list)
     G = _fabric(fabric, params_json)
+    from ...topo.builders import ANNOUNCE_ELEMENTS
+    say = note if note is not None and G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS else None
+    if say:
+        say(f"sweep: listing the {failure_class} domains of {G.number_of_nodes():,} nodes and "
+            f"{G.number_of_edges():,} links ...")
     doms = domains(G, [failure_class])[failure_class]
     if len(doms) < n:
         raise BadInput(f"{failure_class!r} has {len(doms)} domain(s) in {shown!r}; cannot fail {n} at once",
@@ -649,6 +658,8 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
     notes = []
     base = None
     if price_kwargs.get("algorithm", "auto") == "auto":
+        if say:
+            say(f"sweep: {len(combos):,} scenarios; pricing the intact fabric (auto picks the algorithm) ...")
         base = price(G, collective, groups=_groups(fabric, params_json, gspec), size_bytes=size_bytes,
                      **price_kwargs)
         kw = dict(price_kwargs, algorithm=base.algorithm)
@@ -665,6 +676,8 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
         orb, method = None, {"fold": False, "reason": "recovery 'restart' re-places the job by rank order on each "
                              "scenario's survivors, which the fabric's symmetries do not keep: every scenario priced"}
     else:
+        if say and fold:
+            say(f"sweep: folding {len(combos):,} scenarios by the fabric's symmetries ...")
         orb, method = _fold(G, groups_t, kw.get("algorithm", "auto"), failure_class, doms, ids, combos, fold,
                             price_kwargs.get("tiers", "rule"))
     solve = orb.reps.tolist() if orb is not None else list(range(len(combos)))

@@ -486,3 +486,17 @@ def test_a_long_moe_routing_says_how_far_it_is(monkeypatch):
     res = invoke("price", "all-to-all", "--fabric", "jalapeno-rack", "--group-size", 8, "--bound-only",
                  "--moe", "experts=8,top_k=2,tokens=16,hidden=64")
     assert res.exit_code == 0 and "moe: routed 0 of 16 tokens" in res.output, res.output
+
+
+def test_a_sweep_of_a_large_fabric_says_each_step_before_its_first_scenario(monkeypatch):
+    # was: `sweep all-to-all --fabric tpu8t-virgo --class link --n 3 --samples 3` was silent for 50 s (domains
+    # listed twice, the placement and the intact fabric priced, the scenarios folded) before its first bar
+    monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10)
+    res = invoke(*RESUME_SWEEP)
+    assert res.exit_code == 0, res.output
+    for step in ("sweep: counting the local-switch domains of", "sweep: 6 domains; choosing the placement",
+                 "sweep: listing the local-switch domains", "sweep: 6 scenarios; pricing the intact fabric",
+                 "sweep: folding 6 scenarios"):
+        assert step in res.output, (step, res.output)
+    monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10**9)         # a small fabric: no such lines
+    assert "sweep: counting" not in invoke(*RESUME_SWEEP).output
