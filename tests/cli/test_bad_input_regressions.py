@@ -500,3 +500,23 @@ def test_a_sweep_of_a_large_fabric_says_each_step_before_its_first_scenario(monk
         assert step in res.output, (step, res.output)
     monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10**9)         # a small fabric: no such lines
     assert "sweep: counting" not in invoke(*RESUME_SWEEP).output
+
+
+def test_a_long_chain_of_mix_jobs_is_ordered_in_linear_time(tmp_path):
+    # was: a 3,000-job `after` chain spent minutes in the topological sort (every wave re-checked every job
+    # against a fresh set of the done ones: cubic), silently
+    import importlib
+    from types import SimpleNamespace
+    mix = importlib.import_module("fabricsim.collectives.jobs.mix")
+    chain = [SimpleNamespace(name=f"j{i}", after=[f"j{i - 1}"] if i else []) for i in range(3_000)]
+    t0 = time.perf_counter()
+    assert mix._order(chain[::-1]) == list(range(3_000))[::-1]
+    assert time.perf_counter() - t0 < 1.0
+    # waves in file order: c and a are ready first, b after a, d after b and c
+    jobs = [SimpleNamespace(name=n, after=a) for n, a in
+            [("d", ["b", "c"]), ("c", []), ("b", ["a"]), ("a", [])]]
+    assert [jobs[i].name for i in mix._order(jobs)] == ["c", "a", "b", "d"]
+    jobs.append(SimpleNamespace(name="e", after=["f"]))
+    jobs.append(SimpleNamespace(name="f", after=["e"]))
+    with pytest.raises(Exception, match="cycle: .*e -> f|cycle: .*f -> e"):
+        mix._order(jobs)
