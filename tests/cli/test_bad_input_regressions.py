@@ -520,3 +520,13 @@ def test_a_long_chain_of_mix_jobs_is_ordered_in_linear_time(tmp_path):
     jobs.append(SimpleNamespace(name="f", after=["e"]))
     with pytest.raises(Exception, match="cycle: .*e -> f|cycle: .*f -> e"):
         mix._order(jobs)
+
+
+@pytest.mark.parametrize("vary", ["{start = 1, stop = 10, step = 5e-324}", "{start = 1, stop = 1e308, step = 1e-300}",
+                                  "{start = -1e308, stop = 1e308, step = 1}"])
+def test_design_range_whose_count_overflows_is_refused(tmp_path, vary):
+    # was: OverflowError (int(inf)) in design/space.py as a traceback
+    space = tmp_path / "s.toml"
+    space.write_text(f'builder = "rail-cluster"\n[vary]\nnic_gbps = {vary}\n[workload]\n'
+                     'jobs = [{collective = "all-to-all", group_size = 16, size = "1MiB"}]\n')
+    refused("design", space, match="more values than a float can count")
