@@ -90,6 +90,17 @@ class Runner(Protocol):
     def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]: ...
 
 
+# local worker processes per core past which more only contend (I: the solves are CPU-bound, one core each;
+# 8 leaves room for processes waiting on I/O or memory).  Was unbounded: --workers 100000 forked 100,000
+# processes (design's pool starts them all at once).
+WORKERS_PER_CORE = 8
+
+
+def max_local_workers() -> int:
+    """The most local worker processes a :class:`LocalRunner` starts: :data:`WORKERS_PER_CORE` per core."""
+    return WORKERS_PER_CORE * (os.cpu_count() or 1)
+
+
 @dataclass(frozen=True)
 class LocalRunner:
     """In-process (``workers=1``) or a :class:`~concurrent.futures.ProcessPoolExecutor` of ``workers``.
@@ -102,7 +113,11 @@ class LocalRunner:
 
     def __post_init__(self):
         if not isinstance(self.workers, int) or self.workers < 1:
-            raise BadInput(f"workers {self.workers!r} must be a positive integer")
+            raise BadInput(f"workers {self.workers!r} must be a positive integer", param="workers")
+        if self.workers > max_local_workers():
+            raise BadInput(f"workers {self.workers:,} is more than {max_local_workers():,} local processes "
+                           f"({WORKERS_PER_CORE} per core of this machine's {os.cpu_count() or 1}); more only wait on "
+                           f"each other (and each holds the fabric): use --scheduler for a cluster", param="workers")
 
     def map(self, fn, tasks):
         tasks = list(tasks)

@@ -530,3 +530,16 @@ def test_design_range_whose_count_overflows_is_refused(tmp_path, vary):
     space.write_text(f'builder = "rail-cluster"\n[vary]\nnic_gbps = {vary}\n[workload]\n'
                      'jobs = [{collective = "all-to-all", group_size = 16, size = "1MiB"}]\n')
     refused("design", space, match="more values than a float can count")
+
+
+@pytest.mark.parametrize("cmd", [["design", "examples/design/rail_cluster.toml"], RESUME_SWEEP])
+def test_more_local_workers_than_the_machine_can_run_are_refused(cmd):
+    # was: design --workers 100000 forked 100,000 processes at once (2,000 took 25 s to start 2 designs)
+    from fabricsim.collectives.whatif.sweeps import LocalRunner, max_local_workers
+    from fabricsim.topo.errors import BadInput
+    from repo_paths import ROOT
+    args = [str(ROOT / a) if str(a).startswith("examples/") else a for a in cmd]
+    refused(*args, "--workers", 100_000, match="--workers")
+    assert LocalRunner(max_local_workers()).workers == max_local_workers()
+    with pytest.raises(BadInput, match="local processes"):
+        LocalRunner(max_local_workers() + 1)
