@@ -134,7 +134,7 @@ class OutputPath(click.ParamType):
     def convert(self, value, param, ctx):
         if isinstance(self.suffixes, str):
             self.suffixes = tuple(dict.fromkeys(x for sfx in lib(self.suffixes).values() for x in sfx))
-        if not str(value).lower().endswith(self.suffixes) or not Path(value).stem:
+        if not str(value).lower().endswith(self.suffixes) or Path(value).suffix.lower() not in self.suffixes:
             self.fail(f"{str(value)[:120]!r}: use a file name ending in {', '.join(self.suffixes)}", param, ctx)
         try:
             parent_ok = Path(value).parent.is_dir()
@@ -473,6 +473,9 @@ def export_cmd(fabric, sets, output, fmt):
     from .topo.export_text import export_lines
     fmt = export_format(output, fmt)      # checked before the fabric is built
     G = load_fabric(fabric, sets)
+    from .topo.builders import ANNOUNCE_ELEMENTS
+    if G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS:   # GraphML of tpu8t-virgo: 24 s
+        _progress(f"writing {G.number_of_nodes():,} nodes and {G.number_of_edges():,} links as {fmt} ...")
     out = written(lambda path: export_graph(G, path, fmt), output, say=False)
     click.echo("\n".join(export_lines(fmt, G, out, output)), err=True)
 

@@ -543,3 +543,19 @@ def test_more_local_workers_than_the_machine_can_run_are_refused(cmd):
     assert LocalRunner(max_local_workers()).workers == max_local_workers()
     with pytest.raises(BadInput, match="local processes"):
         LocalRunner(max_local_workers() + 1)
+
+
+@pytest.mark.parametrize("args", [["export", "nvl72", "-o", ".json"], ["export", "nvl72", "-o", ".YML"],
+                                  ["draw", "nvl72", "-o", ".png"]])
+def test_an_output_name_that_is_only_an_extension_is_refused(args, tmp_path, monkeypatch):
+    # was: `export nvl72 -o .json` -> StopIteration traceback (Path('.json').suffix is '': a dotfile, no extension)
+    monkeypatch.chdir(tmp_path)
+    refused(*args, match="use a file name ending in")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_large_export_says_what_it_writes_first(tmp_path, monkeypatch):
+    # was: `export tpu8t-virgo -o x.graphml` wrote for 25+ s with nothing on stderr
+    monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10)
+    res = invoke("export", "nvl72", "-o", tmp_path / "x.graphml")
+    assert res.exit_code == 0 and "writing 90 nodes and 1,296 links as graphml ..." in res.output, res.output
