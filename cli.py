@@ -787,11 +787,12 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
       fabricsim atlas jalapeno-pod --set racks=2 --collective all-to-all --size 1GiB --availability --samples 400
     """
     from .collectives.runs import atlas_job
-    from .collectives.whatif.atlas import availability, load_rates
+    from .collectives.whatif.atlas import availability, check_monte_carlo, load_rates
     if opts["explain"]:
         raise click.UsageError("atlas has no --explain; `fabricsim sweep --class C --explain` explains one class")
     if samples is not None and not (avail or rates_file):
         raise click.UsageError("--samples is the availability Monte Carlo: give it with --availability")
+    check_monte_carlo(samples, seed)   # before the atlas, which may take minutes
     options, spec = job_of(opts, collective)
     G = load_fabric(fabric, sets)
     rates = None
@@ -802,7 +803,7 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
     a = atlas_job(fabric, parse_sets(sets), G, collective, options, spec, classes=wanted, max_orbits=max_orbits,
                   budget_s=budget_s, n2_shared=n2_shared, make_runner=runner_maker(workers, scheduler),
                   progress=_progress)
-    av = availability(a, rates, samples=samples, seed=seed) if rates is not None else None
+    av = availability(a, rates, samples=samples, seed=seed, progress=_progress) if rates is not None else None
     show(a, as_json, plot, "collectives.whatif.atlas:plot_atlas",
          data=a.as_dict() | ({"availability": av.as_dict()} if av else {}),
          text=a.to_text() + (f"\n{av.to_text()}" if av is not None else ""))

@@ -559,3 +559,25 @@ def test_a_large_export_says_what_it_writes_first(tmp_path, monkeypatch):
     monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10)
     res = invoke("export", "nvl72", "-o", tmp_path / "x.graphml")
     assert res.exit_code == 0 and "writing 90 nodes and 1,296 links as graphml ..." in res.output, res.output
+
+
+def test_a_monte_carlo_past_its_cap_is_refused_before_the_atlas(monkeypatch):
+    # was: --availability --samples 10000000000 ran the atlas, then ran out of memory ("try --bound-only")
+    from fabricsim.collectives import runs
+    monkeypatch.setattr(runs, "atlas_job", lambda *a, **k: pytest.fail("the atlas ran before --samples was checked"))
+    refused("atlas", "jalapeno-rack", "--collective", "all-reduce", "--size", "1MiB", "--group-size", 8,
+            "--bound-only", "--availability", "--samples", 10**10, match="to 1,000,000")
+
+
+def test_a_long_monte_carlo_says_how_far_it_is(monkeypatch):
+    import importlib
+    A = importlib.import_module("fabricsim.collectives.whatif.atlas")      # the module, not its atlas()
+    a = A.atlas("jalapeno-rack", None, collective="all-reduce", size_bytes=2**20, group_size=8, algorithm="ring",
+                classes=["local-switch"])
+    rates = A.Rates({"local-switch": (0.5, 24.0, "toy")})
+    t = iter([0.0] + [10.0 * k for k in range(1, 100)])
+    monkeypatch.setattr(A.time, "monotonic", lambda: next(t))      # 10 s per year drawn
+    said = []
+    v = A.availability(a, rates, samples=3, seed=1, progress=said.append)
+    assert [m.split(",")[0] for m in said] == [f"availability: {y} of 3 years drawn" for y in range(3)], said
+    assert v.as_dict() == A.availability(a, rates, samples=3, seed=1).as_dict()
