@@ -581,3 +581,11 @@ def test_a_long_monte_carlo_says_how_far_it_is(monkeypatch):
     v = A.availability(a, rates, samples=3, seed=1, progress=said.append)
     assert [m.split(",")[0] for m in said] == [f"availability: {y} of 3 years drawn" for y in range(3)], said
     assert v.as_dict() == A.availability(a, rates, samples=3, seed=1).as_dict()
+
+
+def test_serve_on_a_large_fabric_says_its_search_first(monkeypatch):
+    # was: serve --model kimi-k2 --fabric tpu8t-virgo --concurrency 1: 25 s silent before its only line
+    monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10)
+    res = invoke("serve", "--model", "gpt-oss-120b", "--fabric", "jalapeno-rack", "--concurrency", 1)
+    assert res.exit_code == 0, res.output
+    assert "concurrency level(s) on 134 nodes and" in res.output, res.output
