@@ -710,7 +710,8 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spa
         raise click.UsageError("give at least one --fail SPEC (see `fabricsim domains FABRIC`)")
     options, spec = job_of(opts, collective)
     G = load_fabric(fabric, sets)
-    w = whatif_job(G, fails, collective, options, spec, recovery=recovery, spares=spares, explain=opts["explain"])
+    w = whatif_job(G, fails, collective, options, spec, recovery=recovery, spares=spares, explain=opts["explain"],
+                   progress=_progress)
     show(w, as_json, text=w.to_text() + (f"\n{whatif_method_text(w.method)}" if opts["explain"] else ""))
 
 

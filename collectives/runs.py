@@ -294,8 +294,11 @@ def _auto_chosen(G, collective, spec: GroupSpec, options, size_bytes, progress=N
 
 
 def whatif_job(G, fails: Sequence[str], collective: str, options, spec: GroupSpec, *, recovery: str = "reroute",
-               spares: int = 0, explain: bool = False):
+               spares: int = 0, explain: bool = False, progress=None):
     """:func:`~fabricsim.collectives.whatif.whatif` on ``spec``'s groups (``auto``: cheapest intact placement).
+
+    ``progress(msg)``, if given, hears each pricing step on a fabric past
+    :data:`~fabricsim.topo.builders.ANNOUNCE_ELEMENTS` nodes and links (each takes seconds there).
 
     Parameters
     ----------
@@ -307,11 +310,17 @@ def whatif_job(G, fails: Sequence[str], collective: str, options, spec: GroupSpe
     spares : with ``recovery`` restart: hold the N highest-ranked chips out of the job, used first on
         restart.
     """
+    from ..topo.builders import ANNOUNCE_ELEMENTS
     from .whatif import whatif
     check_fails(fails)
+    say = progress if progress is not None and G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS \
+        else (lambda msg: None)
     size_bytes = options.size_bytes
+    if spec.auto:
+        say("whatif: choosing the placement on the intact fabric ...")
     spec, chose = _auto_chosen(G, collective, spec, options, size_bytes)
     groups = _recovery_groups(G, spec, recovery, spares)
+    say(f"whatif: pricing the intact fabric and with {len(fails)} failure spec(s) applied ...")
     with about("fails"):
         w = whatif(G, list(fails), collective, groups=groups, size_bytes=size_bytes, explain=explain,
                    recovery=recovery, spares=spares, placement=spec.placement, **options.price_kwargs())

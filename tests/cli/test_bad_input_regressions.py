@@ -589,3 +589,13 @@ def test_serve_on_a_large_fabric_says_its_search_first(monkeypatch):
     res = invoke("serve", "--model", "gpt-oss-120b", "--fabric", "jalapeno-rack", "--concurrency", 1)
     assert res.exit_code == 0, res.output
     assert "concurrency level(s) on 134 nodes and" in res.output, res.output
+
+
+def test_whatif_on_a_large_fabric_says_its_steps(monkeypatch):
+    # was: whatif all-to-all --fabric tpu8t-virgo --fail plane:0: 30 s with nothing on stderr
+    monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10)
+    res = invoke("whatif", "all-reduce", "--fabric", "jalapeno-rack", "--size", "1MiB", "--group-size", 8,
+                 "--fail", "local-switch:r00/lsw0", "--bound-only")
+    assert res.exit_code == 0, res.output
+    assert "whatif: choosing the placement on the intact fabric ..." in res.output
+    assert "whatif: pricing the intact fabric and with 1 failure spec(s) applied ..." in res.output
