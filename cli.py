@@ -134,7 +134,7 @@ class OutputPath(click.ParamType):
     def convert(self, value, param, ctx):
         if isinstance(self.suffixes, str):
             self.suffixes = tuple(dict.fromkeys(x for sfx in lib(self.suffixes).values() for x in sfx))
-        if not str(value).lower().endswith(self.suffixes) or not Path(value).stem:
+        if not str(value).lower().endswith(self.suffixes) or Path(value).suffix.lower() not in self.suffixes:
             self.fail(f"{str(value)[:120]!r}: use a file name ending in {', '.join(self.suffixes)}", param, ctx)
         try:
             parent_ok = Path(value).parent.is_dir()
@@ -244,10 +244,12 @@ class Group(click.Group):
 
     def invoke(self, ctx):
         import numpy as np   # every command loads it anyway
+        from .topo.builders import building
         try:
             # A figure that overflows or turns NaN is refused where the result is checked, in one line;
-            # numpy's RuntimeWarnings on the way there would only be noise above it.
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            # numpy's RuntimeWarnings on the way there would only be noise above it.  A build that takes
+            # seconds says its size first (never a silent wait).
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"), building(_progress):
                 return super().invoke(ctx)
         except click.MissingParameter:   # the usage is what is wrong: click's usage block helps
             raise
@@ -471,6 +473,9 @@ def export_cmd(fabric, sets, output, fmt):
     from .topo.export_text import export_lines
     fmt = export_format(output, fmt)      # checked before the fabric is built
     G = load_fabric(fabric, sets)
+    from .topo.builders import ANNOUNCE_ELEMENTS
+    if G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS:   # GraphML of tpu8t-virgo: 24 s
+        _progress(f"writing {G.number_of_nodes():,} nodes and {G.number_of_edges():,} links as {fmt} ...")
     out = written(lambda path: export_graph(G, path, fmt), output, say=False)
     click.echo("\n".join(export_lines(fmt, G, out, output)), err=True)
 
@@ -705,7 +710,8 @@ def whatif_cmd(collective, fabric, sets, fails, as_json, recovery="reroute", spa
         raise click.UsageError("give at least one --fail SPEC (see `fabricsim domains FABRIC`)")
     options, spec = job_of(opts, collective)
     G = load_fabric(fabric, sets)
-    w = whatif_job(G, fails, collective, options, spec, recovery=recovery, spares=spares, explain=opts["explain"])
+    w = whatif_job(G, fails, collective, options, spec, recovery=recovery, spares=spares, explain=opts["explain"],
+                   progress=_progress)
     show(w, as_json, text=w.to_text() + (f"\n{whatif_method_text(w.method)}" if opts["explain"] else ""))
 
 
@@ -766,7 +772,8 @@ def sweep_cmd(collective, fabric, sets, failure_class, n, samples, seed, workers
               "and repair_h over the default rates (implies --availability).")
 @click.option("--samples", type=click.IntRange(min=2), help="With --availability: also a Monte Carlo over this "
               "many sampled years.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo.")
+@click.option("--seed", type=click.IntRange(0, 2 ** 63 - 1), default=0, show_default=True,
+              help="Seed of the Monte Carlo.")
 @opt("--n2-shared", is_flag=True, doc=ATLAS)
 @price_option_group()
 @json_option("Print the atlas (and availability) as JSON.")
@@ -781,11 +788,12 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
       fabricsim atlas jalapeno-pod --set racks=2 --collective all-to-all --size 1GiB --availability --samples 400
     """
     from .collectives.runs import atlas_job
-    from .collectives.whatif.atlas import availability, load_rates
+    from .collectives.whatif.atlas import availability, check_monte_carlo, load_rates
     if opts["explain"]:
         raise click.UsageError("atlas has no --explain; `fabricsim sweep --class C --explain` explains one class")
     if samples is not None and not (avail or rates_file):
         raise click.UsageError("--samples is the availability Monte Carlo: give it with --availability")
+    check_monte_carlo(samples, seed)   # before the atlas, which may take minutes
     options, spec = job_of(opts, collective)
     G = load_fabric(fabric, sets)
     rates = None
@@ -796,7 +804,7 @@ def atlas_cmd(fabric, collective, sets, classes, max_orbits, budget_s, workers, 
     a = atlas_job(fabric, parse_sets(sets), G, collective, options, spec, classes=wanted, max_orbits=max_orbits,
                   budget_s=budget_s, n2_shared=n2_shared, make_runner=runner_maker(workers, scheduler),
                   progress=_progress)
-    av = availability(a, rates, samples=samples, seed=seed) if rates is not None else None
+    av = availability(a, rates, samples=samples, seed=seed, progress=_progress) if rates is not None else None
     show(a, as_json, plot, "collectives.whatif.atlas:plot_atlas",
          data=a.as_dict() | ({"availability": av.as_dict()} if av else {}),
          text=a.to_text() + (f"\n{av.to_text()}" if av is not None else ""))

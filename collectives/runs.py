@@ -225,7 +225,7 @@ def price_traffic(G, collective: str, options, spec: GroupSpec, *, traffic=None,
             summary = {"source": str(traffic),
                        **TR.summarize(T if T.ndim == 3 else np.broadcast_to(T, (len(groups),) + T.shape))}
         else:
-            t = TR.moe_traffic(TR.MoESpec.parse(moe), len(groups[0]))
+            t = TR.moe_traffic(TR.MoESpec.parse(moe), len(groups[0]), progress=progress)
             T = t.matrix
             # every EP group routes its own tokens alike: totals over the groups
             summary = {"source": "moe", **TR.summarize(np.broadcast_to(T, (len(groups),) + T.shape)),
@@ -294,8 +294,11 @@ def _auto_chosen(G, collective, spec: GroupSpec, options, size_bytes, progress=N
 
 
 def whatif_job(G, fails: Sequence[str], collective: str, options, spec: GroupSpec, *, recovery: str = "reroute",
-               spares: int = 0, explain: bool = False):
+               spares: int = 0, explain: bool = False, progress=None):
     """:func:`~fabricsim.collectives.whatif.whatif` on ``spec``'s groups (``auto``: cheapest intact placement).
+
+    ``progress(msg)``, if given, hears each pricing step on a fabric past
+    :data:`~fabricsim.topo.builders.ANNOUNCE_ELEMENTS` nodes and links (each takes seconds there).
 
     Parameters
     ----------
@@ -307,11 +310,17 @@ def whatif_job(G, fails: Sequence[str], collective: str, options, spec: GroupSpe
     spares : with ``recovery`` restart: hold the N highest-ranked chips out of the job, used first on
         restart.
     """
+    from ..topo.builders import ANNOUNCE_ELEMENTS
     from .whatif import whatif
     check_fails(fails)
+    say = progress if progress is not None and G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS \
+        else (lambda msg: None)
     size_bytes = options.size_bytes
+    if spec.auto:
+        say("whatif: choosing the placement on the intact fabric ...")
     spec, chose = _auto_chosen(G, collective, spec, options, size_bytes)
     groups = _recovery_groups(G, spec, recovery, spares)
+    say(f"whatif: pricing the intact fabric and with {len(fails)} failure spec(s) applied ...")
     with about("fails"):
         w = whatif(G, list(fails), collective, groups=groups, size_bytes=size_bytes, explain=explain,
                    recovery=recovery, spares=spares, placement=spec.placement, **options.price_kwargs())
@@ -369,14 +378,24 @@ def sweep_job(fabric: str, sets: dict, G, failure_class: str, collective: str, o
     budget_s : wall seconds the sweep may be estimated to take (time per representative so far x
         those left); over it, it stops and says so. Default: 600 for ``n`` 2 or more, no bound for N-1.
     """
+    from ..topo.builders import ANNOUNCE_ELEMENTS
     from .whatif import sweep
+    say = note if note is not None and G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS else None
+    if say:     # each step below takes seconds on a fabric this large
+        say(f"sweep: counting the {failure_class} domains of {G.number_of_nodes():,} nodes and "
+            f"{G.number_of_edges():,} links ...")
     k = len(_failure_class_domains(G, [failure_class], "failure_class")[failure_class])
+    if isinstance(n, int) and 1 <= n <= k:   # too many scenarios: refused before the placement is priced
+        from .whatif.sweeps import check_scenario_count
+        check_scenario_count(k, n, samples)
     if note and samples is not None and samples >= math.comb(k, n):
         note(f"--samples {samples} >= the {math.comb(k, n):,} scenarios: all of them run")
     _restart_check(spec, recovery, spares)
     groups = spec.groups_on(G) if spec.explicit or spec.over is not None else None
     size_bytes = options.size_bytes
     if spec.auto:      # the placement cheapest on the intact fabric is swept, by name (workers cut it)
+        if say:
+            say(f"sweep: {k:,} domains; choosing the placement on the intact fabric ...")
         chosen, chose = _auto_chosen(G, collective, spec, options, size_bytes, note)
         if groups is None:
             spec = chosen
@@ -387,7 +406,7 @@ def sweep_job(fabric: str, sets: dict, G, failure_class: str, collective: str, o
                      size_bytes=size_bytes, group_size=None if groups else spec.group_size,
                      placement=spec.placement, groups=groups, runner=runner, progress=progress, fold=fold,
                      recovery=recovery, spares=spares, budget_s="auto" if budget_s is None else float(budget_s),
-                     **options.price_kwargs())
+                     note=note, **options.price_kwargs())
 
 
 def atlas_job(fabric: str, sets: dict, G, collective: str, options, spec: GroupSpec, *, classes=None,

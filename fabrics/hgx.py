@@ -46,7 +46,7 @@ from typing import Literal
 
 import networkx as nx
 
-from ..topo.builders import check_rate
+from ..topo.builders import check_rate, check_size
 from ..topo.contract import CHIP, SWITCH, add_bundle
 from ..topo.devices import device
 from ..topo.errors import BadInput
@@ -177,7 +177,8 @@ def scale_out(G: nx.Graph, rails: list[list], *, nic_gbps: float, leaf_model: st
         if isinstance(oversubscription, bool) or not isinstance(oversubscription, (int, float)) \
                 or not math.isfinite(oversubscription) or oversubscription <= 0:
             raise BadInput(f"spine_oversubscription={oversubscription!r} is not valid: a finite ratio > 0")
-        down_cap = max(1, math.floor(ports * oversubscription / (1 + oversubscription)))
+        # the ratio's share of the ports, computed as a fraction of 1 first: ports * 1e308 would overflow to inf
+        down_cap = max(1, math.floor(ports * (oversubscription / (1 + oversubscription))))
     else:
         down_cap = ports
     lane = nic_gbps / nic_lanes
@@ -188,8 +189,8 @@ def scale_out(G: nx.Graph, rails: list[list], *, nic_gbps: float, leaf_model: st
         k = next(k for k in range(max(1, math.ceil(m / down_cap)), m + 1) if m % k == 0)
         per = m // k
         if spine:
-            u = per / oversubscription
-            if abs(u - round(u)) > 1e-9 or round(u) < 1:
+            u = per / oversubscription   # inf for a denormal ratio: refused below, never rounded
+            if not math.isfinite(u) or abs(u - round(u)) > 1e-9 or round(u) < 1:
                 valid = sorted(per / q for q in range(1, per + 1) if per % q == 0)
                 raise BadInput(f"spine_oversubscription={oversubscription:g} gives {u:g} up ports per leaf of "
                                f"{per} nodes; it must be whole: valid ratios {', '.join(f'{v:g}' for v in valid)}")
@@ -206,6 +207,11 @@ def scale_out(G: nx.Graph, rails: list[list], *, nic_gbps: float, leaf_model: st
                            tier="rail", latency_ns=OPTICAL_NS, rail=r)
     if not spine:
         return
+    # an oversubscription far below 1 asks for more up ports than any switch has: the spine tier's size
+    # (at least leaves x up / ports spines, a bundle from every leaf to each) is refused before it is built
+    need = math.ceil(len(leaves) * up / ports)
+    check_size(f"a spine tier for spine_oversubscription={oversubscription:g} ({float(up):.3g} up ports per leaf)",
+               nodes=need, links=len(leaves) * need)
     S = _spines_for(up, len(leaves), ports)
     w = len(str(S - 1))
     for s in range(S):

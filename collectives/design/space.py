@@ -75,7 +75,11 @@ def _values(name: str, spec: Any, where: str) -> tuple:
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in nums) \
                 or step <= 0 or stop < start:
             raise BadInput(f"{where}: [vary] {name} = {spec!r}; need finite numbers, step > 0, stop >= start")
-        n = int(math.floor((stop - start) / step + 1e-9)) + 1
+        span = (stop - start) / step + 1e-9    # inf for a denormal step or a span past 1.8e308
+        if not math.isfinite(span):
+            raise BadInput(f"{where}: [vary] {name} range has more values than a float can count "
+                           f"((stop - start) / step overflows); at most 100,000")
+        n = int(math.floor(span)) + 1
         if n > 100_000:
             raise BadInput(f"{where}: [vary] {name} range has {n:,} values; at most 100,000")
         vals = [start + i * step for i in range(n)]

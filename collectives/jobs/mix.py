@@ -131,18 +131,30 @@ def _order(jobs: Sequence[Job]) -> list[int]:
                                f"jobs: {', '.join(names)}")
             if a == j.name:
                 raise BadInput(f"job {j.name!r} comes after itself")
-    # Kahn's algorithm; a leftover job sits on a cycle
+    # Kahn's algorithm in waves (a wave: the jobs whose dependencies are all in earlier waves, in file order),
+    # counting each job's unmet dependencies: linear in jobs and edges (a 3,000-job chain took minutes when every
+    # wave re-checked every job); a leftover job sits on a cycle
     deps = {i: {index[a] for a in j.after} for i, j in enumerate(jobs)}
+    unmet = {i: len(d) for i, d in deps.items()}
+    waiting: dict[int, list[int]] = {}
+    for i, d in deps.items():
+        for k in d:
+            waiting.setdefault(k, []).append(i)
     done: list[int] = []
-    left = dict(deps)
-    while left:
-        ready = [i for i, d in left.items() if not (d - set(done))]
-        if not ready:
-            cyc = _cycle(left, names)
-            raise BadInput(f"jobs depend on each other in a cycle: {' -> '.join(cyc)}")
-        done.extend(ready)
-        for i in ready:
-            del left[i]
+    wave = [i for i, n in unmet.items() if n == 0]
+    while wave:
+        done.extend(wave)
+        nxt = []
+        for k in wave:
+            for i in waiting.get(k, ()):
+                unmet[i] -= 1
+                if unmet[i] == 0:
+                    nxt.append(i)
+        wave = sorted(nxt)
+    if len(done) < len(jobs):
+        left = {i: d for i, d in deps.items() if unmet[i] > 0}
+        cyc = _cycle(left, names)
+        raise BadInput(f"jobs depend on each other in a cycle: {' -> '.join(cyc)}")
     return done
 
 

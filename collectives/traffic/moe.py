@@ -43,6 +43,7 @@ Model (docs/guide.md repeats it):
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,9 @@ _LIMITS = {"experts": 1 << 20, "tokens": 1 << 40, "hidden": 1 << 30, "shared": 1
 _MAX_DRAWS = 1 << 32
 # routing keys are drawn for this many token-expert pairs at a time (float32)
 _CHUNK_ELEMENTS = 1 << 22
+# a sampled routing says how far it is this often (I: ~40 M draws/s on the test machine, so 2**32 draws take
+# minutes)
+_SAY_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -293,8 +297,11 @@ def rank_reach_probability(spec: MoESpec, ep: int) -> np.ndarray:
     return 1.0 - np.array([miss[m] for m in n])
 
 
-def moe_traffic(spec: MoESpec, ep: int) -> MoETraffic:
+def moe_traffic(spec: MoESpec, ep: int, *, progress=None) -> MoETraffic:
     """The ``(ep, ep)`` byte matrix of one MoE dispatch (or combine) and its totals.
+
+    ``progress(msg)``, if given, hears how far a sampled routing is every :data:`_SAY_EVERY_S` seconds
+    (up to :data:`_MAX_DRAWS` draws take minutes).
 
     Examples
     --------
@@ -320,7 +327,7 @@ def moe_traffic(spec: MoESpec, ep: int) -> MoETraffic:
         if kind == "balanced":
             counts = np.outer(per_rank.astype(np.float64), np.full(spec.experts, spec.top_k / spec.experts))
         else:
-            counts = _sample_counts(spec, per_rank, expert_weights(spec), home, ep)
+            counts = _sample_counts(spec, per_rank, expert_weights(spec), home, ep, progress=progress)
         # copies from each source rank to each destination rank (the experts' homes)
         C = np.zeros((ep, ep))
         np.add.at(C.T, home, counts.T)
@@ -329,7 +336,7 @@ def moe_traffic(spec: MoESpec, ep: int) -> MoETraffic:
         if kind == "balanced":
             C = np.outer(per_rank.astype(np.float64), rank_reach_probability(spec, ep))
         else:
-            C = _sample_counts(spec, per_rank, expert_weights(spec), home, ep, by_rank=True)
+            C = _sample_counts(spec, per_rank, expert_weights(spec), home, ep, by_rank=True, progress=progress)
         if spec.shared:
             C[eye, eye] = per_rank           # every token has a copy at home, for its shared experts
     M = C * spec.copy_bytes
@@ -347,7 +354,7 @@ def moe_traffic(spec: MoESpec, ep: int) -> MoETraffic:
 
 
 def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None, home: np.ndarray, ep: int,
-                   by_rank: bool = False) -> np.ndarray:
+                   by_rank: bool = False, progress=None) -> np.ndarray:
     """Copies from sampled routing: each token picks top_k distinct experts.
 
     ``(ep, experts)`` token-expert copies, or with ``by_rank`` ``(ep, ep)`` token-rank
@@ -361,7 +368,13 @@ def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None, ho
     src = np.repeat(np.arange(len(per_rank)), per_rank)
     chunk = max(1, _CHUNK_ELEMENTS // E)
     inv_w = None if w is None else np.where(w > 0, 1.0 / np.where(w > 0, w, 1.0), np.inf).astype(np.float32)
+    t0 = said = time.monotonic()
     for lo in range(0, len(src), chunk):
+        if progress is not None and time.monotonic() - said > _SAY_EVERY_S:
+            said = time.monotonic()
+            eta = (said - t0) * (len(src) - lo) / max(lo, 1)
+            progress(f"moe: routed {lo:,} of {len(src):,} tokens ({lo * E:,} of {len(src) * E:,} draws), "
+                     f"{said - t0:.0f} s, ETA {eta:.0f} s ...")
         s = src[lo:lo + chunk]
         # the k smallest of Exp(1) / w are a sample of k distinct experts without
         # replacement with probabilities proportional to w (Efraimidis-Spirakis; the

@@ -98,6 +98,10 @@ __all__ = ["Atlas", "AtlasClass", "atlas", "Rates", "load_rates", "DEFAULT_RATES
 HOURS_PER_YEAR = 8760.0      # 365 x 24 (the rates are per 365-day year)
 DEFAULT_MAX_ORBITS = 512     # orbits a class may solve before it is refused (I: a bound, not a fact)
 DEFAULT_BUDGET_S = 120.0     # wall seconds a class may take (I: a bound, not a fact)
+# Monte Carlo years at most: each is a Python loop step (~0.1 ms per year and class measured on the 2-core test
+# machine, so 10^6 years of 9 classes take ~15 min) and 24 bytes per year and class; 10^6 years already put the
+# standard error near 1/1000 of the spread (I: a bound, not a fact).  Was unbounded: 10^10 ran out of memory.
+MAX_MC_SAMPLES = 1_000_000
 DEFAULT_RATES_PATH = Path(__file__).with_name("failure_rates.toml")
 RARE = 0.05                  # total expected fraction down above which the no-overlap sum is flagged (I)
 
@@ -737,8 +741,23 @@ class Availability:
                         "samples": self.samples, "seed": self.seed, "notes": list(self.notes)})
 
 
-def availability(a: Atlas, rates: Rates | None = None, *, samples: int | None = None, seed: int = 0) -> Availability:
+def check_monte_carlo(samples: int | None, seed: int) -> None:
+    """Refuse (``BadInput`` naming ``samples`` or ``seed``) a Monte Carlo :func:`availability` cannot run:
+    fewer than 2 or more than :data:`MAX_MC_SAMPLES` years, a seed outside 0 .. 2**63 - 1."""
+    if samples is not None and (not isinstance(samples, int) or isinstance(samples, bool)
+                                or not 2 <= samples <= MAX_MC_SAMPLES):
+        raise BadInput(f"samples {samples!r} must be an integer from 2 (the standard error needs two years) to "
+                       f"{MAX_MC_SAMPLES:,}", param="samples")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 63:
+        raise BadInput(f"seed {seed!r} must be an integer from 0 to 2**63 - 1 (the Monte Carlo's numpy seed)",
+                       param="seed")
+
+
+def availability(a: Atlas, rates: Rates | None = None, *, samples: int | None = None, seed: int = 0,
+                 progress: Callable[[str], None] | None = None) -> Availability:
     """Turn an atlas and failure rates into the year's expected degradation (formulas: module notes).
+
+    ``progress(msg)``, if given, hears how many years the Monte Carlo has drawn every 5 s.
 
     Examples
     --------
@@ -750,9 +769,7 @@ def availability(a: Atlas, rates: Rates | None = None, *, samples: int | None = 
     True
     """
     rates = rates or load_rates()
-    if samples is not None and (not isinstance(samples, int) or isinstance(samples, bool) or samples < 2):
-        raise BadInput(f"samples {samples!r} must be an integer >= 2 (the standard error needs two years)",
-                       param="samples")
+    check_monte_carlo(samples, seed)
     rows, used = [], []
     for c in a.classes:
         r = rates.of(c.failure_class)
@@ -789,7 +806,7 @@ def availability(a: Atlas, rates: Rates | None = None, *, samples: int | None = 
                      f"each hour once")
     method = "analytic"
     if samples is not None:
-        mc_rows, mc_total = _monte_carlo(used, samples, seed)
+        mc_rows, mc_total = _monte_carlo(used, samples, seed, progress)
         for (row, *_), m in zip(used, mc_rows):
             row["mc"] = m
         total["mc"] = mc_total
@@ -847,13 +864,18 @@ def _measures(s: np.ndarray, e: np.ndarray, v: np.ndarray) -> tuple[float, float
     return degraded, down, excess, overl
 
 
-def _monte_carlo(used, samples: int, seed: int):
+def _monte_carlo(used, samples: int, seed: int, progress=None):
     rng = np.random.default_rng(seed)
     T = HOURS_PER_YEAR
     per = np.zeros((samples, len(used), 3))
     tot = np.zeros((samples, 3))
     overlaps = 0
+    t0 = said = time.monotonic()
     for y in range(samples):
+        if progress is not None and time.monotonic() - said > 5.0:
+            said = time.monotonic()
+            progress(f"availability: {y:,} of {samples:,} years drawn, {said - t0:.0f} s, "
+                     f"ETA {(said - t0) * (samples - y) / max(y, 1):.0f} s ...")
         events = []
         for j, (row, lam, rep, s) in enumerate(used):
             k = rng.poisson(len(s) * lam)

@@ -35,7 +35,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from ...topo.errors import BadInput, FabricError
+from ...topo.errors import BadInput, FabricError, about
 from ...topo.inputs import read_records, trim_cut_line
 
 __all__ = ["DaskRunner", "ClusterError", "ResumableRunner", "sweep_runner"]
@@ -268,7 +268,10 @@ class ResumableRunner:
         done: dict[tuple, tuple[str, Any]] = {}
         prints: set[str] = set()
         def record(rec):
-            return (int(rec["index"]), tuple(rec["specs"])), str(rec["sweep"]), rec["result"]
+            specs = rec["specs"]
+            if not isinstance(specs, list) or not all(isinstance(x, str) for x in specs):
+                raise TypeError("specs: not a list of failure specs")
+            return (int(rec["index"]), tuple(specs)), str(rec["sweep"]), rec["result"]
 
         for key, fp, res in read_records(self.path, "a sweep's results", record):
             done[key] = (fp, res)
@@ -278,18 +281,25 @@ class ResumableRunner:
     def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
         tasks = list(tasks)
         self.reused = self.computed = 0
-        done, prints = self._load()
+        with about("resume"):       # every refusal here is about the results file, never the sweep's options
+            done, prints = self._load()
         todo, cached, key_of = [], [], {}
         memo: dict = {}
         fps = [_fingerprint(fn, t, memo) for t in tasks]
         mine = set(fps)
         if prints and not (prints & mine):
             raise BadInput(f"results file {self.path} holds the results of a different sweep "
-                           f"(another fabric, collective, size or options); give a new file")
+                           f"(another fabric, collective, size or options); give a new file", param="resume")
+        # ``fn.stored_result_error(result, task)``: why a stored result is not one fn returns for task (or None)
+        check = getattr(fn, "stored_result_error", None)
         for t, fp in zip(tasks, fps):
             k = _task_key(t)
             hit = done.get(k)
             if hit is not None and hit[0] == fp:
+                why = check(hit[1], t) if check is not None else None
+                if why:
+                    raise BadInput(f"results file {self.path}: the stored result of task {k[0]} "
+                                   f"({', '.join(k[1])[:200]}) {why}; the file was edited or damaged: give a new file", param="resume")
                 cached.append(hit[1])
             else:
                 todo.append(t)
@@ -298,7 +308,7 @@ class ResumableRunner:
         try:
             fh = open(self.path, "a", encoding="utf-8")
         except OSError as exc:
-            raise BadInput(f"cannot write results file {self.path}: {exc.strerror or exc}") from None
+            raise BadInput(f"cannot write results file {self.path}: {exc.strerror or exc}", param="resume") from None
         with fh:
             for res in cached:
                 self.reused += 1

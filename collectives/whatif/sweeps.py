@@ -90,6 +90,17 @@ class Runner(Protocol):
     def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]: ...
 
 
+# local worker processes per core past which more only contend (I: the solves are CPU-bound, one core each;
+# 8 leaves room for processes waiting on I/O or memory).  Was unbounded: --workers 100000 forked 100,000
+# processes (design's pool starts them all at once).
+WORKERS_PER_CORE = 8
+
+
+def max_local_workers() -> int:
+    """The most local worker processes a :class:`LocalRunner` starts: :data:`WORKERS_PER_CORE` per core."""
+    return WORKERS_PER_CORE * (os.cpu_count() or 1)
+
+
 @dataclass(frozen=True)
 class LocalRunner:
     """In-process (``workers=1``) or a :class:`~concurrent.futures.ProcessPoolExecutor` of ``workers``.
@@ -102,7 +113,11 @@ class LocalRunner:
 
     def __post_init__(self):
         if not isinstance(self.workers, int) or self.workers < 1:
-            raise BadInput(f"workers {self.workers!r} must be a positive integer")
+            raise BadInput(f"workers {self.workers!r} must be a positive integer", param="workers")
+        if self.workers > max_local_workers():
+            raise BadInput(f"workers {self.workers:,} is more than {max_local_workers():,} local processes "
+                           f"({WORKERS_PER_CORE} per core of this machine's {os.cpu_count() or 1}); more only wait on "
+                           f"each other (and each holds the fabric): use --scheduler for a cluster", param="workers")
 
     def map(self, fn, tasks):
         tasks = list(tasks)
@@ -247,6 +262,36 @@ def _run_scenario(task: _Task) -> dict:
             **({"method": _plain(r.method)} if isinstance(getattr(r, "method", None), dict) else {})}
 
 
+def _scenario_result_error(res: Any, task: _Task) -> str | None:
+    """Why ``res`` (read back from a results file) is not what :func:`_run_scenario` returns for ``task``;
+    ``None`` when it is.  A resumed sweep refuses the file rather than rank a damaged record."""
+    def count(x, none_ok=False):
+        return (x is None and none_ok) or (isinstance(x, int) and not isinstance(x, bool) and x >= 0)
+
+    def seconds(x):      # NaN: a restart with no group left to price
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and not x < 0
+
+    if not isinstance(res, dict):
+        return f"is {type(res).__name__}, not a scenario's result"
+    if res.get("index") != task.index or res.get("failed") != list(task.specs):
+        return f"is for another scenario (index {str(res.get('index'))[:40]}, failed {str(res.get('failed'))[:80]})"
+    checks = {"time_s": seconds, "bandwidth_time_s": seconds, "partial": lambda x: isinstance(x, bool),
+              "algorithm": lambda x: x is None or isinstance(x, str),
+              "broken_groups": count, "unreachable_pairs": count, "chips_lost": count,
+              "chips_bandwidth_changed": lambda x: count(x, none_ok=True),
+              "top_bottleneck": lambda x: x is None or isinstance(x, str)}
+    for key, ok in checks.items():
+        if key not in res or not ok(res[key]):
+            return f"has {key}={str(res.get(key, '(missing)'))[:40]}"
+    for key in ("method", "recovery"):
+        if key in res and not isinstance(res[key], dict):
+            return f"has {key}={str(res[key])[:40]}"
+    return None
+
+
+_run_scenario.stored_result_error = _scenario_result_error
+
+
 def _plain(obj: Any) -> Any:
     """Plain JSON values (numpy scalars to Python, tuples to lists, NaN to null), so a result with the
     price's ``method`` still round-trips exactly through a results file."""
@@ -289,14 +334,21 @@ def shared_pairs(G, doms: list, tag: str) -> list[tuple[int, int]]:
     return sorted(pairs)
 
 
+def check_scenario_count(k: int, n: int, samples: int | None) -> None:
+    """Refuse (``param="samples"``) running all C(``k``, ``n``) failures of ``k`` domains when that is more than
+    :data:`MAX_SCENARIOS`; a caller that knows ``k`` checks it before any pricing."""
+    total = math.comb(k, n)
+    if (samples is None or samples >= total) and total > MAX_SCENARIOS:
+        raise BadInput(f"{total:,} scenarios (C({k}, {n})) is more than {MAX_SCENARIOS:,}; "
+                       f"sample them (samples=K, --samples K)", param="samples")
+
+
 def _scenarios(ids: list[str], n: int, samples: int | None, seed: int) -> list[tuple]:
     """Index tuples of the failures to run: all C(k, n), or ``samples`` of them (seeded)."""
     k = len(ids)
     total = math.comb(k, n)
     if samples is None or samples >= total:
-        if total > MAX_SCENARIOS:
-            raise BadInput(f"{total:,} scenarios (C({k}, {n})) is more than {MAX_SCENARIOS:,}; "
-                           f"sample them (samples=K, --samples K)", param="samples")
+        check_scenario_count(k, n, samples)
         return list(itertools.combinations(range(k), n))
     rng = np.random.default_rng(seed)
     if n == 1:
@@ -503,7 +555,7 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
           placement: str = "packed", groups: Sequence[Sequence[int]] | None = None, runner: Runner | None = None,
           progress: Callable[[int, int, dict], None] | None = None, fold: bool = True, recovery: str = "reroute",
           spares: int = 0, shared: str | None = None, budget_s: float | str | None = "auto",
-          **price_kwargs) -> Sweep:
+          note: Callable[[str], None] | None = None, **price_kwargs) -> Sweep:
     """Price every failure of ``failure_class`` (N-1), every pair (``n=2``), or seeded samples.
 
     Parameters
@@ -544,6 +596,10 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
         over it stops with a one-line BadInput naming the estimate and the options that bound
         it (``samples=``, ``budget_s=``).  ``"auto"`` (default): ``DEFAULT_N2_BUDGET_S`` for
         pairs (``n >= 2``), no bound for N-1; ``None``: no bound.
+    note : callable, optional
+        ``note(msg)`` hears each step that takes seconds before the first scenario (listing the
+        domains, pricing the intact fabric, folding) on a fabric of more than
+        :data:`~fabricsim.topo.builders.ANNOUNCE_ELEMENTS` nodes and links.
     recovery, spares : as :func:`~fabricsim.collectives.whatif.scenario.whatif`: ``restart``
         re-places the job (``group_size`` and ``placement``, not ``groups``) on each
         scenario's survivors; it does not fold and runs at most ``MAX_RESTART_SCENARIOS``.
@@ -583,6 +639,11 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
     fabric, shown = fabric_source(fabric)
     params_json = json.dumps(params or {}, sort_keys=True, default=list)
     G = _fabric(fabric, params_json)
+    from ...topo.builders import ANNOUNCE_ELEMENTS
+    say = note if note is not None and G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS else None
+    if say:
+        say(f"sweep: listing the {failure_class} domains of {G.number_of_nodes():,} nodes and "
+            f"{G.number_of_edges():,} links ...")
     doms = domains(G, [failure_class])[failure_class]
     if len(doms) < n:
         raise BadInput(f"{failure_class!r} has {len(doms)} domain(s) in {shown!r}; cannot fail {n} at once",
@@ -612,6 +673,8 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
     notes = []
     base = None
     if price_kwargs.get("algorithm", "auto") == "auto":
+        if say:
+            say(f"sweep: {len(combos):,} scenarios; pricing the intact fabric (auto picks the algorithm) ...")
         base = price(G, collective, groups=_groups(fabric, params_json, gspec), size_bytes=size_bytes,
                      **price_kwargs)
         kw = dict(price_kwargs, algorithm=base.algorithm)
@@ -628,6 +691,8 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
         orb, method = None, {"fold": False, "reason": "recovery 'restart' re-places the job by rank order on each "
                              "scenario's survivors, which the fabric's symmetries do not keep: every scenario priced"}
     else:
+        if say and fold:
+            say(f"sweep: folding {len(combos):,} scenarios by the fabric's symmetries ...")
         orb, method = _fold(G, groups_t, kw.get("algorithm", "auto"), failure_class, doms, ids, combos, fold,
                             price_kwargs.get("tiers", "rule"))
     solve = orb.reps.tolist() if orb is not None else list(range(len(combos)))

@@ -363,3 +363,239 @@ def test_unhashable_model_in_json_is_a_violation(tmp_path, value):
     # found by tests/test_fuzz.py: validate looked a list up in the device catalog (TypeError)
     p = _nvl72_json(tmp_path, lambda d: d["nodes"][0].__setitem__("model", value))
     refused("audit", p, match="is not in the device catalog")
+
+
+# --------------------------------------------------------------------------- issue 26: the hidden-corpus hunt
+@pytest.mark.parametrize("fabric", ["rail-cluster", "nvl72-cluster"])
+@pytest.mark.parametrize("ratio", ["1e308", "1.7976931348623157e308", "5e-324"])
+def test_extreme_spine_oversubscription_is_refused_not_overflowed(fabric, ratio):
+    # was: OverflowError (ports * 1e308 -> inf; per / 5e-324 -> inf rounded) as a traceback
+    refused("audit", fabric, "--set", f"spine_oversubscription={ratio}", match="spine_oversubscription")
+
+
+@pytest.mark.parametrize("ratio, count", [("1e-300", "~10^"), ("1e-6", "250,000 nodes")])
+def test_tiny_spine_oversubscription_is_refused_by_the_size_of_its_spine_tier(ratio, count):
+    # was: a silent hang (2e300 up ports per leaf: the spine count search and build never ended)
+    msg = refused("audit", "rail-cluster", "--set", f"spine_oversubscription={ratio}", match="spine tier")
+    assert count in msg and "cap is" in msg and "~~" not in msg
+
+
+def test_a_valid_undersubscribed_spine_still_builds():
+    G = build("rail-cluster", spine_oversubscription=0.5)
+    assert sum(1 for n in G if str(n).startswith("spine")) > 0
+
+
+def test_a_large_build_is_announced_before_it_starts(monkeypatch):
+    # was: `price --fabric torus --set dims=1000x1000` built for 17+ s without a word on stderr
+    monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10)
+    res = invoke("audit", "torus", "--set", "dims=4x4", "--no-bisection", "--no-hops")
+    assert "building a 4x4 torus: 16 nodes and 32 links ..." in res.output, res.output
+    said = []
+    with builders.building(said.append):
+        build("torus", dims="4x4")
+    assert said == ["building a 4x4 torus: 16 nodes and 32 links ..."]
+    build("torus", dims="4x4")          # outside `building`: the library stays quiet
+    assert len(said) == 1
+
+
+RESUME_SWEEP = ["sweep", "all-reduce", "--fabric", "jalapeno-rack", "--class", "local-switch", "--size", "1MiB",
+                "--group-size", 8, "--bound-only"]
+
+
+@pytest.fixture(scope="module")
+def sweep_record(tmp_path_factory):
+    """One valid results record of RESUME_SWEEP (its single orbit representative)."""
+    path = tmp_path_factory.mktemp("resume") / "ok.jsonl"
+    res = invoke(*RESUME_SWEEP, "--resume", path)
+    assert res.exit_code == 0, res.output
+    return json.loads(path.read_text().splitlines()[0])
+
+
+@pytest.mark.parametrize("damage, match", [
+    (lambda r: r.update(result=None), "is NoneType, not a scenario's result"),
+    (lambda r: r.update(result=[1]), "is list"),
+    (lambda r: r.update(result={}), "another scenario"),
+    (lambda r: r["result"].update(time_s=None), "time_s=None"),
+    (lambda r: r["result"].update(bandwidth_time_s="x"), "bandwidth_time_s=x"),
+    (lambda r: r["result"].update(time_s=-1), "time_s=-1"),
+    (lambda r: r["result"].update(failed=5), "another scenario"),
+    (lambda r: r["result"].update(method="x"), "method=x"),
+    (lambda r: r["result"].update(partial="no"), "partial=no"),
+    (lambda r: r.update(specs=[[1]]), "not one of a sweep's results"),
+])
+def test_damaged_sweep_resume_record_is_refused(tmp_path, sweep_record, damage, match):
+    # was: TypeError / KeyError tracebacks (a stored result was used as it was read back)
+    rec = json.loads(json.dumps(sweep_record))
+    damage(rec)
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    msg = refused(*RESUME_SWEEP, "--resume", path, match=match)
+    assert "--resume" in msg, msg        # was: "Invalid value for options"
+
+
+def test_intact_sweep_resume_record_is_reused(tmp_path, sweep_record):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(sweep_record) + "\n")
+    res = invoke(*RESUME_SWEEP, "--resume", path, "--json")
+    assert res.exit_code == 0, res.output
+    assert path.read_text().count("\n") == 1       # nothing recomputed: the stored result was used
+
+
+def test_too_many_n2_scenarios_are_refused_before_the_placement_is_priced(monkeypatch):
+    # was: `sweep --fabric tpu8t-virgo --class link --n 2` priced the intact fabric's placement (16 s) and
+    # listed the domains twice before refusing C(546560, 2) scenarios: 20 s without a word
+    from fabricsim.collectives import runs
+    from fabricsim.collectives.whatif import sweeps
+    monkeypatch.setattr(sweeps, "MAX_SCENARIOS", 10)
+
+    def priced(*a, **k):
+        raise AssertionError("the placement was priced before the scenario count was checked")
+    monkeypatch.setattr(runs, "_auto_chosen", priced)
+    refused(*RESUME_SWEEP, "--n", 2, match="15 scenarios (C(6, 2)) is more than 10")
+    res = invoke(*RESUME_SWEEP, "--n", 2, "--samples", 3, "--placement", "packed")   # sampled: still runs
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize("seed", [-3, -(10**20), 2**63])
+def test_atlas_monte_carlo_seed_out_of_range_is_refused(seed):
+    # was: ValueError "expected non-negative integer" from numpy's SeedSequence, as a traceback, after the atlas ran
+    refused("atlas", "jalapeno-rack", "--collective", "all-reduce", "--size", "1MiB", "--group-size", 8,
+            "--bound-only", "--workers", 1, "--classes", "rack", "--availability", "--samples", 10, "--seed", seed,
+            match="--seed")
+
+
+def test_availability_refuses_a_negative_seed_in_the_library():
+    from fabricsim.collectives.whatif.atlas import Rates, atlas, availability
+    from fabricsim.topo.errors import BadInput
+    a = atlas("jalapeno-rack", None, collective="all-reduce", size_bytes=2**20, group_size=8, algorithm="ring",
+              classes=["local-switch"])
+    with pytest.raises(BadInput, match="seed -1 must be an integer from 0") as exc:
+        availability(a, Rates({"local-switch": (0.5, 24.0, "toy")}), samples=10, seed=-1)
+    assert exc.value.param == "seed"
+
+
+def test_a_long_moe_routing_says_how_far_it_is(monkeypatch):
+    # was: --moe experts=1048576,top_k=1048575,tokens=4096 (2**32 draws, inside the cap) sampled for minutes in silence
+    from fabricsim.collectives.traffic import moe
+    monkeypatch.setattr(moe, "_SAY_EVERY_S", -1.0)      # say at every chunk
+    said = []
+    spec = moe.MoESpec.parse("experts=8,top_k=2,tokens=16,hidden=64")
+    t = moe.moe_traffic(spec, 8, progress=said.append)
+    assert said and all(m.startswith("moe: routed ") and "of 16 tokens" in m for m in said), said
+    assert (t.matrix == moe.moe_traffic(spec, 8).matrix).all()     # the same routing, said or not
+    res = invoke("price", "all-to-all", "--fabric", "jalapeno-rack", "--group-size", 8, "--bound-only",
+                 "--moe", "experts=8,top_k=2,tokens=16,hidden=64")
+    assert res.exit_code == 0 and "moe: routed 0 of 16 tokens" in res.output, res.output
+
+
+def test_a_sweep_of_a_large_fabric_says_each_step_before_its_first_scenario(monkeypatch):
+    # was: `sweep all-to-all --fabric tpu8t-virgo --class link --n 3 --samples 3` was silent for 50 s (domains
+    # listed twice, the placement and the intact fabric priced, the scenarios folded) before its first bar
+    monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10)
+    res = invoke(*RESUME_SWEEP)
+    assert res.exit_code == 0, res.output
+    for step in ("sweep: counting the local-switch domains of", "sweep: 6 domains; choosing the placement",
+                 "sweep: listing the local-switch domains", "sweep: 6 scenarios; pricing the intact fabric",
+                 "sweep: folding 6 scenarios"):
+        assert step in res.output, (step, res.output)
+    monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10**9)         # a small fabric: no such lines
+    assert "sweep: counting" not in invoke(*RESUME_SWEEP).output
+
+
+def test_a_long_chain_of_mix_jobs_is_ordered_in_linear_time(tmp_path):
+    # was: a 3,000-job `after` chain spent minutes in the topological sort (every wave re-checked every job
+    # against a fresh set of the done ones: cubic), silently
+    import importlib
+    from types import SimpleNamespace
+    mix = importlib.import_module("fabricsim.collectives.jobs.mix")
+    chain = [SimpleNamespace(name=f"j{i}", after=[f"j{i - 1}"] if i else []) for i in range(3_000)]
+    t0 = time.perf_counter()
+    assert mix._order(chain[::-1]) == list(range(3_000))[::-1]
+    assert time.perf_counter() - t0 < 1.0
+    # waves in file order: c and a are ready first, b after a, d after b and c
+    jobs = [SimpleNamespace(name=n, after=a) for n, a in
+            [("d", ["b", "c"]), ("c", []), ("b", ["a"]), ("a", [])]]
+    assert [jobs[i].name for i in mix._order(jobs)] == ["c", "a", "b", "d"]
+    jobs.append(SimpleNamespace(name="e", after=["f"]))
+    jobs.append(SimpleNamespace(name="f", after=["e"]))
+    with pytest.raises(Exception, match="cycle: .*e -> f|cycle: .*f -> e"):
+        mix._order(jobs)
+
+
+@pytest.mark.parametrize("vary", ["{start = 1, stop = 10, step = 5e-324}", "{start = 1, stop = 1e308, step = 1e-300}",
+                                  "{start = -1e308, stop = 1e308, step = 1}"])
+def test_design_range_whose_count_overflows_is_refused(tmp_path, vary):
+    # was: OverflowError (int(inf)) in design/space.py as a traceback
+    space = tmp_path / "s.toml"
+    space.write_text(f'builder = "rail-cluster"\n[vary]\nnic_gbps = {vary}\n[workload]\n'
+                     'jobs = [{collective = "all-to-all", group_size = 16, size = "1MiB"}]\n')
+    refused("design", space, match="more values than a float can count")
+
+
+@pytest.mark.parametrize("cmd", [["design", "examples/design/rail_cluster.toml"], RESUME_SWEEP])
+def test_more_local_workers_than_the_machine_can_run_are_refused(cmd):
+    # was: design --workers 100000 forked 100,000 processes at once (2,000 took 25 s to start 2 designs)
+    from fabricsim.collectives.whatif.sweeps import LocalRunner, max_local_workers
+    from fabricsim.topo.errors import BadInput
+    from repo_paths import ROOT
+    args = [str(ROOT / a) if str(a).startswith("examples/") else a for a in cmd]
+    refused(*args, "--workers", 100_000, match="--workers")
+    assert LocalRunner(max_local_workers()).workers == max_local_workers()
+    with pytest.raises(BadInput, match="local processes"):
+        LocalRunner(max_local_workers() + 1)
+
+
+@pytest.mark.parametrize("args", [["export", "nvl72", "-o", ".json"], ["export", "nvl72", "-o", ".YML"],
+                                  ["draw", "nvl72", "-o", ".png"]])
+def test_an_output_name_that_is_only_an_extension_is_refused(args, tmp_path, monkeypatch):
+    # was: `export nvl72 -o .json` -> StopIteration traceback (Path('.json').suffix is '': a dotfile, no extension)
+    monkeypatch.chdir(tmp_path)
+    refused(*args, match="use a file name ending in")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_large_export_says_what_it_writes_first(tmp_path, monkeypatch):
+    # was: `export tpu8t-virgo -o x.graphml` wrote for 25+ s with nothing on stderr
+    monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10)
+    res = invoke("export", "nvl72", "-o", tmp_path / "x.graphml")
+    assert res.exit_code == 0 and "writing 90 nodes and 1,296 links as graphml ..." in res.output, res.output
+
+
+def test_a_monte_carlo_past_its_cap_is_refused_before_the_atlas(monkeypatch):
+    # was: --availability --samples 10000000000 ran the atlas, then ran out of memory ("try --bound-only")
+    from fabricsim.collectives import runs
+    monkeypatch.setattr(runs, "atlas_job", lambda *a, **k: pytest.fail("the atlas ran before --samples was checked"))
+    refused("atlas", "jalapeno-rack", "--collective", "all-reduce", "--size", "1MiB", "--group-size", 8,
+            "--bound-only", "--availability", "--samples", 10**10, match="to 1,000,000")
+
+
+def test_a_long_monte_carlo_says_how_far_it_is(monkeypatch):
+    import importlib
+    A = importlib.import_module("fabricsim.collectives.whatif.atlas")      # the module, not its atlas()
+    a = A.atlas("jalapeno-rack", None, collective="all-reduce", size_bytes=2**20, group_size=8, algorithm="ring",
+                classes=["local-switch"])
+    rates = A.Rates({"local-switch": (0.5, 24.0, "toy")})
+    t = iter([0.0] + [10.0 * k for k in range(1, 100)])
+    monkeypatch.setattr(A.time, "monotonic", lambda: next(t))      # 10 s per year drawn
+    said = []
+    v = A.availability(a, rates, samples=3, seed=1, progress=said.append)
+    assert [m.split(",")[0] for m in said] == [f"availability: {y} of 3 years drawn" for y in range(3)], said
+    assert v.as_dict() == A.availability(a, rates, samples=3, seed=1).as_dict()
+
+
+def test_serve_on_a_large_fabric_says_its_search_first(monkeypatch):
+    # was: serve --model kimi-k2 --fabric tpu8t-virgo --concurrency 1: 25 s silent before its only line
+    monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10)
+    res = invoke("serve", "--model", "gpt-oss-120b", "--fabric", "jalapeno-rack", "--concurrency", 1)
+    assert res.exit_code == 0, res.output
+    assert "concurrency level(s) on 134 nodes and" in res.output, res.output
+
+
+def test_whatif_on_a_large_fabric_says_its_steps(monkeypatch):
+    # was: whatif all-to-all --fabric tpu8t-virgo --fail plane:0: 30 s with nothing on stderr
+    monkeypatch.setattr(builders, "ANNOUNCE_ELEMENTS", 10)
+    res = invoke("whatif", "all-reduce", "--fabric", "jalapeno-rack", "--size", "1MiB", "--group-size", 8,
+                 "--fail", "local-switch:r00/lsw0", "--bound-only")
+    assert res.exit_code == 0, res.output
+    assert "whatif: choosing the placement on the intact fabric ..." in res.output
+    assert "whatif: pricing the intact fabric and with 1 failure spec(s) applied ..." in res.output
