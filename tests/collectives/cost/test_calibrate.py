@@ -168,6 +168,7 @@ def test_exclusion_leaves_the_choice_to_the_model(nvl72, fit72, tmp_path):
     assert fit.params["efficiency"] > full.params["efficiency"]
 
 
+@pytest.mark.slow      # ~5 s alone (the CLI fits both logs again, beside the fixture's fit)
 def test_json_shape(fit_both):
     res = CliRunner().invoke(main, ["calibrate", str(NVL72_LOG), str(AZURE_LOG), "--fabric", "nvl72", "--json"])
     assert res.exit_code == 0, res.output
