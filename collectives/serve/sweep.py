@@ -688,6 +688,8 @@ def _serving_symmetry(G: nx.Graph, model: Model, point: ServePoint):
                     gens = {g.name: g for g in sym.generators}
                 common = gens if common is None else {k: v for k, v in common.items() if k in gens}
                 ix = sym.ix
+    if common is None:
+        return None, "the point runs no collective, so no symmetry was verified (each domain priced; no network)"
     if not common:
         return None, "no generator keeps every collective's groups and algorithm"
     return Symmetry(tuple(common.values()), (), "", ix), tuple(sorted(common))
