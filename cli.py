@@ -159,7 +159,7 @@ class Choice(click.Choice):
         return tuple(c for c in lib(self.source) if c not in self.drop)
 
     @choices.setter
-    def choices(self, _value):   # click.Choice.__init__ assigns it; the collectives module owns the list
+    def choices(self, _value):   # click.Choice.__init__ assigns it; the library registry owns the list
         pass
 
 
