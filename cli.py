@@ -933,6 +933,10 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
     from .collectives.serve import serve, serve_failed, serve_failure_class
     if fails and failure_class:
         raise click.UsageError("give --fail SPEC or --fail-class CLASS, not both")
+    if not fold and not failure_class:
+        raise click.UsageError("--no-fold goes with --fail-class CLASS")
+    if plot and (fails or failure_class):
+        raise click.UsageError("--plot draws the healthy sweep's frontier; run it without --fail / --fail-class")
     from .fabrics.loader import load_fabrics
     fabric_names(fabric, fabric_list)
     # one fabric: --set KEY=VALUE; --fabrics: --set FABRIC:KEY=VALUE (as compare)
@@ -944,7 +948,7 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
         results = [serve_failed(G, model, fails, **kw) if fails else
                    serve_failure_class(G, model, failure_class, fold=fold, **kw) if failure_class else
                    serve(G, model, **kw) for G in graphs]
-    show(results, as_json, None if fails or failure_class else plot, "collectives.serve:plot_frontier",
+    show(results, as_json, plot, "collectives.serve:plot_frontier",
          text="\n\n".join(r.to_text() for r in results),
          data=results[0].as_dict() if fabric else [r.as_dict() for r in results])
 

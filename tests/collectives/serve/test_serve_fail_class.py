@@ -57,5 +57,9 @@ def test_cli_fail_class_json_and_refusals():
     assert sum(o["domains"] for o in d["orbits"]) == 6 and d["orbits"][0]["tokens_per_s_per_kw_after"] > 0
     both = CliRunner().invoke(main, [*args, "--fail-class", "local-switch", "--fail", "local-switch:r00/lsw0"])
     assert both.exit_code == 2 and "not both" in both.output
+    for extra, says in ((["--no-fold"], "--no-fold goes with --fail-class"),
+                        (["--fail-class", "local-switch", "--plot", "f.png"], "--plot draws the healthy")):
+        res = CliRunner().invoke(main, [*args, *extra])
+        assert res.exit_code == 2 and says in res.output, res.output
     bad = CliRunner().invoke(main, [*args, "--fail-class", "bogus"])
     assert bad.exit_code == 2 and "--fail-class" in bad.output and "local-switch" in bad.output
