@@ -13,16 +13,16 @@ graph -- every group of the job at once, so the groups contend for links -- with
   prices cheaper;
 * ``deepep-ll`` (all-to-all): DeepEP's low-latency kernels, a ``direct`` all-to-all (every
   destination at once) of the same traffic matrix;
-* ``jalapeno-ce`` (both; a what-if, named only: ``auto`` does not pick it): Jalapeño's
+* ``jalapeno-ce`` (both; ``auto`` offers it on Tomahawk Ethernet with Jalapeño chips only): Jalapeño's
   compiler-orchestrated collectives over its scale-up Ethernet (seed 003), the same one-shot /
   two-shot all-reduce and direct all-to-all, with a scale-up Ethernet endpoint's latency per step.
 
 A library's ``algorithms`` say which of these forms it runs (``one-shot`` / ``two-shot`` for an
 all-reduce, ``direct`` for an all-to-all).
 
-``auto`` prices every library that implements a collective and runs on the fabric's families
-(TensorRT-LLM and DeepEP need NVIDIA NVLink / RDMA; NCCL's family model runs everywhere) and
-keeps the cheapest, per collective.  A named library is used where it implements the
+``auto`` prices every library that implements a collective and runs on the fabric's families and
+chip (TensorRT-LLM and DeepEP need NVIDIA NVLink / RDMA; Jalapeño's engine its own chips; NCCL's
+family model runs everywhere) and keeps the cheapest, per collective.  A named library is used where it implements the
 collective, whatever the fabric (a what-if), and nccl elsewhere.  A layer's network time chains its jobs by their dependencies; jobs a layer
 runs concurrently (the shared-expert all-reduce beside dispatch and combine) are each
 priced alone on the fabric and overlap in time (their contention with each other is not
