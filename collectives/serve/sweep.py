@@ -63,6 +63,16 @@ __all__ = ["ServePoint", "ServeResult", "FailResult", "ClassRow", "ClassResult",
 STOP_AFTER_FALLING = 2
 
 
+def _columns(head: list[str], rows: list[list[str]], left: int = 0) -> list[str]:
+    """Header, rule and rows of a table whose first ``left`` columns are left-aligned, the rest right-aligned
+    (figures); :func:`fabricsim.topo.text.table` left-aligns every column."""
+    w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+
+    def line(cells):
+        return "  ".join(c.ljust(x) if i < left else c.rjust(x) for i, (c, x) in enumerate(zip(cells, w)))
+    return [line(head), "  ".join("-" * x for x in w), *(line(r) for r in rows)]
+
+
 @dataclass(frozen=True)
 class ServePoint:
     """One concurrency on one mesh: latency, throughput and what bounds it."""
@@ -158,10 +168,7 @@ class ServeResult:
                 d = p.disagg
                 r += [d.prefill_mesh, f"{d.prefill_step_s * 1e3:,.2f}", f"{d.kv_transfer_s * 1e3:,.3f}",
                       f"{d.queue_s * 1e3:,.1f}", d.bound]
-        w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-        lines = [self.summary(), "  ".join(h.rjust(x) for h, x in zip(head, w)),
-                 "  ".join("-" * x for x in w)]
-        lines += ["  ".join(c.rjust(x) for c, x in zip(r, w)) for r in rows]
+        lines = [self.summary(), *_columns(head, rows)]
         if self.min_tbt_point is not None:
             lines.append(f"min TBT point: {self.min_tbt_point.summary()}")
             lines.append(self.min_tbt_point.decode.to_text())
@@ -522,9 +529,7 @@ class FailResult:
         rows = [[f"{b.concurrency:,}", b.mesh_text, f"{b.tpot_s * 1e3:.3f}", f"{a.tpot_s * 1e3:.3f}",
                  f"{b.tokens_per_s_per_kw:,.0f}", f"{a.tokens_per_s_per_kw:,.0f}",
                  f"{b.tokens_per_s - a.tokens_per_s:,.0f}", a.bound] for b, a in zip(self.before.points, self.after)]
-        w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-        return "\n".join([self.summary(), "  ".join(h.rjust(x) for h, x in zip(head, w)),
-                          "  ".join("-" * x for x in w)] + ["  ".join(c.rjust(x) for c, x in zip(r, w)) for r in rows])
+        return "\n".join([self.summary(), *_columns(head, rows)])
 
     def as_dict(self) -> dict[str, Any]:
         return {"fabric": self.fabric, "model": self.model, "failures": list(self.failures),
@@ -643,12 +648,8 @@ class ClassResult:
         rows = [[r.spec, f"{r.size:,}", f"{r.point.tpot_s * 1e3:.3f}", f"{r.point.tokens_per_s_per_kw:,.0f}",
                  f"{r.point.tokens_per_s_per_kw / b.tokens_per_s_per_kw - 1:+.2%}", r.point.bound]
                 if r.point is not None else [r.spec, f"{r.size:,}", "-", "-", "-", r.note] for r in self.rows]
-        w = [max(len(h), *(len(x[i]) for x in rows)) for i, h in enumerate(head)]
         return "\n".join([self.summary(), f"healthy: TPOT {b.tpot_s * 1e3:.3f} ms; folding: {self.folded}",
-                          "  ".join(h.ljust(x) if i == 0 else h.rjust(x) for i, (h, x) in enumerate(zip(head, w))),
-                          "  ".join("-" * x for x in w)]
-                         + ["  ".join(c.ljust(x) if i == 0 else c.rjust(x) for i, (c, x) in enumerate(zip(r, w)))
-                            for r in rows])
+                          *_columns(head, rows, left=1)])
 
     def as_dict(self) -> dict[str, Any]:
         b = self.before.peak
