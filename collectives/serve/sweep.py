@@ -337,14 +337,25 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
                       max_concurrency=max_concurrency, menu=menu, disaggregate=disaggregate)
 
 
+def _arch_and_model(model) -> tuple:
+    """(Arch, Model) of a catalog name, a :class:`Model`, or an ``Arch`` given directly (a toy, or one
+    ``arch.toml`` lacks)."""
+    from .arch import Arch
+    if isinstance(model, Arch):
+        return model, model.model
+    model = load_model(model) if isinstance(model, str) else model
+    return arch_of(model), model
+
+
+def _degraded_ctx(before: ServeResult, H: nx.Graph, arch, model: Model, acc) -> _Ctx:
+    """The healthy sweep's pricing context (tokens, MTP, library, overlap) on the degraded fabric ``H``."""
+    return _Ctx(arch, acc, chip_constants(acc.name), NetworkPricer(H, model), before.isl, before.osl, before.mtp,
+                before.library, before.overlap)
+
+
 def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, accelerator, pricer,
            progress, max_concurrency, menu, disaggregate=None) -> ServeResult:
-    from .arch import Arch
-    if isinstance(model, Arch):     # a model's figures given directly (a toy, or one arch.toml lacks)
-        arch, model = model, model.model
-    else:
-        model = load_model(model) if isinstance(model, str) else model
-        arch = arch_of(model)
+    arch, model = _arch_and_model(model)
     acc = accelerator or accelerator_of(G)
     consts = chip_constants(acc.name)
     for name, v in (("isl", isl), ("osl", osl)):
@@ -488,10 +499,10 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
         notes.append(f"concurrency capped at {max_concurrency:,} (--max-concurrency)")
     for p in (points[0].decode, points[0].prefill):
         notes.extend(p.notes)
+    tbt = min(points + ([best_tbt] if best_tbt else []), key=lambda p: p.tpot_s)
     return ServeResult(fabric=str(G.graph.get("name", "fabric")), model=model.name, accelerator=acc.name,
                        isl=isl, osl=osl, mtp=mtp, overlap=overlap, library=library, points=tuple(points),
-                       min_tbt_s=min(p.tpot_s for p in points + ([best_tbt] if best_tbt else [])),
-                       min_tbt_point=min(points + ([best_tbt] if best_tbt else []), key=lambda p: p.tpot_s), frontier=tuple(frontier), kv_limit=kv_limit,
+                       min_tbt_s=tbt.tpot_s, min_tbt_point=tbt, frontier=tuple(frontier), kv_limit=kv_limit,
                        solves=getattr(ctx, "solves", pricer.solves), notes=tuple(dict.fromkeys(notes)))
 
 
@@ -574,12 +585,7 @@ def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailRes
         raise BadInput(f"--fail {', '.join(specs)} removes chips; serve --fail prices network failures "
                        f"(switches, links, lanes) on an unchanged mesh", param="fails")
     before = serve(G, model, **kwargs)
-    from .arch import Arch
-    if isinstance(model, Arch):
-        arch, model = model, model.model
-    else:
-        model = load_model(model) if isinstance(model, str) else model
-        arch = arch_of(model)
+    arch, model = _arch_and_model(model)
     acc = kwargs.get("accelerator") or accelerator_of(G)
     d0 = before.points[0].disagg
     if d0 is not None:        # the same pools and prefill mesh, re-priced on the degraded fabric
@@ -592,8 +598,7 @@ def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailRes
             ctx.prefill_meshes = [parse_mesh(p.disagg.prefill_mesh)]    # each point keeps its prefill mesh
             return ctx.point(p.mesh, p.concurrency)
     else:
-        ctx = _Ctx(arch, acc, chip_constants(acc.name), NetworkPricer(H, model), before.isl, before.osl, before.mtp,
-                   before.library, before.overlap)
+        ctx = _degraded_ctx(before, H, arch, model, acc)
     with pinned(H):
         after = tuple(again(p) if d0 is not None else ctx.point(p.mesh, p.concurrency) for p in before.points)
     return FailResult(fabric=before.fabric, model=before.model, failures=tuple(a["spec"] for a in applied),
@@ -683,10 +688,8 @@ def _serving_symmetry(G: nx.Graph, model: Model, point: ServePoint):
                         return None, f"{job.name}'s traffic is not uniform over its pairs"
                 a = algo.get(job.name, "direct")
                 sym = fabric_symmetry(G, job.groups, ENGINE_ALGORITHM.get(a, a))
-                if sym.conditional:
-                    gens = {g.name: g for g in sym.generators if g.positional}
-                else:
-                    gens = {g.name: g for g in sym.generators}
+                # a conditional generator (no relay assumed) is left out rather than checked per orbit
+                gens = {g.name: g for g in sym.generators if g.positional or not sym.conditional}
                 common = gens if common is None else {k: v for k, v in common.items() if k in gens}
                 ix = sym.ix
     if common is None:
@@ -728,12 +731,7 @@ def serve_failure_class(G: nx.Graph, model: Model | str, failure_class: str, *, 
         raise BadInput("a failure-class sweep prices aggregated serving; drop --disaggregate (or use --fail SPEC)",
                        param="disaggregate")
     before = serve(G, model, progress=progress, **kwargs)
-    from .arch import Arch
-    if isinstance(model, Arch):
-        arch, model = model, model.model
-    else:
-        model = load_model(model) if isinstance(model, str) else model
-        arch = arch_of(model)
+    arch, model = _arch_and_model(model)
     acc = kwargs.get("accelerator") or accelerator_of(G)
     p = before.peak
     names: tuple = ()
@@ -759,8 +757,7 @@ def serve_failure_class(G: nx.Graph, model: Model | str, failure_class: str, *, 
             continue
         if progress and len(reps) > 4:
             progress(f"{failure_class}: orbit {k + 1:,} of {len(reps):,} ({spec})")
-        ctx = _Ctx(arch, acc, chip_constants(acc.name), NetworkPricer(H, model), before.isl, before.osl, before.mtp,
-                   before.library, before.overlap)
+        ctx = _degraded_ctx(before, H, arch, model, acc)
         with pinned(H):
             rows.append(ClassRow(spec, size, ctx.point(p.mesh, p.concurrency)))
     rows.sort(key=lambda r: (r.point is None, r.point.tokens_per_s_per_kw if r.point else 0.0))
