@@ -163,14 +163,13 @@ class NetworkPricer:
 
     A sweep asks for the same (mesh, tokens) many times (every concurrency a mesh is tried
     at, both overlap halves); each distinct one is solved once.  ``ranks`` lays the mesh on those
-    chip ranks, mesh rank ``i`` on ``ranks[i]`` (a disaggregated pool, :mod:`.disagg`); ``offset`` on
-    ranks ``offset .. offset + chips - 1``; neither: on ranks ``0 ..``.
+    chip ranks, mesh rank ``i`` on ``ranks[i]`` (a disaggregated pool, :mod:`.disagg`); without it on
+    ranks ``0 ..``.
     """
 
     def __init__(self, G: nx.Graph, model: Model, *, dispatch_dtype: str = "fp8", combine_dtype: str = "bf16",
-                 offset: int = 0, ranks=None):
+                 ranks=None):
         self.G, self.model = G, model
-        self.offset = int(offset)     # the mesh's first chip rank (a disaggregated pool's; 0: ranks 0 ..)
         self.ranks = None if ranks is None else tuple(int(r) for r in ranks)
         self.dispatch_dtype, self.combine_dtype = dispatch_dtype, combine_dtype
         self._layers: dict[tuple, NetLayer] = {}
@@ -196,8 +195,6 @@ class NetworkPricer:
                              dispatch_dtype=self.dispatch_dtype, combine_dtype=self.combine_dtype)
         if self.ranks is not None:
             planned = [replace(p, groups=tuple(tuple(self.ranks[r] for r in g) for g in p.groups)) for p in planned]
-        elif self.offset:
-            planned = [replace(p, groups=tuple(tuple(r + self.offset for r in g) for g in p.groups)) for p in planned]
         finish: dict[str, float] = {}
         cols = []
         for p in planned:            # layer_jobs lists jobs in dependency order
