@@ -473,8 +473,8 @@ def export_cmd(fabric, sets, output, fmt):
     from .topo.export_text import export_lines
     fmt = export_format(output, fmt)      # checked before the fabric is built
     G = load_fabric(fabric, sets)
-    from .topo.builders import ANNOUNCE_ELEMENTS
-    if G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS:   # GraphML of tpu8t-virgo: 24 s
+    from .topo.builders import announcer
+    if announcer(G, _progress):   # GraphML of tpu8t-virgo: 24 s
         _progress(f"writing {G.number_of_nodes():,} nodes and {G.number_of_edges():,} links as {fmt} ...")
     out = written(lambda path: export_graph(G, path, fmt), output, say=False)
     click.echo("\n".join(export_lines(fmt, G, out, output)), err=True)

@@ -310,11 +310,10 @@ def whatif_job(G, fails: Sequence[str], collective: str, options, spec: GroupSpe
     spares : with ``recovery`` restart: hold the N highest-ranked chips out of the job, used first on
         restart.
     """
-    from ..topo.builders import ANNOUNCE_ELEMENTS
+    from ..topo.builders import announcer
     from .whatif import whatif
     check_fails(fails)
-    say = progress if progress is not None and G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS \
-        else (lambda msg: None)
+    say = announcer(G, progress) or (lambda msg: None)
     size_bytes = options.size_bytes
     if spec.auto:
         say("whatif: choosing the placement on the intact fabric ...")
@@ -378,9 +377,9 @@ def sweep_job(fabric: str, sets: dict, G, failure_class: str, collective: str, o
     budget_s : wall seconds the sweep may be estimated to take (time per representative so far x
         those left); over it, it stops and says so. Default: 600 for ``n`` 2 or more, no bound for N-1.
     """
-    from ..topo.builders import ANNOUNCE_ELEMENTS
+    from ..topo.builders import announcer
     from .whatif import sweep
-    say = note if note is not None and G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS else None
+    say = announcer(G, note)
     if say:     # each step below takes seconds on a fabric this large
         say(f"sweep: counting the {failure_class} domains of {G.number_of_nodes():,} nodes and "
             f"{G.number_of_edges():,} links ...")

@@ -91,6 +91,12 @@ ANNOUNCE_ELEMENTS = 300_000
 _REPORT: ContextVar[Callable[[str], None] | None] = ContextVar("fabricsim_build_report", default=None)
 
 
+def announcer(G: nx.Graph, say: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """``say`` where ``G`` is past :data:`ANNOUNCE_ELEMENTS` nodes + links (each slow step there takes seconds
+    and is said before it starts), else None: small fabrics print nothing extra."""
+    return say if say is not None and G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS else None
+
+
 @contextmanager
 def building(progress: Callable[[str], None] | None):
     """Within the block, :func:`check_size` says a build past :data:`ANNOUNCE_ELEMENTS` through ``progress``

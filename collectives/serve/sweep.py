@@ -437,8 +437,8 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
         levels = _pow2_upto(min(kv_limit, max_concurrency or kv_limit))
     points, frontier, notes = [], [], []
     best_tbt: ServePoint | None = None
-    from ...topo.builders import ANNOUNCE_ELEMENTS
-    if progress and G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS:
+    from ...topo.builders import announcer
+    if announcer(G, progress):
         # each network solve takes seconds on a fabric this large (tpu8t-virgo: ~25 s to the first point)
         progress(f"searching {len(meshes):,} mesh(es) at {len(levels):,} concurrency level(s) on "
                  f"{G.number_of_nodes():,} nodes and {G.number_of_edges():,} links ...")

@@ -639,8 +639,8 @@ def sweep(fabric: str | nx.Graph, params: dict | None, failure_class: str, *, n:
     fabric, shown = fabric_source(fabric)
     params_json = json.dumps(params or {}, sort_keys=True, default=list)
     G = _fabric(fabric, params_json)
-    from ...topo.builders import ANNOUNCE_ELEMENTS
-    say = note if note is not None and G.number_of_nodes() + G.number_of_edges() > ANNOUNCE_ELEMENTS else None
+    from ...topo.builders import announcer
+    say = announcer(G, note)
     if say:
         say(f"sweep: listing the {failure_class} domains of {G.number_of_nodes():,} nodes and "
             f"{G.number_of_edges():,} links ...")
