@@ -33,7 +33,7 @@ PARAMS = {"groups": ("groups_file",), "traffic": ("traffic_path",), "moe": ("moe
            "fabrics": ("fabric_list",), "fabric": ("fabric", "fabric_list"), "rates": ("rates_file",),
            "resume": ("results_file",), "chakra": ("chakra_dir",), "failure_class": ("failure_class", "classes"),
            "classes": ("classes", "failure_class"), "fails": ("fails",), "output": ("output", "out_dir"),
-           "options": ()}
+           "options": (), "constants": ("chip_sets",)}
 
 
 def option_for(ctx: click.Context, param: str) -> str:
@@ -910,13 +910,14 @@ def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):
      doc=SERVE)
 @opt("--overlap", type=Choice("collectives.serve.model:OVERLAPS"), default="none", show_default=True, doc=SERVE)
 @opt("--disaggregate", "disaggregate", metavar="prefill=P,decode=D", doc=SERVE)
+@opt("--chip-set", "chip_sets", multiple=True, metavar="KEY=VALUE", doc=SERVE)
 @opt("--fail", "fails", multiple=True, metavar="SPEC", doc="collectives.serve:serve_failed")
 @opt("--fail-class", "failure_class", metavar="CLASS", doc="collectives.serve:serve_failure_class")
 @opt("--fold/--no-fold", default=True, show_default=True, doc="collectives.serve:serve_failure_class")
 @plot_option("Write the tokens/s/kW vs tokens/s/user frontier per fabric to a .png, .svg or .pdf.")
 @json_option("Print JSON (an array with --fabrics).")
 def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max_concurrency, menu, mtp, library,
-              overlap, disaggregate, fails, failure_class, fold, plot, as_json):
+              overlap, disaggregate, chip_sets, fails, failure_class, fold, plot, as_json):
     """Token economics of serving MODEL on a fabric: TPOT, TTFT, tokens/s per user, chip and kW, $/Mtok.
 
     Each step is priced per layer from the chip's roofline (compute, HBM), the network
@@ -929,6 +930,7 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
       fabricsim serve --model deepseek-r1 --fabric nvl72 --set generation=gb300 --mtp 1 --json
       fabricsim serve --model kimi-k2 --fabrics jalapeno-rack,nvl72 --set nvl72:accelerator=gb300 --plot f.png
       fabricsim serve --model deepseek-r1 --fabric jalapeno-pod --fail-class rail-switch --concurrency 256
+      fabricsim serve --model deepseek-r1 --fabric jalapeno-rack --chip-set prefill_compute_efficiency=0.25
     """
     from .collectives.serve import serve, serve_failed, serve_failure_class
     if fails and failure_class:
@@ -943,7 +945,7 @@ def serve_cmd(model, fabric, sets, fabric_list, isl, osl, mesh, concurrency, max
     graphs = [load_fabric(fabric, sets)] if fabric else [G for _, G, _ in load_fabrics(fabric_list, sets)]
     kw = dict(isl=isl, osl=osl, mesh=None if mesh == "search" else mesh, concurrency=concurrency, mtp=mtp,
               library=library, overlap=overlap, progress=_progress, max_concurrency=max_concurrency, menu=menu,
-              disaggregate=disaggregate)
+              disaggregate=disaggregate, constants=chip_sets)
     with about("model"):
         results = [serve_failed(G, model, fails, **kw) if fails else
                    serve_failure_class(G, model, failure_class, fold=fold, **kw) if failure_class else

@@ -17,10 +17,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from fabricsim.collectives.serve import serve
-from fabricsim.collectives.serve.arch import chip_constants
+from fabricsim.collectives.serve import serve, step_terms
+from fabricsim.collectives.serve.arch import arch_of, chip_constants
 from fabricsim.collectives.serve.network import library
 from fabricsim.fabrics import build
+from fabricsim.topo.accelerators import accelerator
 
 BEGIN, END = "<!-- BEGIN token-validation (examples/token_validation.py) -->", "<!-- END token-validation -->"
 
@@ -132,6 +133,89 @@ def whatif_md() -> str:
     return "\n".join(lines)
 
 
+# A saturated prefill benchmark (InferenceX is one) rather than a production day's average: SGLang's DeepSeek V3
+# deployment on 12 H100 nodes, "52.3k input tokens/s per node for 2,000-token input sequences" (LMSYS blog,
+# "Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs", 5 May 2025, F).
+SATURATED = {"source": "SGLang on 96 H100, LMSYS blog of 5 May 2025", "chip": "h100", "model": "deepseek-r1",
+             "input_tokens_per_s_per_chip": 52.3e3 / 8, "prompt": 2000}
+
+
+def saturated_efficiency() -> float:
+    """The prefill efficiency SATURATED's throughput implies, by serve's own FLOP accounting (D): its
+    chip's prefill compute time for one token at efficiency 1, times the measured tokens per second."""
+    sat = SATURATED
+    acc, arch = accelerator(sat["chip"]), arch_of(sat["model"])
+    unit = chip_constants(acc.name, {"prefill_compute_efficiency": 1.0})
+    st = step_terms(arch, acc, unit, {"tp": 1}, phase="prefill", sequences=sat["prompt"], context=sat["prompt"])
+    per_token_s = sum(t.compute_s * t.count for t in st.layers) / sat["prompt"]
+    return per_token_s * sat["input_tokens_per_s_per_chip"]
+
+
+def _peak_cells(res: list[dict]):
+    """(label, system, published, ServeResult, run kwargs): each peak TPS/kW cell of the table."""
+    seen = set()
+    for r in res:
+        for side, i in (("jal", 0), ("oth", 1)):
+            name = "Jalapeño" if side == "jal" else r["other"].upper() + (" MTP" if r["mtp"] else "")
+            if side == "jal" and r["mtp"]:
+                continue
+            fabric, params, _ = SYSTEMS["jalapeno" if side == "jal" else r["other"]]
+            key = (r["label"].split(" (")[0], name)
+            if key not in seen:
+                seen.add(key)
+                yield r["label"], name, r["pub_tps"][i], r[side], (fabric, params, 0 if side == "jal" else r["mtp"])
+
+
+def sensitivity_md(res: list[dict]) -> str:
+    """Every peak cell at its point (mesh and concurrency held) under the saturated benchmark's prefill
+    efficiency, and the efficiency that would meet the published figure there."""
+    e0 = chip_constants().compute_efficiency_for("prefill")
+    e1 = saturated_efficiency()
+    lines = [f"How the peak cells depend on the one prefill efficiency (each at the table's point, mesh and "
+             f"concurrency held -- a re-search can only raise a point's figure, so the last column is an upper "
+             f"bound on what a re-searched sweep would need).  The default, {e0:.3f}, is DeepSeek's production "
+             f"day (an average over a day's load); {e1:.3f} is what a saturated benchmark implies by the same "
+             f"FLOP accounting ({SATURATED['source']}: {SATURATED['input_tokens_per_s_per_chip']:,.0f} input "
+             f"tokens/s per GPU on {SATURATED['prompt']:,}-token prompts, F; x serve's FLOPs per token / "
+             f"{SATURATED['chip'].upper()} FP8 peak, D):", "",
+             f"| model | system | published | model at {e0:.3f} | error | at {e1:.3f} | error | "
+             f"prefill efficiency that meets it |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    graphs: dict = {}
+    for label, name, pub, s, (fabric, params, mtp) in _peak_cells(res):
+        gkey = (fabric, tuple(params.items()))
+        G = graphs.setdefault(gkey, build(fabric, **params))
+        p = s.peak
+
+        def at(e):
+            r = serve(G, s.model, mesh=dict(p.mesh), concurrency=p.concurrency, mtp=mtp,
+                      constants={"prefill_compute_efficiency": e})
+            return r.peak_tps_per_kw
+
+        t0, t1 = at(e0), at(e1)
+        assert abs(t0 / p.tokens_per_s_per_kw - 1) < 1e-9, (label, name, t0, p.tokens_per_s_per_kw)
+        need = _solve(at, pub, e0, t0, e1, t1)
+        lines.append(f"| {label} | {name} | {pub:,} | {t0:,.0f} | {_err(t0, pub):+.0f}% | {t1:,.0f} | "
+                     f"{_err(t1, pub):+.0f}% | {'above 1' if need is None else f'{need:.3f}'} |")
+    return "\n".join(lines)
+
+
+def _solve(at, target: float, e0: float, t0: float, e1: float, t1: float) -> float | None:
+    """The efficiency e with at(e) = target: secant steps on 1/e against 1/throughput (exact while a point
+    stays prefill-compute-bound, where time is affine in 1/e), to 0.5%; None when even e = 1 falls short."""
+    for _ in range(6):
+        if abs(t1 / target - 1) < 0.005:
+            return e1
+        x0, x1, y0, y1 = 1 / e0, 1 / e1, 1 / t0, 1 / t1
+        if y1 == y0:
+            return None
+        x = x1 + (1 / target - y1) * (x1 - x0) / (y1 - y0)
+        e = 1 / x if x > 0 else 2.0
+        if e > 1:
+            return None if at(1.0) < target else _solve(at, target, e1, t1, 1.0, at(1.0))
+        e0, t0, e1, t1 = e1, t1, e, at(e)
+    return e1
+
+
 def constants_md() -> str:
     c = chip_constants()
     libs = [library(n) for n in ("trtllm", "deepep-ll", "jalapeno-ce")]
@@ -159,6 +243,8 @@ def print_table(res: list[dict]) -> None:
     print()
     print(whatif_md())
     print()
+    print(sensitivity_md(res))
+    print()
     print(constants_md())
 
 
@@ -178,7 +264,7 @@ def main(argv=None) -> None:
     res = results()
     print_table(res)
     if args.doc:
-        write_doc(args.doc, table_md(res) + "\n\n" + whatif_md() + "\n\n" + constants_md())
+        write_doc(args.doc, "\n\n".join([table_md(res), whatif_md(), sensitivity_md(res), constants_md()]))
         print(f"wrote {args.doc}")
 
 

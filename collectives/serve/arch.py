@@ -37,7 +37,7 @@ from ...topo.accelerators import PRECISIONS
 from ...topo.errors import BadInput
 from ..jobs.models import Model, load_model
 
-__all__ = ["Arch", "ChipConstants", "arch_of", "chip_constants"]
+__all__ = ["Arch", "ChipConstants", "CONSTANT_KEYS", "arch_of", "chip_constants"]
 
 _FILE = Path(__file__).with_name("arch.toml")
 _ARCH_KEYS = {"attention", "head_dim", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
@@ -81,11 +81,71 @@ class ChipConstants:
         return self.attention_kernels
 
 
-def chip_constants(name: str = "default") -> ChipConstants:
-    """The chip's own [chip.NAME] table over the default one."""
+# what a user may override (serve --chip-set KEY=VALUE): fractions of a roofline, times, kernel counts
+_FRACTIONS = ("compute_efficiency", "prefill_compute_efficiency", "hbm_efficiency", "hbm_usable")
+_TIMES_US = ("launch_us", "layer_us")
+_KERNELS = ("attention_kernels", "mla_attention_kernels", "mlp_kernels", "moe_kernels", "shared_expert_kernels",
+            "head_kernels")
+CONSTANT_KEYS = _FRACTIONS + _TIMES_US + _KERNELS
+
+
+def chip_constants(name: str = "default", overrides=None) -> ChipConstants:
+    """The chip's own [chip.NAME] table over the default one, then ``overrides`` over both.
+
+    Parameters
+    ----------
+    name : the chip (an accelerator name; a chip without a [chip.NAME] table takes the default's).
+    overrides : chip constants to replace, as a dict or ``KEY=VALUE`` strings (``serve --chip-set``), e.g.
+        ``{"prefill_compute_efficiency": 0.25}``: fractions of peak in (0, 1] (compute_efficiency,
+        prefill_compute_efficiency, hbm_efficiency, hbm_usable), microseconds >= 0 (launch_us, layer_us) or
+        kernel counts >= 0 (attention_kernels, mla_attention_kernels, mlp_kernels, moe_kernels,
+        shared_expert_kernels, head_kernels).
+
+    Examples
+    --------
+    >>> chip_constants("jalapeno", ["prefill_compute_efficiency=0.25"]).prefill_compute_efficiency
+    0.25
+    >>> chip_constants("gb300", {"launch_us": 0}).launch_us
+    0.0
+    """
     chips = _data()["chip"]
     d = dict(chips["default"]) | dict(chips.get(name, {}))
-    return ChipConstants(**d)
+    return ChipConstants(**(d | _checked_overrides(overrides)))
+
+
+def _checked_overrides(overrides) -> dict:
+    if not overrides:
+        return {}
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    if not isinstance(overrides, dict):
+        pairs = {}
+        for item in overrides:
+            key, eq, val = str(item).partition("=")
+            if not eq or not key.strip():
+                raise BadInput(f"{str(item)[:120]!r} is not KEY=VALUE (e.g. --chip-set prefill_compute_efficiency=0.25)",
+                               param="constants")
+            pairs[key.strip()] = val.strip()
+        overrides = pairs
+    out = {}
+    for key, val in overrides.items():
+        if key not in CONSTANT_KEYS:
+            raise BadInput(f"chip constant {str(key)[:80]!r} is unknown; choose one of: {', '.join(CONSTANT_KEYS)}",
+                           param="constants")
+        try:
+            x = float(val)
+        except (TypeError, ValueError):
+            x = float("nan")
+        if key in _FRACTIONS:
+            ok, what = 0 < x <= 1, "a fraction of peak in (0, 1]"
+        elif key in _TIMES_US:
+            ok, what = 0 <= x <= 1e6, "microseconds in [0, 1e6]"
+        else:
+            ok, what = 0 <= x <= 1000 and x == int(x), "a whole number of kernels in [0, 1000]"
+        if not ok:
+            raise BadInput(f"chip constant {key}={str(val)[:40]!r} must be {what}", param="constants")
+        out[key] = int(x) if key in _KERNELS else x
+    return out
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from ...topo.graphcache import pinned
 from ..jobs.models import Model, load_model
 from ..jobs.step import check_mesh, layer_jobs
 from ..placement import chip_ranks, parse_mesh
-from .arch import arch_of, chip_constants
+from .arch import ChipConstants, arch_of, chip_constants
 from .menu import MENUS, menu_runs
 from .model import OVERLAPS, StepTerms, acceptance_length, kv_capacity, step_terms
 from .network import ENGINE_ALGORITHM, LIBRARY_CHOICES, NetworkPricer
@@ -133,6 +133,7 @@ class ServeResult:
     kv_limit: int = 0
     solves: int = 0
     notes: tuple = ()
+    constants: ChipConstants | None = field(default=None, repr=False)   # the chip constants the run used
 
     @property
     def peak(self) -> ServePoint:
@@ -294,7 +295,7 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
           library: str = "auto", overlap: str = "none", accelerator: Accelerator | None = None,
           pricer: NetworkPricer | None = None, progress: Callable[[str], None] | None = None,
           max_concurrency: int | None = None, menu: str = "search",
-          disaggregate: dict | str | None = None) -> ServeResult:
+          disaggregate: dict | str | None = None, constants=None) -> ServeResult:
     """Sweep concurrency (or price one) on ``G``; search the mesh when none is given.
 
     Parameters
@@ -322,6 +323,10 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
         the next D, each prompt's KV cache moved between them over the fabric (:mod:`.disagg`); a pool
         may name its chips instead, by rank ranges or node-id globs joined by + (prefill=0-63,decode=r01/*);
         ``mesh`` is then the decode pool's (dp fills the pool).  Without it (None): aggregated serving.
+    constants : chip constants to override for this run, KEY=VALUE (e.g. prefill_compute_efficiency=0.25):
+        fractions of peak (compute_efficiency, prefill_compute_efficiency, hbm_efficiency, hbm_usable), us per
+        kernel or layer (launch_us, layer_us), kernel counts; the chip's arch.toml values otherwise (a dict, or
+        a :class:`~.arch.ChipConstants` in a notebook).
 
     Examples
     --------
@@ -334,7 +339,7 @@ def serve(G: nx.Graph, model: Model | str, *, isl: int = 8192, osl: int = 1024,
     with pinned(G):        # the sweep never edits G: routing's link table, routes and folds are cached for it
         return _serve(G, model, isl=isl, osl=osl, mesh=mesh, concurrency=concurrency, mtp=mtp, library=library,
                       overlap=overlap, accelerator=accelerator, pricer=pricer, progress=progress,
-                      max_concurrency=max_concurrency, menu=menu, disaggregate=disaggregate)
+                      max_concurrency=max_concurrency, menu=menu, disaggregate=disaggregate, constants=constants)
 
 
 def _arch_and_model(model) -> tuple:
@@ -349,15 +354,15 @@ def _arch_and_model(model) -> tuple:
 
 def _degraded_ctx(before: ServeResult, H: nx.Graph, arch, model: Model, acc) -> _Ctx:
     """The healthy sweep's pricing context (tokens, MTP, library, overlap) on the degraded fabric ``H``."""
-    return _Ctx(arch, acc, chip_constants(acc.name), NetworkPricer(H, model), before.isl, before.osl, before.mtp,
+    return _Ctx(arch, acc, before.constants, NetworkPricer(H, model), before.isl, before.osl, before.mtp,
                 before.library, before.overlap)
 
 
 def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, accelerator, pricer,
-           progress, max_concurrency, menu, disaggregate=None) -> ServeResult:
+           progress, max_concurrency, menu, disaggregate=None, constants=None) -> ServeResult:
     arch, model = _arch_and_model(model)
     acc = accelerator or accelerator_of(G)
-    consts = chip_constants(acc.name)
+    consts = constants if isinstance(constants, ChipConstants) else chip_constants(acc.name, constants)
     for name, v in (("isl", isl), ("osl", osl)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise BadInput(f"--{name} {v!r} must be a positive integer", param=name)
@@ -476,6 +481,10 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
     if not points:
         raise BadInput(f"no concurrency of {levels[0]:,}..{levels[-1]:,} runs: {notes[0].split(': ', 1)[1]}"
                        if notes else f"no concurrency of {levels[0]:,}..{levels[-1]:,} runs", param="concurrency")
+    changed = _changed_constants(chip_constants(acc.name), consts)
+    if changed:
+        notes.append(f"chip constants overridden for this run (--chip-set): {changed}; the catalog's are in "
+                     f"collectives/serve/arch.toml")
     if consts.layer_us:
         notes.append(f"{acc.name}: {consts.launch_us:g} us per kernel launch but {consts.layer_us:g} us fixed per "
                      f"transformer layer per step, shown as 'launch' (FITTED on a published min TBT: "
@@ -503,7 +512,15 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
     return ServeResult(fabric=str(G.graph.get("name", "fabric")), model=model.name, accelerator=acc.name,
                        isl=isl, osl=osl, mtp=mtp, overlap=overlap, library=library, points=tuple(points),
                        min_tbt_s=tbt.tpot_s, min_tbt_point=tbt, frontier=tuple(frontier), kv_limit=kv_limit,
-                       solves=getattr(ctx, "solves", pricer.solves), notes=tuple(dict.fromkeys(notes)))
+                       solves=getattr(ctx, "solves", pricer.solves), notes=tuple(dict.fromkeys(notes)),
+                       constants=consts)
+
+
+def _changed_constants(base: ChipConstants, now: ChipConstants) -> str:
+    """``prefill_compute_efficiency 0.151 -> 0.25, ...``: the constants a run overrode."""
+    from dataclasses import fields
+    return ", ".join(f"{f.name} {getattr(base, f.name)!r} -> {getattr(now, f.name)!r}" for f in fields(ChipConstants)
+                     if getattr(base, f.name) != getattr(now, f.name))
 
 
 @dataclass(frozen=True)
@@ -590,7 +607,7 @@ def serve_failed(G: nx.Graph, model: Model | str, failures, **kwargs) -> FailRes
     d0 = before.points[0].disagg
     if d0 is not None:        # the same pools and prefill mesh, re-priced on the degraded fabric
         from .disagg import DisaggCtx, parse_disaggregate
-        ctx = DisaggCtx(H, arch, acc, chip_constants(acc.name), parse_disaggregate(kwargs["disaggregate"],
+        ctx = DisaggCtx(H, arch, acc, before.constants, parse_disaggregate(kwargs["disaggregate"],
                         len(chip_ranks(G)), G), before.isl, before.osl, before.mtp, before.library, before.overlap,
                         prefill_mesh=parse_mesh(d0.prefill_mesh))
 
