@@ -35,7 +35,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-
 from ...topo.accelerators import PRECISIONS, Accelerator
 from ...topo.errors import BadInput
 from .arch import Arch, ChipConstants
