@@ -202,7 +202,7 @@ def price_traffic(G, collective: str, options, spec: GroupSpec, *, traffic=None,
     traffic : all-to-all-v: a byte matrix per group (CSV or .npy, row a = bytes rank a sends each
         rank), or a directory of one file per group; replaces ``size``.
     moe : all-to-all-v of a MoE layer's dispatch/combine, e.g.
-        experts=256,top_k=8,tokens=1024,hidden=7168 [,dtype=fp8|bf16|fp16|fp32] [,shared=1]
+        experts=256,top_k=8,tokens=1024,hidden=7168 [,dtype=fp8|bf16|fp16|fp32|nvfp4|mxfp4] [,shared=1]
         [,skew=uniform|balanced|zipf:A|FILE] [,seed=S] [,phase=dispatch|combine]
         [,placement=round-robin|contiguous] [,dedup=rank|expert] (rank, the default: one copy per token and destination rank, as DeepEP; expert: one per
         token and expert); replaces ``size``.
@@ -533,8 +533,8 @@ def step_jobs(graphs: dict, model, mesh: str, *, phase: str = "decode", batch: i
     batch : sequences in the step, over the whole mesh.
     seq : prefill: prompt tokens per sequence.
     compute_us : compute per layer in microseconds, added in series (default: compute not modelled).
-    dispatch_dtype : MoE dispatch elements: fp8, bf16, fp16, fp32.
-    combine_dtype : MoE combine elements: fp8, bf16, fp16, fp32.
+    dispatch_dtype : MoE dispatch elements: fp8, bf16, fp16, fp32, nvfp4 (4.5 bits with its scales), mxfp4 (4.25).
+    combine_dtype : MoE combine elements: fp8, bf16, fp16, fp32, nvfp4, mxfp4.
     skew : router: balanced (uniform expectation), uniform (one sample), zipf:A (hot experts) or a file
         of per-expert weights.
     seed : seed of a sampled router (uniform, zipf).

@@ -266,7 +266,7 @@ def held_out_md() -> str:
         arch = arch_of("deepseek-r1")
         if original:    # FP8 weights (DeepSeek's release), BF16 latent KV cache
             arch = replace(arch, expert_bytes_per_param=1.0, expert_precision="fp8", kv_bytes=2.0)
-        pricer = NetworkPricer(G, arch.model)      # FP8 dispatch (Part II's NVFP4 dispatch would halve it; I)
+        pricer = NetworkPricer(G, arch.model, dispatch_dtype="fp8" if original else "nvfp4")
         mesh = {"tp": 1, "ep": ranks}
         cells = []
         for e in ((e0, e1) if phase == "prefill" else (e0,)):

@@ -383,7 +383,7 @@ def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: 
     mesh : ``{"tp": .., "ep": .., "dp": ..}`` or ``"tp=8,ep=16"``; its product is at most the chip count.
     phase : ``decode`` (tokens = batch) or ``prefill`` (tokens = batch x seq).
     compute_us : per-layer compute time, added in series (default: not modelled).
-    dispatch_dtype, combine_dtype : element types of the MoE all-to-alls (fp8, bf16, fp16, fp32).
+    dispatch_dtype, combine_dtype : element types of the MoE all-to-alls (fp8, bf16, fp16, fp32, or the 4-bit block formats nvfp4 and mxfp4 with their scales).
     skew, seed : the router model (:class:`fabricsim.collectives.traffic.MoESpec`); ``balanced`` is
         the expectation of a uniform router, ``uniform`` one sample of it, ``zipf:A`` hot experts.
     progress : called with a short message before each priced layer kind.

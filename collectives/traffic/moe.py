@@ -56,8 +56,10 @@ from ...topo.inputs import read_input_text
 __all__ = ["MoESpec", "MoETraffic", "moe_traffic", "DTYPE_BYTES", "DEDUPS", "expert_weights",
            "rank_reach_probability"]
 
-# bytes per element of a token's hidden vector
-DTYPE_BYTES = {"fp8": 1, "bf16": 2, "fp16": 2, "fp32": 4}
+# bytes per element of a token's hidden vector; the 4-bit block formats carry their scales: NVFP4 one FP8 (E4M3)
+# scale per 16 elements = 4.5 bits (NVIDIA, F; DeepEP quantizes dispatch to it on Blackwell, LMSYS GB200 Part II, F),
+# MXFP4 one 8-bit (E8M0) scale per 32 = 4.25 bits (OCP Microscaling spec v1.0, F)
+DTYPE_BYTES = {"fp8": 1, "bf16": 2, "fp16": 2, "fp32": 4, "nvfp4": 0.5625, "mxfp4": 0.53125}
 PHASES = ("dispatch", "combine")
 PLACEMENTS = ("round-robin", "contiguous")
 # one copy per (token, rank) [DeepEP/pplx-kernels dispatch] or per (token, expert) [plain all-to-all-v]
