@@ -140,11 +140,19 @@ SATURATED = {"source": "SGLang on 96 H100, LMSYS blog of 5 May 2025", "chip": "h
              "input_tokens_per_s_per_chip": 52.3e3 / 8, "prompt": 2000}
 
 
+def original_precision(arch):
+    """DeepSeek V3/R1 as released and as SGLang ran it on Hopper: FP8 weights (experts too), BF16 latent KV cache
+    (so BF16 attention: FlashMLA), F."""
+    from dataclasses import replace
+    return replace(arch, expert_bytes_per_param=1.0, expert_precision="fp8", kv_bytes=2.0)
+
+
 def saturated_efficiency() -> float:
     """The prefill efficiency SATURATED's throughput implies, by serve's own FLOP accounting (D): its
-    chip's prefill compute time for one token at efficiency 1, times the measured tokens per second."""
+    chip's prefill compute time for one token at efficiency 1 (at the run's precisions), times the
+    measured tokens per second."""
     sat = SATURATED
-    acc, arch = accelerator(sat["chip"]), arch_of(sat["model"])
+    acc, arch = accelerator(sat["chip"]), original_precision(arch_of(sat["model"]))
     unit = chip_constants(acc.name, {"prefill_compute_efficiency": 1.0})
     st = step_terms(arch, acc, unit, {"tp": 1}, phase="prefill", sequences=sat["prompt"], context=sat["prompt"])
     per_token_s = sum(t.compute_s * t.count for t in st.layers) / sat["prompt"]
@@ -176,8 +184,8 @@ def sensitivity_md(res: list[dict]) -> str:
              f"bound on what a re-searched sweep would need).  The default, {e0:.3f}, is DeepSeek's production "
              f"day (an average over a day's load); {e1:.3f} is what a saturated benchmark implies by the same "
              f"FLOP accounting ({SATURATED['source']}: {SATURATED['input_tokens_per_s_per_chip']:,.0f} input "
-             f"tokens/s per GPU on {SATURATED['prompt']:,}-token prompts, F; x serve's FLOPs per token / "
-             f"{SATURATED['chip'].upper()} FP8 peak, D):", "",
+             f"tokens/s per GPU on {SATURATED['prompt']:,}-token prompts, F; x serve's prefill time per token at "
+             f"efficiency 1 on {SATURATED['chip'].upper()} at the precisions it ran, FP8 weights and a BF16 cache, D):", "",
              f"| model | system | published | model at {e0:.3f} | error | at {e1:.3f} | error | "
              f"prefill efficiency that meets it |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     graphs: dict = {}
@@ -249,8 +257,6 @@ def _held_out_fabric(chip: str, ranks: int):
 
 def held_out_md() -> str:
     """The model against HELD_OUT, phase by phase: prefill at the default efficiency and at SATURATED's, decode."""
-    from dataclasses import replace
-
     from fabricsim.collectives.serve.network import NetworkPricer
     from fabricsim.topo.accelerators import accelerator_of
     e0, e1 = chip_constants().compute_efficiency_for("prefill"), saturated_efficiency()
@@ -264,8 +270,8 @@ def held_out_md() -> str:
         G = _held_out_fabric(chip, ranks)
         acc = accelerator_of(G)
         arch = arch_of("deepseek-r1")
-        if original:    # FP8 weights (DeepSeek's release), BF16 latent KV cache
-            arch = replace(arch, expert_bytes_per_param=1.0, expert_precision="fp8", kv_bytes=2.0)
+        if original:
+            arch = original_precision(arch)
         pricer = NetworkPricer(G, arch.model, dispatch_dtype="fp8" if original else "nvfp4")
         mesh = {"tp": 1, "ep": ranks}
         cells = []

@@ -19,6 +19,11 @@ Counting conventions (per token, per layer; SwiGLU MLPs have 3 matrices):
 * KV cache per token per layer: GQA ``2 x kv_heads x head_dim``, MLA ``kv_lora + rope``
   elements of ``kv_bytes``.
 
+Precisions: routed experts run at ``expert_precision``, the other weights' GEMMs (attention
+projections, dense and shared MLPs, the head) at ``attention_precision``, and the attention core
+(the context FLOPs, over the cache) at the KV cache's own precision (:attr:`Arch.kv_precision`:
+FlashMLA runs BF16 on a BF16 cache; an FP8 cache runs FP8 attention, LMSYS GB200 Part II).
+
 Not counted: norms, rotary embedding, the router GEMM (< 0.1% of a layer's FLOPs for
 these models), biases and attention sinks.
 """
@@ -229,6 +234,12 @@ class Arch:
         else:
             per = 2.0 * m.heads * (self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim)
         return per * self.context_tokens(L)
+
+    @property
+    def kv_precision(self) -> str:
+        """The precision the attention core (scores and values over the cache) runs at: the KV cache's
+        elements (FlashMLA runs BF16 on a BF16 cache; an FP8 cache runs FP8 attention, LMSYS GB200 Part II)."""
+        return "bf16" if self.kv_bytes >= 2 else "fp8" if self.kv_bytes >= 1 else "fp4"
 
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes of one token over all layers (sliding layers hold at most the window)."""

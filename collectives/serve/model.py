@@ -7,7 +7,8 @@ rest, routed experts expert-parallel over ``ep``, shared experts TP-sharded) and
 sequence of ISL tokens), per chip:
 
 * **compute** = FLOPs / (dense FLOP/s at the block's precision x compute efficiency, the
-  prefill's own where ``arch.toml`` gives one):
+  prefill's own where ``arch.toml`` gives one; the attention core's context FLOPs at the KV cache's
+  precision):
   attention ``T_g x (2 P_attn + context(L)) / tp``, dense MLP ``T_g x 2 P_mlp / tp``,
   experts ``(T x top_k / chips) x 2 P_expert`` (with ``ep = 1``: TP-sharded, the same total),
   shared experts ``T_g x 2 P_expert / tp``, where ``T_g`` = tokens per TP group;
@@ -191,12 +192,13 @@ def _layer(kind: str, count: int, arch: Arch, acc: Accelerator, consts: ChipCons
     other = arch.other_bytes_per_param
     r_other = _rate(acc, arch.attention_precision, notes)
     r_exp = _rate(acc, arch.expert_precision, notes)
+    r_ctx = _rate(acc, arch.kv_precision, notes)     # the attention core runs on the KV cache's elements
     hbm = acc.hbm_Bps * consts.hbm_efficiency
     eff = consts.compute_efficiency_for(phase)
-    blocks = []     # (flops at other precision, flops at expert precision, weight bytes, kv bytes)
+    blocks = []     # (flops at other precision, at expert precision, at KV precision, weight bytes, kv bytes)
     kernels = 0
     if kind == "head":
-        blocks.append((T_g * 2 * arch.head_params / tp, 0.0, arch.head_params * other / tp, 0.0))
+        blocks.append((T_g * 2 * arch.head_params / tp, 0.0, 0.0, arch.head_params * other / tp, 0.0))
         kernels = consts.head_kernels
     else:
         ctx = arch.context_flops_per_token(context, phase) / m.layers
@@ -205,10 +207,10 @@ def _layer(kind: str, count: int, arch: Arch, acc: Accelerator, consts: ChipCons
             kv = S_g * kv_layer / arch.kv_shard(tp)
         else:   # prefill writes each token's KV once (the attention tiles reread it from on-chip memory)
             kv = T_g * arch.kv_elems_per_token() * arch.kv_bytes / arch.kv_shard(tp)
-        blocks.append((T_g * (2 * arch.attn_params + ctx) / tp, 0.0, arch.attn_params * other / tp, kv))
+        blocks.append((T_g * 2 * arch.attn_params / tp, 0.0, T_g * ctx / tp, arch.attn_params * other / tp, kv))
         kernels += consts.attention_kernels_for(arch.attention)
         if kind == "dense":
-            blocks.append((T_g * 2 * arch.dense_mlp_params / tp, 0.0, arch.dense_mlp_params * other / tp, 0.0))
+            blocks.append((T_g * 2 * arch.dense_mlp_params / tp, 0.0, 0.0, arch.dense_mlp_params * other / tp, 0.0))
             kernels += consts.mlp_kernels
         else:   # moe (and an MTP module, one MoE layer)
             E, k = m.experts, m.top_k
@@ -223,13 +225,13 @@ def _layer(kind: str, count: int, arch: Arch, acc: Accelerator, consts: ChipCons
                 b_exp = distinct * arch.expert_params * arch.expert_bytes_per_param / tp
             f_sh = T_g * m.shared * 2 * arch.expert_params / tp
             b_sh = m.shared * arch.expert_params * other / tp
-            blocks.append((f_sh, f_exp, b_sh + b_exp, 0.0))
+            blocks.append((f_sh, f_exp, 0.0, b_sh + b_exp, 0.0))
             kernels += consts.moe_kernels + m.shared * consts.shared_expert_kernels
-    flops = sum(b[0] + b[1] for b in blocks)
-    wbytes = sum(b[2] for b in blocks)
-    kvb = sum(b[3] for b in blocks)
-    comp = [(b[0] / r_other + b[1] / r_exp) / eff for b in blocks]
-    mem = [(b[2] + b[3]) / hbm for b in blocks]
+    flops = sum(b[0] + b[1] + b[2] for b in blocks)
+    wbytes = sum(b[3] for b in blocks)
+    kvb = sum(b[4] for b in blocks)
+    comp = [(b[0] / r_other + b[1] / r_exp + b[2] / r_ctx) / eff for b in blocks]
+    mem = [(b[3] + b[4]) / hbm for b in blocks]
     net = None
     net_s = 0.0
     if pricer is not None and kind != "head" and int(tokens) == tokens:
