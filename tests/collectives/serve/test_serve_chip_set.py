@@ -107,3 +107,10 @@ def test_cli_chip_set(tmp_path):
     line = [x for x in bad.output.splitlines() if x.startswith("Error:")]
     assert len(line) == 1 and "--chip-set" in line[0] and "prefill_compute_efficiency" in line[0]
     assert "Traceback" not in bad.output
+
+
+def test_two_microbatch_says_it_is_an_upper_bound(rack):
+    a = serve(rack, "deepseek-r1", overlap="two-microbatch", **KW)
+    b = serve(rack, "deepseek-r1", **KW)
+    assert any("upper bound" in n and "two-microbatch" in n for n in a.notes)
+    assert not any("two-microbatch overlap" in n for n in b.notes)
