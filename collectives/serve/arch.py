@@ -101,7 +101,7 @@ def chip_constants(name: str = "default", overrides=None) -> ChipConstants:
     ----------
     name : the chip (an accelerator name; a chip without a [chip.NAME] table takes the default's).
     overrides : chip constants to replace, as a dict or ``KEY=VALUE`` strings (``serve --chip-set``), e.g.
-        ``{"prefill_compute_efficiency": 0.25}``: fractions of peak in (0, 1] (compute_efficiency,
+        ``{"prefill_compute_efficiency": 0.25}``: fractions of peak in [1e-6, 1] (compute_efficiency,
         prefill_compute_efficiency, hbm_efficiency, hbm_usable), microseconds >= 0 (launch_us, layer_us) or
         kernel counts >= 0 (attention_kernels, mla_attention_kernels, mlp_kernels, moe_kernels,
         shared_expert_kernels, head_kernels).
@@ -142,7 +142,7 @@ def _checked_overrides(overrides) -> dict:
         except (TypeError, ValueError):
             x = float("nan")
         if key in _FRACTIONS:
-            ok, what = 0 < x <= 1, "a fraction of peak in (0, 1]"
+            ok, what = 1e-6 <= x <= 1, "a fraction of peak in [1e-06, 1]"   # a denormal would make times inf
         elif key in _TIMES_US:
             ok, what = 0 <= x <= 1e6, "microseconds in [0, 1e6]"
         else:

@@ -31,9 +31,10 @@ def test_overrides_replace_only_what_is_named():
 
 @pytest.mark.parametrize("given, words", [
     ({"prefill_eff": 0.3}, ["'prefill_eff' is unknown", "prefill_compute_efficiency"]),
-    ({"compute_efficiency": 0}, ["(0, 1]"]),
-    ({"hbm_efficiency": 1.5}, ["(0, 1]"]),
-    ({"hbm_usable": "nan"}, ["(0, 1]"]),
+    ({"compute_efficiency": 0}, ["[1e-06, 1]"]),
+    ({"prefill_compute_efficiency": "5e-324"}, ["[1e-06, 1]"]),     # a denormal made every time inf
+    ({"hbm_efficiency": 1.5}, ["[1e-06, 1]"]),
+    ({"hbm_usable": "nan"}, ["[1e-06, 1]"]),
     ({"launch_us": -1}, ["microseconds"]),
     ({"layer_us": "inf"}, ["microseconds"]),
     ({"moe_kernels": 2.5}, ["whole number"]),
