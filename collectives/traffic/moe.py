@@ -34,7 +34,14 @@ Model (docs/guide.md repeats it):
   keep their method: the same draws as ``dedup=expert``, each token then counted once
   per distinct rank among its picks.  A token with ``shared`` experts always has a
   copy on its own rank (its shared experts are there), one copy however many shared
-  and local routed experts it has.
+  and local routed experts it has.  ``node``: as DeepEP's internode kernels, one copy per
+  (token, destination node) crosses between nodes -- to the rank on the sender's rail
+  there (same index in its node) -- and that rank forwards it to each other rank of its
+  node the token needs; ranks of the sender's own node get theirs directly.  Nodes are
+  ``node_ranks`` consecutive ranks (8).  Under ``balanced`` a token needs node n, holding
+  N_n experts, with probability ``1 - C(E - N_n, top_k) / C(E, top_k)``; every rank ends
+  with the rank dedup's copies (the same ``imbalance``), and the forwarded copies count in
+  ``bytes_total``.
 * ``bytes_total`` counts every copy, local ones included; ``bytes_local`` the copies
   whose destination is the token's own rank (the diagonal, shared copies included);
   ``bytes_network`` the rest.  ``imbalance`` is max / mean over ranks of the bytes
@@ -62,13 +69,14 @@ __all__ = ["MoESpec", "MoETraffic", "moe_traffic", "DTYPE_BYTES", "DEDUPS", "exp
 DTYPE_BYTES = {"fp8": 1, "bf16": 2, "fp16": 2, "fp32": 4, "nvfp4": 0.5625, "mxfp4": 0.53125}
 PHASES = ("dispatch", "combine")
 PLACEMENTS = ("round-robin", "contiguous")
-# one copy per (token, rank) [DeepEP/pplx-kernels dispatch] or per (token, expert) [plain all-to-all-v]
-DEDUPS = ("rank", "expert")
+# one copy per (token, rank) [DeepEP/pplx-kernels dispatch], per (token, expert) [plain all-to-all-v], or per
+# (token, node) across nodes then forwarded inside the node [DeepEP's internode normal kernels]
+DEDUPS = ("rank", "expert", "node")
 _REQUIRED = ("experts", "top_k", "tokens", "hidden")
-_INTS = ("experts", "top_k", "tokens", "hidden", "shared", "seed")
+_INTS = ("experts", "top_k", "tokens", "hidden", "shared", "seed", "node_ranks")
 # Ranges refused in one line rather than overflowing or running for hours (no MoE comes close:
 # DeepSeek-V3 256 experts, Kimi K2 384, hidden 7,168)
-_LIMITS = {"experts": 1 << 20, "tokens": 1 << 40, "hidden": 1 << 30, "shared": 1 << 10}
+_LIMITS = {"experts": 1 << 20, "tokens": 1 << 40, "hidden": 1 << 30, "shared": 1 << 10, "node_ranks": 1 << 20}
 # sampling draws tokens x experts keys: past this, say so (balanced is the expectation, no draws)
 _MAX_DRAWS = 1 << 32
 # routing keys are drawn for this many token-expert pairs at a time (float32)
@@ -93,13 +101,14 @@ class MoESpec:
     phase: str = "dispatch"
     placement: str = "round-robin"
     dedup: str = "rank"
+    node_ranks: int = 8
 
     def __post_init__(self):
         for name in _INTS:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise BadInput(f"moe {name}={v!r} must be an integer")
-        for name in ("experts", "top_k", "tokens", "hidden"):
+        for name in ("experts", "top_k", "tokens", "hidden", "node_ranks"):
             if getattr(self, name) < 1:
                 raise BadInput(f"moe {name}={getattr(self, name)} must be >= 1")
         if self.shared < 0:
@@ -120,7 +129,8 @@ class MoESpec:
             raise BadInput(f"moe placement={self.placement!r}; choose one of: {', '.join(PLACEMENTS)}")
         if self.dedup not in DEDUPS:
             raise BadInput(f"moe dedup={self.dedup!r}; choose one of: {', '.join(DEDUPS)} (one copy per "
-                           f"token and destination rank, or per token and expert)")
+                           f"token and destination rank, per token and expert, or per token and node, forwarded "
+                           f"inside it)")
         parse_skew(self.skew)
 
     @classmethod
@@ -325,7 +335,20 @@ def moe_traffic(spec: MoESpec, ep: int, *, progress=None) -> MoETraffic:
         raise BadInput(f"moe tokens={spec.tokens:,} x experts={spec.experts:,} routing draws exceed {_MAX_DRAWS:,} "
                        f"(hours of sampling); use skew=balanced (the expectation) or fewer tokens")
     eye = np.arange(ep)
-    if spec.dedup == "expert":
+    arrive = None          # dedup=node: (token, rank) copies each rank ends up with (its experts' load)
+    if spec.dedup == "node":
+        R = spec.node_ranks
+        if ep > R and ep % R:
+            raise BadInput(f"moe dedup=node: ep={ep} ranks do not fill whole nodes of node_ranks={R}; use an ep "
+                           f"that is a multiple of {R} (or dedup=rank)")
+        if kind == "balanced":
+            C, arrive = _node_balanced(spec, per_rank, ep, R)
+        else:
+            C, arrive = _sample_counts(spec, per_rank, expert_weights(spec), home, ep, by_node=R, progress=progress)
+        if spec.shared:
+            arrive = arrive + per_rank - np.diag(C)
+            C[eye, eye] = per_rank           # every token has a copy at home, for its shared experts
+    elif spec.dedup == "expert":
         if kind == "balanced":
             counts = np.outer(per_rank.astype(np.float64), np.full(spec.experts, spec.top_k / spec.experts))
         else:
@@ -342,7 +365,8 @@ def moe_traffic(spec: MoESpec, ep: int, *, progress=None) -> MoETraffic:
         if spec.shared:
             C[eye, eye] = per_rank           # every token has a copy at home, for its shared experts
     M = C * spec.copy_bytes
-    load = M.sum(axis=0)                   # bytes each rank receives in dispatch (its experts' input)
+    # bytes each rank receives in dispatch for its own experts (dedup=node: not the copies it forwards)
+    load = M.sum(axis=0) if arrive is None else arrive * spec.copy_bytes
     # equal loads are balanced exactly (a mean of equal floats can miss the value by an ulp)
     imbalance = 1.0 if load.max() == load.min() else float(load.max() / load.mean())
     if spec.phase == "combine":
@@ -355,18 +379,51 @@ def moe_traffic(spec: MoESpec, ep: int, *, progress=None) -> MoETraffic:
     return MoETraffic(M, total, float(M.sum()) - local, local, imbalance, spec)
 
 
+def _node_balanced(spec: MoESpec, per_rank: np.ndarray, ep: int, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """``dedup=node`` under balanced routing: ``(ep, ep)`` copies and each rank's arrivals.
+
+    Rank ``s`` (node ``a``, local index ``i``) sends a token to a rank of its own node directly, once per
+    rank it needs (probability ``P_rank``); to another node ``n`` once, to its relay ``n R + i`` (the rank
+    on the same rail), with the probability the token needs node ``n`` at all -- the hypergeometric miss
+    of the node's experts, as :func:`rank_reach_probability` for a rank; the relay forwards it to each
+    other rank of ``n`` the token needs (``P_rank``).  Arrivals are the rank dedup's.
+    """
+    E, K = spec.experts, spec.top_k
+    p_rank = rank_reach_probability(spec, ep)
+    node = np.arange(ep) // R
+    local = np.arange(ep) % R
+    n_exp = np.bincount(_placement(spec, ep), minlength=ep)
+    node_exp = np.bincount(node, weights=n_exp)
+    i = np.arange(K, dtype=np.float64)
+    p_node = np.array([1.0 - (float(np.prod(np.clip((E - m - i) / (E - i), 0.0, None))) if E - m >= K else 0.0)
+                       for m in node_exp])
+    T = per_rank.astype(np.float64)
+    same = node[:, None] == node[None, :]
+    C = np.where(same, np.outer(T, p_rank), 0.0)
+    rail = (local[:, None] == local[None, :]) & ~same            # s -> its relay on every other node
+    C += np.where(rail, np.outer(T, np.ones(ep)) * p_node[node][None, :], 0.0)
+    # what each relay receives from other nodes, forwarded to the other ranks of its node that are needed
+    inbound = np.where(rail, T[:, None], 0.0).sum(axis=0)
+    fwd = np.where(same, np.outer(inbound, p_rank), 0.0)
+    fwd[np.arange(ep), np.arange(ep)] = 0.0
+    return C + fwd, T.sum() * p_rank
+
+
 def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None, home: np.ndarray, ep: int,
-                   by_rank: bool = False, progress=None) -> np.ndarray:
+                   by_rank: bool = False, progress=None, by_node: int = 0):
     """Copies from sampled routing: each token picks top_k distinct experts.
 
     ``(ep, experts)`` token-expert copies, or with ``by_rank`` ``(ep, ep)`` token-rank
     copies (a token counted once per distinct rank among its picks).  Both count the
-    same draws, so ``dedup=rank`` and ``dedup=expert`` describe the same routing.
+    same draws, so ``dedup=rank`` and ``dedup=expert`` describe the same routing.  With
+    ``by_node=R`` (nodes of R consecutive ranks): ``((ep, ep) copies, (ep,) arrivals)`` of
+    ``dedup=node`` (see :func:`_node_balanced`), from the same draws.
     """
     rng = np.random.default_rng(spec.seed)
     E, K = spec.experts, spec.top_k
-    width = ep if by_rank else E
+    width = ep if (by_rank or by_node) else E
     counts = np.zeros(len(per_rank) * width)
+    arrive = np.zeros(ep)
     src = np.repeat(np.arange(len(per_rank)), per_rank)
     chunk = max(1, _CHUNK_ELEMENTS // E)
     inv_w = None if w is None else np.where(w > 0, 1.0 / np.where(w > 0, w, 1.0), np.inf).astype(np.float32)
@@ -385,7 +442,22 @@ def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None, ho
         if inv_w is not None:
             keys *= inv_w
         pick = np.argpartition(keys, K - 1, axis=1)[:, :K] if K < E else np.broadcast_to(np.arange(E), (len(s), E))
-        if by_rank:
+        if by_node:
+            R = by_node
+            r = np.sort(home[pick], axis=1)
+            first = np.ones(r.shape, dtype=bool)
+            first[:, 1:] = r[:, 1:] != r[:, :-1]
+            sr = np.broadcast_to(s[:, None], r.shape)
+            nd, home_node = r // R, sr // R
+            relay = nd * R + sr % R                      # the rank on the source's rail in the target node
+            direct = first & (nd == home_node)
+            fwd = first & (nd != home_node) & (relay != r)
+            first_node = np.ones(r.shape, dtype=bool)      # ranks are sorted, so a node's ranks are adjacent
+            first_node[:, 1:] = nd[:, 1:] != nd[:, :-1]
+            cross = first_node & (nd != home_node)
+            cells = np.concatenate([(sr * ep + r)[direct], (relay * ep + r)[fwd], (sr * ep + relay)[cross]])
+            arrive += np.bincount(r[first], minlength=ep)
+        elif by_rank:
             # each token once per distinct destination rank among its picks
             r = np.sort(home[pick], axis=1)
             first = np.ones(r.shape, dtype=bool)
@@ -394,4 +466,6 @@ def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None, ho
         else:
             cells = (s[:, None] * E + pick).ravel()
         counts += np.bincount(cells, minlength=counts.size)
+    if by_node:
+        return counts.reshape(len(per_rank), width), arrive
     return counts.reshape(len(per_rank), width)

@@ -151,6 +151,6 @@ def test_shared_experts_add_one_home_copy_per_token():
 
 def test_default_is_rank_and_bad_dedup_is_one_line():
     assert MoESpec.parse("experts=8,top_k=2,tokens=8,hidden=1").dedup == "rank"
-    with pytest.raises(BadInput, match=r"moe dedup='node'; choose one of: rank, expert") as exc:
-        MoESpec.parse("experts=8,top_k=2,tokens=8,hidden=1,dedup=node")
+    with pytest.raises(BadInput, match=r"moe dedup='per-node'; choose one of: rank, expert, node") as exc:
+        MoESpec.parse("experts=8,top_k=2,tokens=8,hidden=1,dedup=per-node")
     assert "\n" not in str(exc.value)

@@ -60,3 +60,30 @@ def test_counting_a_copy_per_expert_would_miss_deepep_by_far():
     r = price(G, "all-to-all", groups=by_size(G, ep)[:1], traffic=moe_traffic(spec, ep).matrix, algorithm="direct")
     measured_time = received * (hidden + EXTRA_FP8) / (m["dispatch_GBps"] * 1e9)
     assert r.time_s > 1.25 * measured_time
+
+
+@pytest.mark.parametrize("key", ["v2_sm90_ep8x2_12sm", "v2_sm90_ep8x4_6sm"])
+def test_deepep_sm90_internode_with_node_dedup_within_25_percent(key):
+    """DeepEP V2's scale-out figure counts one token per (token, destination node), the source's own node
+    included (test_ep.py: ``num_scaleout_send_tokens``), over the kernel time: its internode kernels send a
+    token once per node over RDMA and forward it inside the node.  Priced with ``dedup=node`` on H100 nodes
+    with one 400G CX7 per GPU (rail-cluster) and contiguous experts, as test_ep.py places them; with one
+    copy per rank (``dedup=rank``) the same figure is off by more than 40%."""
+    m = DEEPEP[key]
+    ep, nodes, hidden, k, E = m["ep"], m["nodes"], m["hidden"], m["topk"], m["experts"]
+    tokens = sum(m["tokens_per_rank"] - r for r in range(ep))
+    p_node = 1 - comb(E - E // nodes, k) / comb(E, k)            # a token needs a given node (uniform router)
+    sent = m["tokens_per_rank"] * nodes * p_node                  # rank 0's (token, node) copies, its node included
+    G = build("rail-cluster", nodes=nodes, gpu="h100")
+    g = by_size(G, ep)[:1]
+    for dtype, per_token, measured, phase in (("fp8", hidden + EXTRA_FP8, m["dispatch_GBps"], "dispatch"),
+                                              ("bf16", 2 * hidden + EXTRA_BF16, m["combine_GBps"], "combine")):
+        width = {"fp8": 1, "bf16": 2}[dtype]
+        model = {}
+        for dedup in ("node", "rank"):
+            spec = MoESpec.parse(f"experts={E},top_k={k},tokens={tokens},hidden={per_token // width},dtype={dtype},"
+                                 f"skew=balanced,placement=contiguous,phase={phase},dedup={dedup}")
+            r = price(G, "all-to-all", groups=g, traffic=moe_traffic(spec, ep).matrix, algorithm="direct")
+            model[dedup] = sent * per_token / r.time_s / 1e9
+        assert model["node"] == pytest.approx(measured, rel=0.25), (key, phase, model, measured)
+        assert model["rank"] < 0.6 * measured, (key, phase, model, measured)
