@@ -315,11 +315,18 @@ def constants_md() -> str:
         f"{c.attention_kernels} GQA or {c.attention_kernels_for('mla')} MLA attention kernels + {c.mlp_kernels} "
         f"MLP or {c.moe_kernels} MoE (+ {c.shared_expert_kernels} per shared expert) kernels, "
         f"{c.head_kernels} for the head;",
-        *[f"- {lib.name}: {lib.efficiency:g} of line rate, {lib.step_latency_us:g} us per step "
+        *[f"- {lib.name}: {lib.efficiency:g} of line rate, {lib.step_latency_us:g} us per step"
+          f"{', a MoE dispatch ' + _COPY[lib.moe_dedup] if 'all-to-all' in lib.collectives else ''} "
           f"(runs on {', '.join(lib.families)}{f' with {chr(44).join(lib.chips)} chips' if lib.chips else ''}"
           f"{'' if lib.auto else '; named only, auto does not pick it'})"
           for lib in libs],
-        "- nccl: the fabric family's NCCL model (`collectives/cost/families/*.toml`), on every fabric."])
+        f"- nccl: the fabric family's NCCL model (`collectives/cost/families/*.toml`), on every fabric, a MoE "
+        f"dispatch {_COPY[library('nccl').moe_dedup]}."])
+
+
+# what one copy of a MoE dispatch is, per library (collectives/serve/libraries.toml moe_dedup)
+_COPY = {"rank": "one copy per (token, rank)", "expert": "one copy per (token, expert)",
+         "node": "one copy per (token, node), forwarded inside the node"}
 
 
 def print_table(res: list[dict]) -> None:

@@ -308,10 +308,30 @@ class PlannedJob:
     bytes_network: float | None
 
 
+def scaleup_run(G: nx.Graph, members) -> int | None:
+    """Ranks per scale-up domain (the chips' ``rack``) of an EP group whose ranks fill whole domains in runs
+    of equal length (8 per HGX node of a rail cluster, 72 per NVL72); None when the fabric has no domains
+    or the group does not split evenly (a MoE dispatch there counts one copy per rank)."""
+    from ..algorithms import view_of
+    dom = view_of(G).domain
+    if dom is None:
+        return None
+    d = dom[np.asarray(members)]
+    starts = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
+    runs = np.diff(np.r_[starts, len(d)])
+    if (runs != runs[0]).any() or len(np.unique(d)) != len(runs):
+        return None
+    return int(runs[0])
+
+
 def layer_jobs(G: nx.Graph, model: Model, kind: str, *, mesh: dict[str, int], tokens: int,
                dispatch_dtype: str = "fp8", combine_dtype: str = "bf16", skew: str = "balanced",
-               seed: int = 0, after: tuple[str, ...] = ()) -> list[PlannedJob]:
-    """The jobs of one ``kind`` (dense | moe) layer on the mesh, in dependency order (see the module notes)."""
+               seed: int = 0, after: tuple[str, ...] = (), dedup: str = "rank") -> list[PlannedJob]:
+    """The jobs of one ``kind`` (dense | moe) layer on the mesh, in dependency order (see the module notes).
+
+    ``dedup`` is the MoE dispatch's copy rule (:data:`~fabricsim.collectives.traffic.DEDUPS`); ``node``
+    takes its nodes from the fabric (:func:`scaleup_run` of the first EP group; one copy per rank where
+    the group does not fill whole scale-up domains)."""
     tp, ep = mesh.get("tp", 1), mesh.get("ep", 1)
     chips = int(np.prod(list(mesh.values())))
     act = DTYPE_BYTES[ACT_DTYPE]
@@ -347,8 +367,10 @@ def layer_jobs(G: nx.Graph, model: Model, kind: str, *, mesh: dict[str, int], to
     for name, dtype, deps in (("dispatch", dispatch_dtype, start), ("combine", combine_dtype, ("dispatch",))):
         # shared experts are replicated on every chip: their copies never leave it, so
         # they are left out of the all-to-all (shared=0) rather than carried on the diagonal
+        node_ranks = (scaleup_run(G, groups[0]) or ep) if dedup == "node" else 8
         spec = MoESpec(experts=model.experts, top_k=model.top_k, tokens=int(per_group), hidden=model.hidden,
-                       dtype=dtype, shared=0, skew=skew, seed=seed, phase=name)
+                       dtype=dtype, shared=0, skew=skew, seed=seed, phase=name, dedup=dedup,
+                       node_ranks=node_ranks)
         t = moe_traffic(spec, ep)
         out.append(PlannedJob(name, "all-to-all", groups, None, t.matrix, tuple(deps), "ep", len(groups), ep,
                               float(t.bytes_total * len(groups)), float(t.bytes_network * len(groups))))

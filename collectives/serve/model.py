@@ -28,7 +28,7 @@ in series (``overlap="none"``).  ``overlap="two-microbatch"`` (DeepSeek's decode
 prefill overlap): the batch is split in two halves whose compute hides the other's
 communication, a layer taking max(2 x (roofline + launch of a half), 2 x network of a half)
 -- each half reads the weights again.  The hiding is ideal, so the gain is an upper bound: LMSYS
-measured two-batch overlap at +25.5% in decode and +27-35% in prefill where this gains 1.4-1.9x
+measured two-batch overlap at +25.5% in decode and +27-35% in prefill where this gains 1.4-1.6x
 (docs/token-validation.md).  Every term is reported per layer kind (:class:`LayerTerms`), with the
 resource that bounds it.
 """

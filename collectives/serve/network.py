@@ -69,6 +69,7 @@ class Library:
     source: str = ""
     auto: bool = True           # ``auto`` may pick it (False: only when named, a what-if)
     chips: tuple = ()           # accelerators it runs on (empty: every chip)
+    moe_dedup: str = "rank"     # what one copy of a MoE dispatch is (collectives.traffic DEDUPS)
 
     def engine_algorithm(self, collective: str) -> str | None:
         """The first of the library's algorithms the engine's registry runs for ``collective`` (None: none)."""
@@ -92,7 +93,8 @@ def _libraries() -> dict[str, Library]:
                        efficiency=v.get("efficiency"),
                        step_latency_us=v.get("step_latency_us"), message_overhead_us=v.get("message_overhead_us"),
                        source=v.get("source", ""), auto=bool(v.get("auto", True)),
-                       chips=tuple(v.get("chips", ()))) for k, v in data.items()}
+                       chips=tuple(v.get("chips", ())), moe_dedup=v.get("moe_dedup", "rank"))
+            for k, v in data.items()}
 
 
 LIBRARIES = tuple(_libraries())
@@ -190,20 +192,34 @@ class NetworkPricer:
             self._layers[key] = self._price_layer(kind, mesh, int(tokens), library)
         return self._layers[key]
 
-    def _price_layer(self, kind, mesh, tokens, choice) -> NetLayer:
-        planned = layer_jobs(self.G, self.model, kind, mesh=mesh, tokens=tokens,
-                             dispatch_dtype=self.dispatch_dtype, combine_dtype=self.combine_dtype)
+    def _planned(self, kind, mesh, tokens, dedup: str) -> list[PlannedJob]:
+        planned = layer_jobs(self.G, self.model, kind, mesh=mesh, tokens=tokens, dispatch_dtype=self.dispatch_dtype,
+                             combine_dtype=self.combine_dtype, dedup=dedup)
         if self.ranks is not None:
             planned = [replace(p, groups=tuple(tuple(self.ranks[r] for r in g) for g in p.groups)) for p in planned]
+        return planned
+
+    def _price_layer(self, kind, mesh, tokens, choice) -> NetLayer:
+        # each library sends a MoE dispatch its own way (one copy per rank, per expert or per node): the layer's
+        # jobs are planned once per copy rule the candidate libraries use, the same jobs in the same order
+        plans: dict[str, list[PlannedJob]] = {}
         finish: dict[str, float] = {}
         cols = []
-        for p in planned:            # layer_jobs lists jobs in dependency order
-            start = max((finish[d] for d in p.after), default=0.0)
-            libs = _libs_for(p.collective, choice, self.families, self.chip)
-            best = min((self._price_job(p, lib) + (lib.name,) for lib in libs), key=lambda x: x[0])
-            t, algorithm, lib_name = best
-            finish[p.name] = start + t
-            cols.append(NetCollective(p.name, p.collective, lib_name, algorithm, start, start + t,
+        base = self._planned(kind, mesh, tokens, "rank")
+        for i, p0 in enumerate(base):            # layer_jobs lists jobs in dependency order
+            start = max((finish[d] for d in p0.after), default=0.0)
+            libs = _libs_for(p0.collective, choice, self.families, self.chip)
+            priced = []
+            for lib in libs:
+                p = p0
+                if p0.traffic is not None and lib.moe_dedup != "rank":      # a MoE dispatch / combine
+                    if lib.moe_dedup not in plans:
+                        plans[lib.moe_dedup] = self._planned(kind, mesh, tokens, lib.moe_dedup)
+                    p = plans[lib.moe_dedup][i]
+                priced.append(self._price_job(p, lib) + (lib.name, p))
+            t, algorithm, lib_name, p = min(priced, key=lambda x: x[0])
+            finish[p0.name] = start + t
+            cols.append(NetCollective(p0.name, p0.collective, lib_name, algorithm, start, start + t,
                                       float(p.bytes_total)))
         return NetLayer(max(finish.values(), default=0.0), tuple(cols))
 

@@ -484,7 +484,7 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
     if overlap == "two-microbatch":
         notes.append("two-microbatch overlap hides the shorter of compute and communication completely: an upper "
                      "bound (LMSYS measured two-batch overlap at +25.5% in decode and +27-35% in prefill; the ideal "
-                     "gains 1.4-1.9x on the same runs, docs/token-validation.md)")
+                     "gains 1.4-1.6x on the same runs, docs/token-validation.md)")
     changed = _changed_constants(chip_constants(acc.name), consts)
     if changed:
         notes.append(f"chip constants overridden for this run (--chip-set): {changed}; the catalog's are in "
