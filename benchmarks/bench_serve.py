@@ -11,6 +11,11 @@ with the other agents' load; CPU seconds are the steadier figure).
 Measured on the project's 2-core VM (shared with ~6 agents, load average ~7), one run each:
 
     case                 wall s   cpu s  peak GiB  points  min TBT ms  peak tok/s/kW
+    pod-deepseek-search    11.9    12.1      0.24      13       1.237         11,285   (each library's own MoE copy
+                                                                                      rule: a layer planned per rule;
+                                                                                      quiet machine)
+    rack-gptoss-search      1.0     1.1      0.24      12       0.691        107,455   (same run)
+    nvl72-gb300-kimi        3.0     3.1      0.24      15       4.027         10,115   (same run; DeepEP LL per expert)
     pod-deepseek-search    16.4    11.9      0.21      13       1.237         11,285   (Jalapeño's engine auto +
                                                                                       16.9 us per layer; load avg 3)
     rack-gptoss-search      1.9     1.2      0.21      12       0.691        107,455   (same run)
