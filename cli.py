@@ -868,6 +868,7 @@ model_fabrics = option_group(
 @opt("--combine-dtype", type=Choice("collectives.traffic.moe:DTYPE_BYTES"), default="bf16", show_default=True, doc=STEP)
 @opt("--skew", default="balanced", show_default=True, doc=STEP)
 @opt("--seed", type=click.IntRange(min=0), default=0, show_default=True, doc=STEP)
+@opt("--dedup", type=Choice("collectives.traffic:DEDUPS"), default="rank", show_default=True, doc=STEP)
 @plot_option("Write a stacked bar per fabric (communication per token by collective) to a .png, .svg or .pdf.")
 @json_option("Print the step as JSON (an array with --fabrics).")
 def step_cmd(model, fabric, sets, fabric_list, mesh, plot, as_json, **opts):

@@ -519,7 +519,8 @@ def calibrate_logs(G, logs: Sequence[str], *, collective: str | None = None, gro
 
 def step_jobs(graphs: dict, model, mesh: str, *, phase: str = "decode", batch: int = 1, seq: int | None = None,
               compute_us: float | None = None, dispatch_dtype: str = "fp8", combine_dtype: str = "bf16",
-              skew: str = "balanced", seed: int = 0, progress: Callable[[str], None] | None = None) -> list:
+              skew: str = "balanced", seed: int = 0, dedup: str = "rank",
+              progress: Callable[[str], None] | None = None) -> list:
     """One model step (:func:`~fabricsim.collectives.jobs.step.step`) on each of ``graphs`` ({label: graph}).
 
     The model, mesh, tokens and router are checked, and the mesh against every fabric, before any is
@@ -540,6 +541,9 @@ def step_jobs(graphs: dict, model, mesh: str, *, phase: str = "decode", batch: i
     skew : router: balanced (uniform expectation), uniform (one sample), zipf:A (hot experts) or a file
         of per-expert weights.
     seed : seed of a sampled router (uniform, zipf).
+    dedup : one MoE dispatch copy per (token, rank) (DeepEP inside a node), per (token, node) forwarded
+        inside it (DeepEP's internode kernels; nodes from the fabric's racks) or per (token, expert) (a plain
+        all-to-all-v, DeepEP's low-latency kernels).
     """
     import time
 
@@ -568,7 +572,7 @@ def step_jobs(graphs: dict, model, mesh: str, *, phase: str = "decode", batch: i
             try:
                 results.append(step(G, m, mesh=mesh_d, phase=phase, batch=batch, seq=seq, compute_us=compute_us,
                                     dispatch_dtype=dispatch_dtype, combine_dtype=combine_dtype, skew=skew,
-                                    seed=seed, progress=say))
+                                    seed=seed, dedup=dedup, progress=say))
             except BadInput as exc:     # which fabric, when there are several
                 raise BadInput(f"{name}: {exc}", param=exc.param) from None
         if progress and time.perf_counter() - t0 > 2:

@@ -50,7 +50,7 @@ import numpy as np
 from ...topo.errors import BadInput
 from ...topo.text import fmt_bytes, table, us
 from ..placement import MESH_ORDER, by_mesh, chip_ranks, parse_mesh
-from ..traffic import DTYPE_BYTES, MoESpec, moe_traffic
+from ..traffic import DEDUPS, DTYPE_BYTES, MoESpec, moe_traffic
 from .models import Model, load_model
 
 __all__ = ["PHASES", "MESH_DIMS", "StepCollective", "StepLayer", "StepResult", "PlannedJob", "layer_jobs", "step_scope_note",
@@ -394,7 +394,7 @@ def _attribute(spans: list[tuple[float, float]]) -> list[float]:
 
 def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: str = "decode", batch: int = 1,
          seq: int | None = None, compute_us: float | None = None, dispatch_dtype: str = "fp8",
-         combine_dtype: str = "bf16", skew: str = "balanced", seed: int = 0,
+         combine_dtype: str = "bf16", skew: str = "balanced", seed: int = 0, dedup: str = "rank",
          progress: Callable[[str], None] | None = None, **price_kwargs) -> StepResult:
     """Price one model step's communication on ``G``: every layer's collectives, through :func:`mix`.
 
@@ -408,6 +408,10 @@ def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: 
     dispatch_dtype, combine_dtype : element types of the MoE all-to-alls (fp8, bf16, fp16, fp32, or the 4-bit block formats nvfp4 and mxfp4 with their scales).
     skew, seed : the router model (:class:`fabricsim.collectives.traffic.MoESpec`); ``balanced`` is
         the expectation of a uniform router, ``uniform`` one sample of it, ``zipf:A`` hot experts.
+    dedup : what one copy of a MoE dispatch is: rank (one per token and destination rank, DeepEP inside a
+        node), node (one per token and destination node, forwarded inside it: DeepEP's internode kernels,
+        nodes from the fabric's racks) or expert (one per token and expert: a plain all-to-all-v, DeepEP's
+        low-latency kernels).
     progress : called with a short message before each priced layer kind.
     price_kwargs : passed to :func:`mix` (and by it to ``price``), e.g. ``efficiency``.
 
@@ -432,6 +436,8 @@ def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: 
     for name, dt in (("dispatch", dispatch_dtype), ("combine", combine_dtype)):
         if dt not in DTYPE_BYTES:
             raise BadInput(f"{name} dtype {dt!r}; choose one of: {', '.join(DTYPE_BYTES)}", param=f"{name}_dtype")
+    if dedup not in DEDUPS:
+        raise BadInput(f"dedup {dedup!r}; choose one of: {', '.join(DEDUPS)}", param="dedup")
     chips = int(np.prod(list(mesh.values())))
     n = len(chip_ranks(G))
     fabric = str(G.graph.get("name", "fabric"))
@@ -446,7 +452,7 @@ def step(G: nx.Graph, model: Model | str, *, mesh: dict[str, int] | str, phase: 
         if not count:
             continue
         planned = layer_jobs(G, model, kind, mesh=mesh, tokens=tokens, dispatch_dtype=dispatch_dtype,
-                             combine_dtype=combine_dtype, skew=skew, seed=seed)
+                             combine_dtype=combine_dtype, skew=skew, seed=seed, dedup=dedup)
         if not planned:
             priced[kind] = ((), 0.0)
             continue

@@ -57,3 +57,17 @@ def test_inside_one_domain_node_is_rank():
     b = layer_jobs(G, m, "moe", mesh={"tp": 1, "ep": 8}, tokens=1024, dedup="node")
     for x, y in zip(a, b):
         np.testing.assert_allclose(y.traffic, x.traffic, rtol=1e-12)
+
+
+def test_step_takes_the_copy_rule():
+    from fabricsim.collectives.jobs.step import step
+    m = load_model("deepseek-r1")
+    multi = build("rail-cluster", nodes=4)
+    t = {d: step(multi, m, mesh="ep=32", batch=4096, dedup=d).time_s for d in ("rank", "node", "expert")}
+    assert t["node"] < t["rank"] < t["expert"]
+    one = build("nvl72")
+    assert step(one, m, mesh="ep=8", batch=512, dedup="node").time_s == step(one, m, mesh="ep=8", batch=512).time_s
+    from fabricsim.topo.errors import BadInput
+    with pytest.raises(BadInput) as e:
+        step(one, m, mesh="ep=8", batch=512, dedup="nodes")
+    assert e.value.param == "dedup"
