@@ -336,7 +336,8 @@ def moe_traffic(spec: MoESpec, ep: int, *, progress=None) -> MoETraffic:
                        f"(hours of sampling); use skew=balanced (the expectation) or fewer tokens")
     eye = np.arange(ep)
     arrive = None          # dedup=node: (token, rank) copies each rank ends up with (its experts' load)
-    if spec.dedup == "node":
+    copy_rule = spec.dedup    # (a copy rule, not a failure class named "node")
+    if copy_rule == "node":
         R = spec.node_ranks
         if ep > R and ep % R:
             raise BadInput(f"moe dedup=node: ep={ep} ranks do not fill whole nodes of node_ranks={R}; use an ep "
