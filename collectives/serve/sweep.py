@@ -53,7 +53,7 @@ from ..placement import chip_ranks, parse_mesh
 from .arch import ChipConstants, arch_of, chip_constants
 from .menu import MENUS, menu_runs
 from .model import OVERLAPS, StepTerms, acceptance_length, kv_capacity, step_terms
-from .network import ENGINE_ALGORITHM, LIBRARY_CHOICES, NetworkPricer
+from .network import ENGINE_ALGORITHM, LIBRARY_CHOICES, NetworkPricer, library
 
 __all__ = ["ServePoint", "ServeResult", "FailResult", "ClassRow", "ClassResult", "serve", "serve_failed",
            "serve_failure_class", "candidate_meshes", "plot_frontier"]
@@ -701,7 +701,12 @@ def _serving_symmetry(G: nx.Graph, model: Model, point: ServePoint):
                 continue
             kind = "moe" if layer.kind in ("moe", "mtp") else "dense"
             algo = {c.name: c.algorithm for c in layer.net.collectives}
-            for job in layer_jobs(G, model, kind, mesh=point.mesh, tokens=max(1, int(layer.tokens))):
+            # each MoE job as the library that priced it sends it (its copy rule, libraries.toml moe_dedup)
+            rule = {c.name: library(c.library).moe_dedup for c in layer.net.collectives}
+            tokens = max(1, int(layer.tokens))
+            plans = {d: {j.name: j for j in layer_jobs(G, model, kind, mesh=point.mesh, tokens=tokens, dedup=d)}
+                     for d in set(rule.values()) | {"rank"}}
+            for job in (plans[rule.get(name, "rank")][name] for name in plans["rank"]):
                 if job.traffic is not None:
                     M = np.asarray(job.traffic, float)
                     off = M[..., ~np.eye(M.shape[-1], dtype=bool)]

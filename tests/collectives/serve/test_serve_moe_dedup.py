@@ -71,3 +71,15 @@ def test_step_takes_the_copy_rule():
     with pytest.raises(BadInput) as e:
         step(one, m, mesh="ep=8", batch=512, dedup="nodes")
     assert e.value.param == "dedup"
+
+
+def test_fail_class_folds_the_traffic_each_library_sends():
+    """The symmetry fold checks the MoE matrix the library sends: NCCL's per-node forwarding is not uniform
+    over the pairs of two HGX nodes, so the fold is refused; DeepEP's per-expert copies are, so it folds."""
+    from fabricsim.collectives.serve import serve_failure_class
+    G = build("rail-cluster", nodes=2)
+    kw = dict(mesh="tp=1,ep=16", concurrency=64, isl=1024, osl=128)
+    nccl = serve_failure_class(G, "deepseek-r1", "leaf-switch", library="nccl", **kw)
+    assert nccl.folded.startswith("none") and "not uniform" in nccl.folded
+    ll = serve_failure_class(G, "deepseek-r1", "leaf-switch", library="deepep-ll", **kw)
+    assert "orbit" in ll.folded
