@@ -77,6 +77,9 @@ _DUAL_TOL = 1e-9
 # program cannot make the next infeasible.  Small: the capacity the hold frees, summed
 # over F rows, must stay far below a probe's threshold (_PROBE x _PROBE_TOL of the level).
 _HOLD = 1e-12
+# When HiGHS's own tolerance (_TOL) left a held rate a hair over what the next program can carry (it reports
+# "infeasible"), the hold is widened step by step and the program solved again: a fallback, never the first try.
+_RELAX = (_HOLD, 1e-10, 1e-8, 1e-6)
 # Probes give each undecided row a slack of at most _PROBE x the level (x its weight); a
 # slack above _PROBE_TOL of that bound proves the row can exceed the level.
 _PROBE = 0.1
@@ -351,19 +354,23 @@ class _Program:
         lo = np.zeros(n_all)
         hi = np.full(n_all, np.inf)
         shut = np.flatnonzero(~open_)
-        lo[1 + shut] = held[shut] * (1 - _HOLD)
         hi[1 + shut] = held[shut]
         c = np.zeros(n_all)
         if t_fix is None:
             c[0] = -1.0
         else:
-            lo[0] = hi[0] = t_fix * (1 - _HOLD)
             hi[nv:] = eps * w[rows[pr]]
             c[nv:] = -1.0
-        self.calls += 1
-        res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=self.b_eq, bounds=np.stack([lo, hi], 1),
-                      method=_METHOD,
-                      options={"primal_feasibility_tolerance": _TOL, "dual_feasibility_tolerance": _TOL})
+        for relax in _RELAX:
+            lo[1 + shut] = held[shut] * (1 - relax)
+            if t_fix is not None:
+                lo[0] = hi[0] = t_fix * (1 - relax)
+            self.calls += 1
+            res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=self.b_eq, bounds=np.stack([lo, hi], 1),
+                          method=_METHOD,
+                          options={"primal_feasibility_tolerance": _TOL, "dual_feasibility_tolerance": _TOL})
+            if res.status != 2:          # 2: infeasible -- roundoff in the held rates; widen the hold
+                break
         if res.status == 3:
             raise ValueError("a flow crosses no capacity-limited link: rates are unbounded")
         if res.status != 0:

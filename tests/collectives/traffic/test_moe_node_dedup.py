@@ -84,3 +84,18 @@ def test_shared_experts_stay_home():
 def test_bad_node_specs(spec, ep, words):
     with pytest.raises(BadInput, match=words.replace("(", r"\(").replace("[", r"\[")):
         moe_traffic(MoESpec.parse(_t(ep, spec)), ep)
+
+
+def test_eight_node_dispatch_prices_without_a_solver_failure():
+    """Regression: the max-min program of this dispatch (EP64 over 8 HGX nodes, one copy per node) was reported
+    infeasible by HiGHS after a level froze rates a hair over capacity (its 1e-9 tolerance against a 1e-12 hold);
+    the hold now widens step by step when that happens.  Balanced traffic on a non-blocking fat tree: the
+    max-min time is the link-load bound."""
+    from fabricsim.collectives import by_size, price
+    from fabricsim.fabrics import build
+    G, ep = build("rail-cluster", nodes=8), 64
+    spec = MoESpec.parse("experts=256,top_k=8,tokens=262144,hidden=7392,dtype=fp8,skew=balanced,"
+                         "placement=contiguous,dedup=node")
+    r = price(G, "all-to-all", groups=by_size(G, ep)[:1], traffic=moe_traffic(spec, ep).matrix, algorithm="direct")
+    assert np.isfinite(r.time_s) and r.time_s > 0
+    assert r.time_s == pytest.approx(r.bound_s, rel=1e-6)
