@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import BadInput
+from .errors import FabricError
 
 __all__ = ["Paths", "paths_of", "paths_for", "maxmin_rates", "simulate", "AdaptiveRates", "AdaptiveResult", "MAX_ARCS",
            "MAX_FLOWS"]
@@ -283,7 +283,6 @@ class _Program:
     def __init__(self, p: Paths):
         self.p = p
         F, A = p.n_rows, p.n_arcs
-        K = len(p.com_sink)
         cap = p.group_capacity_Bps
         used_groups = np.unique(p.link_group[p.arc_link]) if A else np.zeros(0, np.int64)
         finite = used_groups[np.isfinite(cap[used_groups])]
@@ -374,7 +373,8 @@ class _Program:
         if res.status == 3:
             raise ValueError("a flow crosses no capacity-limited link: rates are unbounded")
         if res.status != 0:
-            raise ValueError(f"multipath program failed: {res.message}")
+            raise FabricError(f"the max-min solver could not solve a fill level (HiGHS: {res.message}); "
+                              f"--bound-only gives the link-load bound without it")
         dual = -np.asarray(res.ineqlin.marginals)[len(self.b_cap):]
         x = res.x
         return float(-res.fun), dual, x[1:1 + F], x[1 + F:nv], x[nv:]
