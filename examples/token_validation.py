@@ -242,11 +242,11 @@ HELD_OUT = [
     ("SGLang, H100, prefill 1K prompts (LMSYS)", "h100", 32, "prefill", 16384, 1024, 57_674 / 8, True),
     ("SGLang, H100, prefill 2K prompts (LMSYS)", "h100", 32, "prefill", 16384, 2048, 54_543 / 8, True),
     ("SGLang, H100, prefill 4K prompts (LMSYS)", "h100", 32, "prefill", 16384, 4096, 50_302 / 8, True),
-    ("DeepSeek's profile, H800, prefill 4K (LMSYS)", "h100", 32, "prefill", 16384, 4096, 62_713 / 8, True),
+    ("DeepSeek's profile, H800, prefill 4K (LMSYS)", "h800", 32, "prefill", 16384, 4096, 62_713 / 8, True),
     ("SGLang, GB200, prefill 2K prompts (Part II)", "gb200", 2, "prefill", 16384, 2000, 26_156, False),
     ("SGLang, H100, decode, KV 2,000 (LMSYS)", "h100", 72, "decode", 256, 2000, 22_282 / 8, True),
-    ("DeepSeek's profile, H800, decode, KV 4,096 (LMSYS)", "h100", 128, "decode", 128, 4096, 18_598 / 8, True),
-    ("DeepSeek's service, H800, decode, KV 4,989 (day average)", "h100", 144, "decode", 128, 4989, 14_800 / 8, True),
+    ("DeepSeek's profile, H800, decode, KV 4,096 (LMSYS)", "h800", 128, "decode", 128, 4096, 18_598 / 8, True),
+    ("DeepSeek's service, H800, decode, KV 4,989 (day average)", "h800", 144, "decode", 128, 4989, 14_800 / 8, True),
     ("SGLang, GB200, decode, KV 2,000 (Part II)", "gb200", 48, "decode", 1408, 2000, 13_386, False),
 ]
 
@@ -265,7 +265,7 @@ def held_out_md() -> str:
     e0, e1 = chip_constants().compute_efficiency_for("prefill"), saturated_efficiency()
     lines = ["Independent DeepSeek V3/R1 measurements, each priced as its source ran it (chip, EP ranks with data-"
              "parallel attention, per-GPU batch, context, DeepEP low-latency in decode, the source's precisions; "
-             "H800 priced as H100, whose compute it shares, I).  The Hopper sources overlapped two microbatches "
+             "DeepSeek's own rows on H800 nodes: H100's compute, NVLink cut to 8 links).  The Hopper sources overlapped two microbatches "
              "(serve's `two-microbatch`, which hides the shorter of compute and communication completely); the "
              "GB200 ones did not (only the combine overlaps the down GEMM), so they are priced without overlap.  "
              "The last column prices every row without overlap.  No constant was chosen on them except "

@@ -71,12 +71,12 @@ def _place(G: nx.Graph, H: nx.Graph, domain: int, prefix: str, per_domain: int) 
     G.update(H)
 
 
-@register("rail-cluster", description="Rail-optimized cluster: N 8-GPU nodes (HGX A100/H100/H200/B200/B300 or "
+@register("rail-cluster", description="Rail-optimized cluster: N 8-GPU nodes (HGX A100/H100/H200/H800/B200/B300 or "
                                       "Instinct MI300X/MI325X/MI355X), one NIC per GPU, one leaf per rail, "
                                       "leaves joined by spines (latencies and AMD leaf switch inferred)",
           source="NVIDIA DGX SuperPOD reference architectures (F: rail-optimized, 8 rails, 32 nodes per leaf at "
                  "1:1); node figures as hgx-* / instinct-node (F, F2); link latencies I")
-def rail_cluster(*, gpu: Literal["a100", "h100", "h200", "b200", "b300", "mi300x", "mi325x", "mi355x"] = "h100",
+def rail_cluster(*, gpu: Literal["a100", "h100", "h200", "h800", "b200", "b300", "mi300x", "mi325x", "mi355x"] = "h100",
                  nodes: int = 2, nic_gbps: float = 0.0, spine_oversubscription: float = 1.0,
                  sharp: bool = False, rail_only: bool = False) -> nx.Graph:
     """``nodes`` 8-GPU nodes joined by a rail-optimized leaf-spine network.
@@ -84,7 +84,7 @@ def rail_cluster(*, gpu: Literal["a100", "h100", "h200", "b200", "b300", "mi300x
     Parameters
     ----------
     gpu : str
-        Node type: ``a100`` (HDR 200G NICs), ``h100`` / ``h200`` / ``b200`` (400G), ``b300`` (800G) on
+        Node type: ``a100`` (HDR 200G NICs), ``h100`` / ``h200`` / ``h800`` / ``b200`` (400G), ``b300`` (800G) on
         InfiniBand; ``mi300x`` / ``mi325x`` / ``mi355x`` (400G) on RoCE.
     nodes : int
         Nodes in the cluster.

@@ -76,6 +76,13 @@ H200 = register_device(Device(
     port_modes=((18, 200.0),), lanes_by_tier={"nvlink": 36},
     description="NVIDIA H200 SXM GPU: H100's NVLink 4 (18 links, 450 GB/s per direction), 141 GB HBM3e",
     source="NVIDIA H200 data sheet (F: NVLink 900 GB/s bidir, same 18 links as H100); 2 lanes per link F2"))
+# H800 SXM: H100's die with NVLink cut to 400 GB/s bidir = 200 GB/s per direction (F2: secondary spec pages;
+# DeepEP measures ~160 GB/s); 8 of NVLink 4's links x 25 GB/s (D: 200 / 25; which links stay is I).
+H800 = register_device(Device(
+    name="h800-sxm", kind="chip", lanes=16, lane_gbps=100.0, signal_gbps=106.25,
+    port_modes=((8, 200.0),), lanes_by_tier={"nvlink": 16},
+    description="NVIDIA H800 SXM GPU: 8 NVLink 4 links x 2 lanes x 100G, 200 GB/s per direction",
+    source="H800 spec pages (F2: NVLink 400 GB/s bidir); 8 links D; DeepEP README (F: ~160 GB/s measured)"))
 # Second-generation NVSwitch (HGX A100): 36 NVLink 3 ports (F2: NVIDIA NVLink/NVSwitch generation table,
 # 1.8 TB/s per chip = 36 x 50 GB/s bidir); no in-network reduction (F: SHARP arrived with gen 3).
 NVSWITCH2 = register_device(Device(

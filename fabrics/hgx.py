@@ -98,6 +98,8 @@ NODE_TYPES = {
     # 18 links, 5/4/4/5 over 4 NVSwitch gen 3 (F2); 2 lanes x 100G per link (F2); NVLS (F)
     "h100": NodeType("h100-sxm", "nvswitch3", (5, 4, 4, 5), 2, 100.0, True, "cx7", "QM9700", "infiniband", "nvlink4"),
     "h200": NodeType("h200-sxm", "nvswitch3", (5, 4, 4, 5), 2, 100.0, True, "cx7", "QM9700", "infiniband", "nvlink4"),
+    # H800: 8 links, 2 to each of the 4 NVSwitch gen 3 (I: the split); CX7 400G per GPU (F: DeepEP's H800 + CX7)
+    "h800": NodeType("h800-sxm", "nvswitch3", (2, 2, 2, 2), 2, 100.0, True, "cx7", "QM9700", "infiniband", "nvlink4"),
     # 18 links, 9 + 9 over 2 NVLink 5 switch chips (F2/D); 2 lanes x 200G per link (F2, as NVL72); NVLS (F)
     "b200": NodeType("blackwell-gpu", "nvlink5-switch", (9, 9), 2, 200.0, True, "cx7", "QM9700", "infiniband",
                      "nvlink5"),
@@ -280,16 +282,18 @@ def hgx_a100(*, nics: int = 8, nic_gbps: float = 200.0) -> nx.Graph:
 
 @register("hgx-h100", description="NVIDIA HGX H100/H200 8-GPU: 18 NVLink 4 links per GPU (450 GB/s per "
                                   "direction) split 5/4/4/5 over 4 NVSwitch gen 3 with NVLS; 8 x ConnectX-7 400G "
-                                  "to 8 rail leaves (latencies inferred)",
+                                  "to 8 rail leaves (latencies inferred); generation=h800: 8 links, 200 GB/s",
           source="NVIDIA H100/H200 data sheets and HGX H100 blog (F: 18 links, 4 NVSwitch, SHARP); 5/4/4/5 split "
-                 "F2 (DGX H100 topology); DGX H100 user guide (F: 8 x 400G CX-7); link latencies I")
-def hgx_h100(*, generation: Literal["h100", "h200"] = "h100", nics: int = 8, nic_gbps: float = 400.0) -> nx.Graph:
-    """An HGX H100 or H200 8-GPU node.
+                 "F2 (DGX H100 topology); DGX H100 user guide (F: 8 x 400G CX-7); H800 NVLink 400 GB/s bidir F2, "
+                 "its 2/2/2/2 split I; link latencies I")
+def hgx_h100(*, generation: Literal["h100", "h200", "h800"] = "h100", nics: int = 8,
+             nic_gbps: float = 400.0) -> nx.Graph:
+    """An HGX H100, H200 or H800 8-GPU node.
 
     Parameters
     ----------
-    generation : ``"h100"`` | ``"h200"``
-        The GPU; both have NVLink 4 (the H200 differs in memory).
+    generation : ``"h100"`` | ``"h200"`` | ``"h800"``
+        The GPU; all have NVLink 4 (the H200 differs in memory, the H800 keeps 8 of the 18 links).
     nics : int
         0 (no scale-out NICs) or 8 (one per GPU, the default).
     nic_gbps : float
@@ -301,8 +305,8 @@ def hgx_h100(*, generation: Literal["h100", "h200"] = "h100", nics: int = 8, nic
     >>> [G.edges["gpu0", f"nvsw{j}"]["lanes"] // 2 for j in range(4)]
     [5, 4, 4, 5]
     """
-    if generation not in ("h100", "h200"):
-        raise BadInput(f"generation={generation!r} is not valid: choose one of h100, h200")
+    if generation not in ("h100", "h200", "h800"):
+        raise BadInput(f"generation={generation!r} is not valid: choose one of h100, h200, h800")
     return hgx_node(generation, nics=nics, nic_gbps=nic_gbps)
 
 

@@ -76,6 +76,7 @@ def test_builds_validates_audits_and_names_its_families(name, params, tier, fam,
     ("hgx-a100", {}, "a100-sxm", [2] * 6, 25.0, "nvswitch2", 36, False),     # 12 x 25 = 300 GB/s
     ("hgx-h100", {}, "h100-sxm", [5, 4, 4, 5], 25.0, "nvswitch3", 64, True),  # 18 x 25 = 450 GB/s
     ("hgx-h100", {"generation": "h200"}, "h200-sxm", [5, 4, 4, 5], 25.0, "nvswitch3", 64, True),
+    ("hgx-h100", {"generation": "h800"}, "h800-sxm", [2, 2, 2, 2], 25.0, "nvswitch3", 64, True),  # 8 x 25 = 200
     ("hgx-b200", {}, "blackwell-gpu", [9, 9], 50.0, "nvlink5-switch", 72, True),  # 18 x 50 = 900 GB/s
     ("hgx-b300", {}, "blackwell-ultra-gpu", [9, 9], 50.0, "nvlink5-switch", 72, True),
 ], ids=str)

@@ -77,7 +77,8 @@ VARIANTS = [("nvl72", {"generation": "gb300"}, "gb300"), ("nvl72", {"generation"
             ("nvl72-cluster", {"generation": "gb300"}, "gb300"), ("hgx-h100", {"generation": "h200"}, "h200"),
             ("mi355x", {"generation": "mi300x"}, "mi300x"), ("instinct-node", {"generation": "mi325x"}, "mi325x")]
 VARIANTS += [("rail-cluster", {"gpu": g}, g)
-             for g in ("a100", "h100", "h200", "b200", "b300", "mi300x", "mi325x", "mi355x")]
+             for g in ("a100", "h100", "h200", "h800", "b200", "b300", "mi300x", "mi325x", "mi355x")]
+VARIANTS += [("hgx-h100", {"generation": "h800"}, "h800")]
 
 
 def _chip_models(G):
