@@ -204,7 +204,8 @@ def price_traffic(G, collective: str, options, spec: GroupSpec, *, traffic=None,
     moe : all-to-all-v of a MoE layer's dispatch/combine, e.g.
         experts=256,top_k=8,tokens=1024,hidden=7168 [,dtype=fp8|bf16|fp16|fp32|nvfp4|mxfp4] [,shared=1]
         [,skew=uniform|balanced|zipf:A|FILE] [,seed=S] [,phase=dispatch|combine]
-        [,placement=round-robin|contiguous] [,dedup=rank|expert|node] [,node_ranks=8] (rank, the default: one
+        [,placement=round-robin|contiguous] [,groups=G,topk_groups=g] [,dedup=rank|expert|node] [,node_ranks=8]
+        (groups: DeepSeek-V3's group-limited router, g of G groups of consecutive experts first; rank, the default: one
         copy per token and destination rank, as DeepEP inside a node; expert: one per token and expert; node: one
         per token and destination node, to the rank on the sender's rail, forwarded there to the ranks that need
         it, as DeepEP's internode kernels do, nodes being node_ranks consecutive ranks); replaces ``size``.

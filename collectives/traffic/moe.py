@@ -42,6 +42,10 @@ Model (docs/guide.md repeats it):
   N_n experts, with probability ``1 - C(E - N_n, top_k) / C(E, top_k)``; every rank ends
   with the rank dedup's copies (the same ``imbalance``), and the forwarded copies count in
   ``bytes_total``.
+* ``groups=G,topk_groups=g``: DeepSeek-V3's group-limited router.  Experts form G groups of
+  consecutive ids; a token picks g groups (uniformly under ``balanced`` / ``uniform``, by
+  their summed weights under a skew), then its top_k among their experts.  The balanced
+  reach of a set of experts sums over which of its groups are picked (:func:`_miss`).
 * ``bytes_total`` counts every copy, local ones included; ``bytes_local`` the copies
   whose destination is the token's own rank (the diagonal, shared copies included);
   ``bytes_network`` the rest.  ``imbalance`` is max / mean over ranks of the bytes
@@ -52,6 +56,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, fields
+from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -73,10 +78,11 @@ PLACEMENTS = ("round-robin", "contiguous")
 # (token, node) across nodes then forwarded inside the node [DeepEP's internode normal kernels]
 DEDUPS = ("rank", "expert", "node")
 _REQUIRED = ("experts", "top_k", "tokens", "hidden")
-_INTS = ("experts", "top_k", "tokens", "hidden", "shared", "seed", "node_ranks")
+_INTS = ("experts", "top_k", "tokens", "hidden", "shared", "seed", "node_ranks", "groups", "topk_groups")
 # Ranges refused in one line rather than overflowing or running for hours (no MoE comes close:
 # DeepSeek-V3 256 experts, Kimi K2 384, hidden 7,168)
-_LIMITS = {"experts": 1 << 20, "tokens": 1 << 40, "hidden": 1 << 30, "shared": 1 << 10, "node_ranks": 1 << 20}
+_LIMITS = {"experts": 1 << 20, "tokens": 1 << 40, "hidden": 1 << 30, "shared": 1 << 10, "node_ranks": 1 << 20,
+           "groups": 1 << 10}
 # sampling draws tokens x experts keys: past this, say so (balanced is the expectation, no draws)
 _MAX_DRAWS = 1 << 32
 # routing keys are drawn for this many token-expert pairs at a time (float32)
@@ -102,13 +108,15 @@ class MoESpec:
     placement: str = "round-robin"
     dedup: str = "rank"
     node_ranks: int = 8
+    groups: int = 1
+    topk_groups: int = 0
 
     def __post_init__(self):
         for name in _INTS:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise BadInput(f"moe {name}={v!r} must be an integer")
-        for name in ("experts", "top_k", "tokens", "hidden", "node_ranks"):
+        for name in ("experts", "top_k", "tokens", "hidden", "node_ranks", "groups"):
             if getattr(self, name) < 1:
                 raise BadInput(f"moe {name}={getattr(self, name)} must be >= 1")
         if self.shared < 0:
@@ -118,6 +126,14 @@ class MoESpec:
         for name, cap in _LIMITS.items():
             if getattr(self, name) > cap:
                 raise BadInput(f"moe {name}={getattr(self, name)} is past the model's range (at most {cap:,})")
+        if self.topk_groups < 0 or self.topk_groups > self.groups:
+            raise BadInput(f"moe topk_groups={self.topk_groups} must be in 0..groups={self.groups} (0: every group)")
+        if self.experts % self.groups:
+            raise BadInput(f"moe groups={self.groups} must divide experts={self.experts} (groups of consecutive "
+                           f"experts, as DeepSeek-V3's router forms them)")
+        if self.limited and self.top_k > self.selectable:
+            raise BadInput(f"moe top_k={self.top_k} exceeds the {self.selectable} experts of topk_groups="
+                           f"{self.topk_groups} groups of {self.experts // self.groups}")
         if self.top_k > self.experts:
             raise BadInput(f"moe top_k={self.top_k} exceeds experts={self.experts}: a token picks top_k "
                            f"distinct experts")
@@ -166,6 +182,16 @@ class MoESpec:
             raise BadInput(f"moe spec misses {', '.join(missing)}; required: {', '.join(_REQUIRED)} "
                            f"(e.g. experts=256,top_k=8,tokens=1024,hidden=7168)")
         return cls(**kw)
+
+    @property
+    def limited(self) -> bool:
+        """Group-limited routing: a token picks ``topk_groups`` of ``groups`` groups first."""
+        return 0 < self.topk_groups < self.groups
+
+    @property
+    def selectable(self) -> int:
+        """Experts a token may pick from: those of its ``topk_groups`` groups (all without a limit)."""
+        return self.topk_groups * (self.experts // self.groups) if self.limited else self.experts
 
     @property
     def copy_bytes(self) -> int:
@@ -299,7 +325,10 @@ def rank_reach_probability(spec: MoESpec, ep: int) -> np.ndarray:
     5.2947
     """
     E, K = spec.experts, spec.top_k
-    n = np.bincount(_placement(spec, ep), minlength=ep)
+    home = _placement(spec, ep)
+    if spec.limited:            # which experts a rank holds matters, not only how many (their groups)
+        return 1.0 - np.array([_miss(spec, np.flatnonzero(home == j)) for j in range(ep)])
+    n = np.bincount(home, minlength=ep)
     i = np.arange(K, dtype=np.float64)
     miss = {}
     for m in np.unique(n):
@@ -307,6 +336,47 @@ def rank_reach_probability(spec: MoESpec, ep: int) -> np.ndarray:
         # top_k-subset cannot avoid the rank); factors are in [0, 1], no overflow
         miss[m] = float(np.prod(np.clip((E - m - i) / (E - i), 0.0, None))) if E - m >= K else 0.0
     return 1.0 - np.array([miss[m] for m in n])
+
+
+def _miss(spec: MoESpec, members: np.ndarray) -> float:
+    """P(a token's top_k experts avoid every expert in ``members``) under uniform (balanced) routing.
+
+    Without a group limit: the hypergeometric ``C(E - n, k) / C(E, k)``.  With one (a token picks a uniform
+    ``topk_groups``-subset of the ``groups`` groups of E/groups consecutive experts, then top_k uniform among
+    their experts): the members fall in m groups with c_g each; summing over which of those groups are
+    picked (A, with |A| = a and c_A members among them; the other picks come from the G - m groups without
+    members) gives ``sum C(G - m, gk - a) / C(G, gk) x C(Esel - c_A, k) / C(Esel, k)``, Esel = gk x E/G.
+    """
+    E, K = spec.experts, spec.top_k
+
+    def avoid(total: int, n: int) -> float:      # C(total - n, K) / C(total, K), by its product form
+        if total - n < K:
+            return 0.0
+        i = np.arange(K, dtype=np.float64)
+        return float(np.prod((total - n - i) / (total - i)))
+
+    n = len(members)
+    if not spec.limited:
+        return avoid(E, n)
+    G, gk, size = spec.groups, spec.topk_groups, E // spec.groups
+    counts = np.bincount(np.asarray(members) // size, minlength=G)
+    c = [int(x) for x in counts if x]
+    m = len(c)
+    # ways[a][t]: subsets of the member groups with a groups and t members
+    ways = [{0: 1}] + [{} for _ in range(m)]
+    for cg in c:
+        for a in range(m - 1, -1, -1):
+            for t, w in ways[a].items():
+                ways[a + 1][t + cg] = ways[a + 1].get(t + cg, 0) + w
+    Esel = gk * size
+    total = 0.0
+    for a in range(min(m, gk) + 1):
+        if gk - a > G - m:
+            continue
+        pick = comb(G - m, gk - a) / comb(G, gk)
+        for t, w in ways[a].items():
+            total += w * pick * avoid(Esel, t)
+    return total
 
 
 def moe_traffic(spec: MoESpec, ep: int, *, progress=None) -> MoETraffic:
@@ -389,15 +459,11 @@ def _node_balanced(spec: MoESpec, per_rank: np.ndarray, ep: int, R: int) -> tupl
     of the node's experts, as :func:`rank_reach_probability` for a rank; the relay forwards it to each
     other rank of ``n`` the token needs (``P_rank``).  Arrivals are the rank dedup's.
     """
-    E, K = spec.experts, spec.top_k
     p_rank = rank_reach_probability(spec, ep)
     node = np.arange(ep) // R
     local = np.arange(ep) % R
-    n_exp = np.bincount(_placement(spec, ep), minlength=ep)
-    node_exp = np.bincount(node, weights=n_exp)
-    i = np.arange(K, dtype=np.float64)
-    p_node = np.array([1.0 - (float(np.prod(np.clip((E - m - i) / (E - i), 0.0, None))) if E - m >= K else 0.0)
-                       for m in node_exp])
+    home_node = _placement(spec, ep) // R
+    p_node = np.array([1.0 - _miss(spec, np.flatnonzero(home_node == n)) for n in range(ep // R if ep > R else 1)])
     T = per_rank.astype(np.float64)
     same = node[:, None] == node[None, :]
     C = np.where(same, np.outer(T, p_rank), 0.0)
@@ -428,6 +494,10 @@ def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None, ho
     src = np.repeat(np.arange(len(per_rank)), per_rank)
     chunk = max(1, _CHUNK_ELEMENTS // E)
     inv_w = None if w is None else np.where(w > 0, 1.0 / np.where(w > 0, w, 1.0), np.inf).astype(np.float32)
+    gw_inv = None
+    if spec.limited and w is not None:
+        gw = w.reshape(spec.groups, -1).sum(axis=1)
+        gw_inv = np.where(gw > 0, 1.0 / np.where(gw > 0, gw, 1.0), np.inf).astype(np.float32)
     t0 = said = time.monotonic()
     for lo in range(0, len(src), chunk):
         if progress is not None and time.monotonic() - said > _SAY_EVERY_S:
@@ -442,6 +512,15 @@ def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None, ho
         keys = rng.standard_exponential(size=(len(s), E), dtype=np.float32)
         if inv_w is not None:
             keys *= inv_w
+        if spec.limited:   # group-limited: topk_groups groups first (by the same rule, their weights summed)
+            G, size = spec.groups, E // spec.groups
+            gkeys = rng.standard_exponential(size=(len(s), G), dtype=np.float32)
+            if gw_inv is not None:
+                gkeys *= gw_inv
+            chosen = np.argpartition(gkeys, spec.topk_groups - 1, axis=1)[:, :spec.topk_groups]
+            keep = np.zeros((len(s), G), dtype=bool)
+            np.put_along_axis(keep, chosen, True, axis=1)
+            keys[~np.repeat(keep, size, axis=1)] = np.inf
         pick = np.argpartition(keys, K - 1, axis=1)[:, :K] if K < E else np.broadcast_to(np.arange(E), (len(s), E))
         if by_node:
             R = by_node
