@@ -10,7 +10,7 @@ import sys
 import time
 from contextlib import contextmanager
 
-__all__ = ["progress", "timed", "to_json"]
+__all__ = ["progress", "ticker", "timed", "to_json"]
 
 
 def progress(msg: str) -> None:
@@ -42,6 +42,30 @@ def to_json(obj) -> str:
     }
     """
     return json.dumps(obj, indent=2, sort_keys=False, default=_default)
+
+
+def ticker(say, every_s: float = 5.0):
+    """How far a long loop is: ``tick(done, total, text)`` says ``{text()}, N s, ETA M s ...`` through ``say``
+    when more than ``every_s`` seconds have passed since it last spoke (``text`` is built only then; the ETA is
+    the time per item so far x the items left).  ``say`` None: silent.
+
+    Examples
+    --------
+    >>> tick = ticker(print, every_s=-1.0)       # speak at every tick
+    >>> tick(0, 10, lambda: "routed 0 of 10")     # doctest: +ELLIPSIS
+    routed 0 of 10, 0 s, ETA ... s ...
+    """
+    if say is None:
+        return lambda done, total, text: None
+    t0 = said = time.monotonic()
+
+    def tick(done: int, total: int, text) -> None:
+        nonlocal said
+        now = time.monotonic()
+        if now - said > every_s:
+            said = now
+            say(f"{text()}, {now - t0:.0f} s, ETA {(now - t0) * (total - done) / max(done, 1):.0f} s ...")
+    return tick
 
 
 @contextmanager

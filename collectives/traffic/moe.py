@@ -54,7 +54,6 @@ Model (docs/guide.md repeats it):
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, fields
 from math import comb
 from pathlib import Path
@@ -62,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from ...topo.console import ticker
 from ...topo.errors import BadInput
 from ...topo.inputs import read_input_text
 
@@ -324,18 +324,21 @@ def rank_reach_probability(spec: MoESpec, ep: int) -> np.ndarray:
     >>> round(float(p.sum()), 4)       # distinct ranks per token, E=256, top-8, 8 ranks of 32
     5.2947
     """
-    E, K = spec.experts, spec.top_k
     home = _placement(spec, ep)
     if spec.limited:            # which experts a rank holds matters, not only how many (their groups)
         return 1.0 - np.array([_miss(spec, np.flatnonzero(home == j)) for j in range(ep)])
     n = np.bincount(home, minlength=ep)
-    i = np.arange(K, dtype=np.float64)
-    miss = {}
-    for m in np.unique(n):
-        # the product falls to exactly 0 once E - n_j < top_k (a factor is 0 or the
-        # top_k-subset cannot avoid the rank); factors are in [0, 1], no overflow
-        miss[m] = float(np.prod(np.clip((E - m - i) / (E - i), 0.0, None))) if E - m >= K else 0.0
+    miss = {m: _avoid(spec.experts, int(m), spec.top_k) for m in np.unique(n)}
     return 1.0 - np.array([miss[m] for m in n])
+
+
+def _avoid(total: int, n: int, k: int) -> float:
+    """``C(total - n, k) / C(total, k)``: a uniform k-subset of ``total`` misses ``n`` given ones.  By its
+    product form (factors in [0, 1], no overflow); exactly 0 once ``total - n < k``."""
+    if total - n < k:
+        return 0.0
+    i = np.arange(k, dtype=np.float64)
+    return float(np.prod((total - n - i) / (total - i)))
 
 
 def _miss(spec: MoESpec, members: np.ndarray) -> float:
@@ -348,16 +351,8 @@ def _miss(spec: MoESpec, members: np.ndarray) -> float:
     members) gives ``sum C(G - m, gk - a) / C(G, gk) x C(Esel - c_A, k) / C(Esel, k)``, Esel = gk x E/G.
     """
     E, K = spec.experts, spec.top_k
-
-    def avoid(total: int, n: int) -> float:      # C(total - n, K) / C(total, K), by its product form
-        if total - n < K:
-            return 0.0
-        i = np.arange(K, dtype=np.float64)
-        return float(np.prod((total - n - i) / (total - i)))
-
-    n = len(members)
     if not spec.limited:
-        return avoid(E, n)
+        return _avoid(E, len(members), K)
     G, gk, size = spec.groups, spec.topk_groups, E // spec.groups
     counts = np.bincount(np.asarray(members) // size, minlength=G)
     c = [int(x) for x in counts if x]
@@ -375,7 +370,7 @@ def _miss(spec: MoESpec, members: np.ndarray) -> float:
             continue
         pick = comb(G - m, gk - a) / comb(G, gk)
         for t, w in ways[a].items():
-            total += w * pick * avoid(Esel, t)
+            total += w * pick * _avoid(Esel, t, K)
     return total
 
 
@@ -419,7 +414,7 @@ def moe_traffic(spec: MoESpec, ep: int, *, progress=None) -> MoETraffic:
         if spec.shared:
             arrive = arrive + per_rank - np.diag(C)
             C[eye, eye] = per_rank           # every token has a copy at home, for its shared experts
-    elif spec.dedup == "expert":
+    elif copy_rule == "expert":
         if kind == "balanced":
             counts = np.outer(per_rank.astype(np.float64), np.full(spec.experts, spec.top_k / spec.experts))
         else:
@@ -445,7 +440,7 @@ def moe_traffic(spec: MoESpec, ep: int, *, progress=None) -> MoETraffic:
     M.flags.writeable = False
     local = float(np.trace(M))
     # one copy per (token, expert) is a count known in closed form; per (token, rank) it is the matrix's sum
-    total = float(spec.tokens * (spec.top_k + spec.shared) * spec.copy_bytes) if spec.dedup == "expert" \
+    total = float(spec.tokens * (spec.top_k + spec.shared) * spec.copy_bytes) if copy_rule == "expert" \
         else float(M.sum())
     return MoETraffic(M, total, float(M.sum()) - local, local, imbalance, spec)
 
@@ -468,7 +463,7 @@ def _node_balanced(spec: MoESpec, per_rank: np.ndarray, ep: int, R: int) -> tupl
     same = node[:, None] == node[None, :]
     C = np.where(same, np.outer(T, p_rank), 0.0)
     rail = (local[:, None] == local[None, :]) & ~same            # s -> its relay on every other node
-    C += np.where(rail, np.outer(T, np.ones(ep)) * p_node[node][None, :], 0.0)
+    C += np.where(rail, np.outer(T, p_node[node]), 0.0)
     # what each relay receives from other nodes, forwarded to the other ranks of its node that are needed
     inbound = np.where(rail, T[:, None], 0.0).sum(axis=0)
     fwd = np.where(same, np.outer(inbound, p_rank), 0.0)
@@ -498,13 +493,10 @@ def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None, ho
     if spec.limited and w is not None:
         gw = w.reshape(spec.groups, -1).sum(axis=1)
         gw_inv = np.where(gw > 0, 1.0 / np.where(gw > 0, gw, 1.0), np.inf).astype(np.float32)
-    t0 = said = time.monotonic()
+    tick = ticker(progress, _SAY_EVERY_S)
     for lo in range(0, len(src), chunk):
-        if progress is not None and time.monotonic() - said > _SAY_EVERY_S:
-            said = time.monotonic()
-            eta = (said - t0) * (len(src) - lo) / max(lo, 1)
-            progress(f"moe: routed {lo:,} of {len(src):,} tokens ({lo * E:,} of {len(src) * E:,} draws), "
-                     f"{said - t0:.0f} s, ETA {eta:.0f} s ...")
+        tick(lo, len(src),
+             lambda: f"moe: routed {lo:,} of {len(src):,} tokens ({lo * E:,} of {len(src) * E:,} draws)")
         s = src[lo:lo + chunk]
         # the k smallest of Exp(1) / w are a sample of k distinct experts without
         # replacement with probabilities proportional to w (Efraimidis-Spirakis; the
@@ -522,11 +514,13 @@ def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None, ho
             np.put_along_axis(keep, chosen, True, axis=1)
             keys[~np.repeat(keep, size, axis=1)] = np.inf
         pick = np.argpartition(keys, K - 1, axis=1)[:, :K] if K < E else np.broadcast_to(np.arange(E), (len(s), E))
-        if by_node:
-            R = by_node
+        if by_rank or by_node:
+            # each token once per distinct destination rank among its picks
             r = np.sort(home[pick], axis=1)
             first = np.ones(r.shape, dtype=bool)
             first[:, 1:] = r[:, 1:] != r[:, :-1]
+        if by_node:
+            R = by_node
             sr = np.broadcast_to(s[:, None], r.shape)
             nd, home_node = r // R, sr // R
             relay = nd * R + sr % R                      # the rank on the source's rail in the target node
@@ -538,10 +532,6 @@ def _sample_counts(spec: MoESpec, per_rank: np.ndarray, w: np.ndarray | None, ho
             cells = np.concatenate([(sr * ep + r)[direct], (relay * ep + r)[fwd], (sr * ep + relay)[cross]])
             arrive += np.bincount(r[first], minlength=ep)
         elif by_rank:
-            # each token once per distinct destination rank among its picks
-            r = np.sort(home[pick], axis=1)
-            first = np.ones(r.shape, dtype=bool)
-            first[:, 1:] = r[:, 1:] != r[:, :-1]
             cells = (s[:, None] * ep + r)[first]
         else:
             cells = (s[:, None] * E + pick).ravel()

@@ -85,6 +85,7 @@ try:
 except ModuleNotFoundError:      # Python < 3.11
     import tomli as tomllib
 
+from ...topo.console import ticker
 from ...topo.text import fmt_bytes, pct, table, us, x
 from ...topo.errors import BadInput, close_matches
 from ...topo.failures import domain_classes, domains
@@ -870,12 +871,9 @@ def _monte_carlo(used, samples: int, seed: int, progress=None):
     per = np.zeros((samples, len(used), 3))
     tot = np.zeros((samples, 3))
     overlaps = 0
-    t0 = said = time.monotonic()
+    tick = ticker(progress, 5.0)
     for y in range(samples):
-        if progress is not None and time.monotonic() - said > 5.0:
-            said = time.monotonic()
-            progress(f"availability: {y:,} of {samples:,} years drawn, {said - t0:.0f} s, "
-                     f"ETA {(said - t0) * (samples - y) / max(y, 1):.0f} s ...")
+        tick(y, samples, lambda: f"availability: {y:,} of {samples:,} years drawn")
         events = []
         for j, (row, lam, rep, s) in enumerate(used):
             k = rng.poisson(len(s) * lam)
