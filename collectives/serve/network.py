@@ -202,20 +202,17 @@ class NetworkPricer:
     def _price_layer(self, kind, mesh, tokens, choice) -> NetLayer:
         # each library sends a MoE dispatch its own way (one copy per rank, per expert or per node): the layer's
         # jobs are planned once per copy rule the candidate libraries use, the same jobs in the same order
-        plans: dict[str, list[PlannedJob]] = {}
+        plans = {"rank": self._planned(kind, mesh, tokens, "rank")}
         finish: dict[str, float] = {}
         cols = []
-        base = self._planned(kind, mesh, tokens, "rank")
-        for i, p0 in enumerate(base):            # layer_jobs lists jobs in dependency order
+        for i, p0 in enumerate(plans["rank"]):            # layer_jobs lists jobs in dependency order
             start = max((finish[d] for d in p0.after), default=0.0)
-            libs = _libs_for(p0.collective, choice, self.families, self.chip)
             priced = []
-            for lib in libs:
-                p = p0
-                if p0.traffic is not None and lib.moe_dedup != "rank":      # a MoE dispatch / combine
-                    if lib.moe_dedup not in plans:
-                        plans[lib.moe_dedup] = self._planned(kind, mesh, tokens, lib.moe_dedup)
-                    p = plans[lib.moe_dedup][i]
+            for lib in _libs_for(p0.collective, choice, self.families, self.chip):
+                rule = lib.moe_dedup if p0.traffic is not None else "rank"    # traffic: a MoE dispatch / combine
+                if rule not in plans:
+                    plans[rule] = self._planned(kind, mesh, tokens, rule)
+                p = plans[rule][i]
                 priced.append(self._price_job(p, lib) + (lib.name, p))
             t, algorithm, lib_name, p = min(priced, key=lambda x: x[0])
             finish[p0.name] = start + t

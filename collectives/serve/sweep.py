@@ -704,9 +704,9 @@ def _serving_symmetry(G: nx.Graph, model: Model, point: ServePoint):
             # each MoE job as the library that priced it sends it (its copy rule, libraries.toml moe_dedup)
             rule = {c.name: library(c.library).moe_dedup for c in layer.net.collectives}
             tokens = max(1, int(layer.tokens))
-            plans = {d: {j.name: j for j in layer_jobs(G, model, kind, mesh=point.mesh, tokens=tokens, dedup=d)}
-                     for d in set(rule.values()) | {"rank"}}
-            for job in (plans[rule.get(name, "rank")][name] for name in plans["rank"]):
+            plans = {d: layer_jobs(G, model, kind, mesh=point.mesh, tokens=tokens, dedup=d) for d in set(rule.values())}
+            for i, first in enumerate(next(iter(plans.values()))):    # every plan: the same jobs, same order
+                job = plans[rule[first.name]][i]
                 if job.traffic is not None:
                     M = np.asarray(job.traffic, float)
                     off = M[..., ~np.eye(M.shape[-1], dtype=bool)]
