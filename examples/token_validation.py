@@ -14,6 +14,7 @@ docs/token-validation.md (tests/test_examples.py checks that it is not stale).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -147,6 +148,7 @@ def original_precision(arch):
     return replace(arch, expert_bytes_per_param=1.0, expert_precision="fp8", kv_bytes=2.0)
 
 
+@functools.lru_cache(maxsize=None)
 def saturated_efficiency() -> float:
     """The prefill efficiency SATURATED's throughput implies, by serve's own FLOP accounting (D): its
     chip's prefill compute time for one token at efficiency 1 (at the run's precisions), times the
@@ -251,16 +253,19 @@ HELD_OUT = [
 ]
 
 
-def _held_out_fabric(chip: str, ranks: int):
-    if chip == "gb200":
-        return build("nvl72", accelerator="gb200")
-    return build("rail-cluster", nodes=ranks // 8, gpu=chip)
+@functools.lru_cache(maxsize=None)
+def _held_out_pricer(chip: str, ranks: int, original: bool):
+    """The fabric a HELD_OUT row ran on and its network pricer, shared by the rows that ran there (the H100
+    prefill rows price the same layers: solved once)."""
+    from fabricsim.collectives.serve.network import NetworkPricer
+    G = build("nvl72", accelerator="gb200") if chip == "gb200" else build("rail-cluster", nodes=ranks // 8, gpu=chip)
+    arch = original_precision(arch_of("deepseek-r1")) if original else arch_of("deepseek-r1")
+    return arch, NetworkPricer(G, arch.model, dispatch_dtype="fp8" if original else "nvfp4")
 
 
 def held_out_md() -> str:
     """The model against HELD_OUT: prefill at the default efficiency and at SATURATED's, decode; each with the
     sources' two-microbatch overlap as serve models it (perfect hiding) and without overlap."""
-    from fabricsim.collectives.serve.network import NetworkPricer
     from fabricsim.topo.accelerators import accelerator_of
     e0, e1 = chip_constants().compute_efficiency_for("prefill"), saturated_efficiency()
     lines = ["Independent DeepSeek V3/R1 measurements, each priced as its source ran it (chip, EP ranks with data-"
@@ -274,12 +279,8 @@ def held_out_md() -> str:
              f"no overlap (at {e1:.3f}) | error | what bounds the model |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for label, chip, ranks, phase, batch, ctx, pub, original in HELD_OUT:
-        G = _held_out_fabric(chip, ranks)
-        acc = accelerator_of(G)
-        arch = arch_of("deepseek-r1")
-        if original:
-            arch = original_precision(arch)
-        pricer = NetworkPricer(G, arch.model, dispatch_dtype="fp8" if original else "nvfp4")
+        arch, pricer = _held_out_pricer(chip, ranks, original)
+        acc = accelerator_of(pricer.G)
 
         def rate(e, overlap):
             st = step_terms(arch, acc, chip_constants(acc.name, {"prefill_compute_efficiency": e}),
