@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
 import networkx as nx
@@ -522,7 +522,6 @@ def _serve(G, model, *, isl, osl, mesh, concurrency, mtp, library, overlap, acce
 
 def _changed_constants(base: ChipConstants, now: ChipConstants) -> str:
     """``prefill_compute_efficiency 0.151 -> 0.25, ...``: the constants a run overrode."""
-    from dataclasses import fields
     return ", ".join(f"{f.name} {getattr(base, f.name)!r} -> {getattr(now, f.name)!r}" for f in fields(ChipConstants)
                      if getattr(base, f.name) != getattr(now, f.name))
 
